@@ -1,0 +1,82 @@
+// swift-tools-version: 6.0
+import PackageDescription
+import Foundation
+
+// Data flow, one target per stage:
+//   capture -> packets -> plugins -> timeline -> detectors -> reports
+// `Peerscope` wires the stages together for embedding; `peerscope` is a thin CLI over it.
+
+let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
+let yams: Target.Dependency = .product(name: "Yams", package: "Yams")
+let heap: Target.Dependency = .product(name: "HeapModule", package: "swift-collections")
+
+var targets: [Target] = [
+    .systemLibrary(
+        name: "CPcap",
+        pkgConfig: "libpcap",
+        providers: [.apt(["libpcap-dev"]), .brew(["libpcap"])]
+    ),
+    .systemLibrary(
+        name: "CZlib",
+        providers: [.apt(["zlib1g-dev"])]
+    ),
+    // Shared vocabulary: bytes, addresses, time, events, diagnostics, the plugin protocol.
+    .target(name: "PeerscopeCore"),
+    // Reading frames: pcap/pcapng files (own reader) and live interfaces (libpcap).
+    .target(name: "PeerscopeCapture", dependencies: ["PeerscopeCore", "CPcap", "CZlib", heap]),
+    // Link, network and transport layers: IP reassembly, TCP streams, ICMP errors.
+    .target(name: "PeerscopePackets", dependencies: ["PeerscopeCore"]),
+    // Decoder plugins, one per message type, and the registry that lists them.
+    .target(name: "PeerscopePlugins", dependencies: ["PeerscopeCore", "CZlib"]),
+    // Log plugins: text logs to the same peer events.
+    .target(name: "PeerscopeLogs", dependencies: ["PeerscopeCore", yams]),
+    // Per-peer timelines and sessions from peer events.
+    .target(name: "PeerscopeTimeline", dependencies: ["PeerscopeCore"]),
+    // Detectors: findings with evidence.
+    .target(name: "PeerscopeDetectors", dependencies: ["PeerscopeCore", "PeerscopeTimeline"]),
+    // Report model and its writers (text, JSON, SARIF, JUnit, HTML).
+    .target(name: "PeerscopeReports", dependencies: ["PeerscopeCore", "PeerscopeTimeline", "PeerscopeDetectors"]),
+    // Deterministic MPC traffic simulator (writes its own encodings, shares none with the decoders).
+    .target(name: "PeerscopeSimulator", dependencies: []),
+    // The embeddable library: runs the whole pipeline.
+    .target(name: "Peerscope", dependencies: [
+        "PeerscopeCore", "PeerscopeCapture", "PeerscopePackets", "PeerscopePlugins", "PeerscopeLogs",
+        "PeerscopeTimeline", "PeerscopeDetectors", "PeerscopeReports", yams,
+    ]),
+    .executableTarget(name: "PeerscopeCLI", dependencies: ["Peerscope", "PeerscopeSimulator", argumentParser]),
+    .executableTarget(name: "PeerscopeBench", dependencies: ["Peerscope", "PeerscopeSimulator"]),
+]
+
+// Test targets are declared for the folders that exist, so a checkout with only some of them builds.
+let testTargets: [(String, [Target.Dependency])] = [
+    ("PeerscopeCoreTests", ["PeerscopeCore"]),
+    ("PeerscopeCaptureTests", ["PeerscopeCapture", "PeerscopeCore"]),
+    ("PeerscopePacketsTests", ["PeerscopePackets", "PeerscopeCore"]),
+    ("PeerscopeDiscoveryTests", ["PeerscopePlugins", "PeerscopeCore"]),
+    ("PeerscopeInvitationTests", ["PeerscopePlugins", "PeerscopeCore"]),
+    ("PeerscopeSessionTests", ["PeerscopePlugins", "PeerscopeCore"]),
+    ("PeerscopeLogsTests", ["PeerscopeLogs", "PeerscopeCore"]),
+    ("PeerscopeAnalysisTests", ["PeerscopeTimeline", "PeerscopeDetectors", "PeerscopeReports", "PeerscopeCore"]),
+    ("PeerscopeSimulatorTests", ["PeerscopeSimulator"]),
+    // End to end: the whole pipeline on the corpus, the samples and the `peerscope` binary.
+    ("PeerscopeIntegrationTests", ["Peerscope", "PeerscopeSimulator", "PeerscopeCore", "PeerscopePlugins"]),
+]
+let root = Context.packageDirectory
+for (name, deps) in testTargets where FileManager.default.fileExists(atPath: "\(root)/Tests/\(name)") {
+    targets.append(.testTarget(name: name, dependencies: deps, exclude: [], resources: nil))
+}
+
+let package = Package(
+    name: "peerscope",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "peerscope", targets: ["PeerscopeCLI"]),
+        .library(name: "Peerscope", targets: ["Peerscope"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+    ],
+    targets: targets
+)

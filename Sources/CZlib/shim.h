@@ -1,0 +1,4 @@
+#ifndef PEERSCOPE_CZLIB_SHIM_H
+#define PEERSCOPE_CZLIB_SHIM_H
+#include <zlib.h>
+#endif

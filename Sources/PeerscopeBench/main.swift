@@ -1,0 +1,1 @@
+print("peerscope-bench: under construction")

@@ -1,0 +1,180 @@
+/// An IPv4 or IPv6 address. IPv6 link-local addresses keep the interface scope they were seen on
+/// (`fe80::1%awdl0`), because on `awdl0` and `en0` the same link-local address means different hosts.
+public enum IPAddress: Hashable, Sendable, Comparable, CustomStringConvertible {
+    case v4(UInt32)
+    case v6(hi: UInt64, lo: UInt64, scope: String?)
+
+    public init?(v4 b: Bytes, at o: Int = 0) {
+        guard let v = b.u32be(o) else { return nil }
+        self = .v4(v)
+    }
+
+    public init?(v6 b: Bytes, at o: Int = 0, scope: String? = nil) {
+        guard let hi = b.u64be(o), let lo = b.u64be(o + 8) else { return nil }
+        let linkLocal = (hi >> 54) == 0x3FA  // fe80::/10
+        self = .v6(hi: hi, lo: lo, scope: linkLocal ? scope : nil)
+    }
+
+    /// Parses dotted IPv4 or RFC 4291 IPv6 text (with optional `%scope`).
+    public init?(_ text: String) {
+        if text.contains(":") {
+            var scope: String? = nil
+            var body = Substring(text)
+            if let pct = text.firstIndex(of: "%") {
+                scope = String(text[text.index(after: pct)...])
+                body = text[..<pct]
+            }
+            var halves: [Substring] = []
+            if let r = body.firstRange(of: "::") {
+                halves = [body[..<r.lowerBound], body[r.upperBound...]]
+                if halves[1].contains("::") { return nil }
+            } else {
+                halves = [body]
+            }
+            func groups(_ s: String) -> [UInt16]? {
+                if s.isEmpty { return [] }
+                var out: [UInt16] = []
+                for g in s.split(separator: ":", omittingEmptySubsequences: false) {
+                    guard g.count <= 4, let v = UInt16(g, radix: 16) else { return nil }
+                    out.append(v)
+                }
+                return out
+            }
+            guard let a = groups(String(halves[0])) else { return nil }
+            var all: [UInt16]
+            if halves.count == 2 {
+                guard let b = groups(String(halves[1])), a.count + b.count <= 7 else { return nil }
+                all = a + Array(repeating: 0, count: 8 - a.count - b.count) + b
+            } else {
+                guard a.count == 8 else { return nil }
+                all = a
+            }
+            var hi: UInt64 = 0, lo: UInt64 = 0
+            for i in 0 ..< 4 { hi = hi << 16 | UInt64(all[i]) }
+            for i in 4 ..< 8 { lo = lo << 16 | UInt64(all[i]) }
+            let linkLocal = (hi >> 54) == 0x3FA
+            self = .v6(hi: hi, lo: lo, scope: linkLocal ? scope : nil)
+        } else {
+            let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 4 else { return nil }
+            var v: UInt32 = 0
+            for p in parts {
+                guard let o = UInt8(p) else { return nil }
+                v = v << 8 | UInt32(o)
+            }
+            self = .v4(v)
+        }
+    }
+
+    public var isV4: Bool { if case .v4 = self { return true } else { return false } }
+
+    public var isLinkLocal: Bool {
+        switch self {
+        case .v4(let v): return v >> 16 == 0xA9FE
+        case .v6(let hi, _, _): return (hi >> 54) == 0x3FA
+        }
+    }
+
+    public var isMulticast: Bool {
+        switch self {
+        case .v4(let v): return v >> 28 == 0xE
+        case .v6(let hi, _, _): return hi >> 56 == 0xFF
+        }
+    }
+
+    /// The same address without its interface scope.
+    public var unscoped: IPAddress {
+        if case .v6(let hi, let lo, _) = self { return .v6(hi: hi, lo: lo, scope: nil) }
+        return self
+    }
+
+    public var description: String {
+        switch self {
+        case .v4(let v):
+            return "\(v >> 24).\((v >> 16) & 0xFF).\((v >> 8) & 0xFF).\(v & 0xFF)"
+        case .v6(let hi, let lo, let scope):
+            var g: [UInt16] = []
+            for i in (0 ..< 4).reversed() { g.append(UInt16(truncatingIfNeeded: hi >> (UInt64(i) * 16))) }
+            for i in (0 ..< 4).reversed() { g.append(UInt16(truncatingIfNeeded: lo >> (UInt64(i) * 16))) }
+            // RFC 5952: compress the longest run (>= 2) of zero groups.
+            var bestStart = -1, bestLen = 0, i = 0
+            while i < 8 {
+                if g[i] == 0 {
+                    var j = i
+                    while j < 8 && g[j] == 0 { j += 1 }
+                    if j - i > bestLen && j - i >= 2 { bestStart = i; bestLen = j - i }
+                    i = j
+                } else { i += 1 }
+            }
+            var s = ""
+            var k = 0
+            while k < 8 {
+                if k == bestStart {
+                    s += "::"
+                    k += bestLen
+                    continue
+                }
+                if !s.isEmpty && !s.hasSuffix(":") { s += ":" }
+                s += String(g[k], radix: 16)
+                k += 1
+            }
+            if let scope { s += "%" + scope }
+            return s
+        }
+    }
+
+    public static func < (a: IPAddress, b: IPAddress) -> Bool {
+        switch (a, b) {
+        case (.v4(let x), .v4(let y)): return x < y
+        case (.v4, .v6): return true
+        case (.v6, .v4): return false
+        case (.v6(let h1, let l1, let s1), .v6(let h2, let l2, let s2)):
+            if h1 != h2 { return h1 < h2 }
+            if l1 != l2 { return l1 < l2 }
+            return (s1 ?? "") < (s2 ?? "")
+        }
+    }
+}
+
+/// An address and port.
+public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var address: IPAddress
+    public var port: UInt16
+
+    public init(_ address: IPAddress, _ port: UInt16) {
+        self.address = address
+        self.port = port
+    }
+
+    public var description: String {
+        address.isV4 ? "\(address):\(port)" : "[\(address)]:\(port)"
+    }
+
+    public static func < (a: Endpoint, b: Endpoint) -> Bool {
+        a.address != b.address ? a.address < b.address : a.port < b.port
+    }
+}
+
+public enum TransportProtocol: String, Sendable, Hashable, Codable {
+    case udp, tcp
+}
+
+/// A directed flow: source to destination.
+public struct FlowKey: Hashable, Sendable, CustomStringConvertible {
+    public var proto: TransportProtocol
+    public var src: Endpoint
+    public var dst: Endpoint
+
+    public init(_ proto: TransportProtocol, _ src: Endpoint, _ dst: Endpoint) {
+        self.proto = proto
+        self.src = src
+        self.dst = dst
+    }
+
+    public var reversed: FlowKey { FlowKey(proto, dst, src) }
+
+    /// The same key for both directions (smaller endpoint first).
+    public var canonical: FlowKey { src <= dst ? self : reversed }
+
+    public var description: String { "\(proto) \(src) > \(dst)" }
+}

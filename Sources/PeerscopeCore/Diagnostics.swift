@@ -1,0 +1,68 @@
+/// How bad something is. Ordered: `info < warning < error < critical`.
+public enum Severity: String, Sendable, Codable, Comparable, CaseIterable {
+    case info, warning, error, critical
+
+    private var rank: Int {
+        switch self {
+        case .info: 0
+        case .warning: 1
+        case .error: 2
+        case .critical: 3
+        }
+    }
+
+    public static func < (a: Severity, b: Severity) -> Bool { a.rank < b.rank }
+}
+
+/// Where a fact came from: a frame of a capture input, or a line of a log input.
+public enum Evidence: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// `input` indexes the run's inputs; `frame` is 1-based within that input, as tshark numbers frames.
+    case frame(input: Int, frame: UInt64)
+    /// `input` indexes the run's inputs; `line` is 1-based.
+    case logLine(input: Int, line: Int)
+
+    public var description: String {
+        switch self {
+        case .frame(let i, let f): "frame \(f)" + (i == 0 ? "" : " of input \(i + 1)")
+        case .logLine(let i, let l): "line \(l)" + (i == 0 ? "" : " of input \(i + 1)")
+        }
+    }
+
+    public static func < (a: Evidence, b: Evidence) -> Bool {
+        switch (a, b) {
+        case (.frame(let i1, let f1), .frame(let i2, let f2)): return (i1, f1) < (i2, f2)
+        case (.logLine(let i1, let l1), .logLine(let i2, let l2)): return (i1, l1) < (i2, l2)
+        case (.frame, .logLine): return true
+        case (.logLine, .frame): return false
+        }
+    }
+}
+
+/// Malformed or surprising input, with a stable dotted id (`mdns.name.loop`, `tcp.reassembly.overflow`),
+/// the frame or line it was found in, and the byte offset within the unit the reporter decoded.
+public struct Diagnostic: Sendable, Hashable {
+    public var id: String
+    public var severity: Severity
+    public var message: String
+    public var evidence: Evidence?
+    public var offset: Int?
+    public var t: Nanos?
+
+    public init(id: String, severity: Severity = .warning, message: String,
+                evidence: Evidence? = nil, offset: Int? = nil, t: Nanos? = nil) {
+        self.id = id
+        self.severity = severity
+        self.message = message
+        self.evidence = evidence
+        self.offset = offset
+        self.t = t
+    }
+
+    /// `frame 12, offset 30: mdns.name.loop: compression pointer loop`
+    public var line: String {
+        var s = ""
+        if let evidence { s += "\(evidence)" }
+        if let offset { s += (s.isEmpty ? "" : ", ") + "offset \(offset)" }
+        return (s.isEmpty ? "" : s + ": ") + "\(id): \(message)"
+    }
+}

@@ -1,0 +1,171 @@
+/// What a peer event says happened. A string-backed name so log patterns from user YAML files can
+/// name kinds too; the built-in kinds are the constants below (dotted, family first).
+public struct EventKind: RawRepresentable, Hashable, Sendable, Comparable, Codable, CustomStringConvertible,
+    ExpressibleByStringLiteral {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ raw: String) { rawValue = raw }
+    public init(stringLiteral value: String) { rawValue = value }
+    public var description: String { rawValue }
+    public static func < (a: EventKind, b: EventKind) -> Bool { a.rawValue < b.rawValue }
+    public var family: Substring { rawValue.split(separator: ".").first ?? Substring(rawValue) }
+
+    // Discovery (mDNS / DNS-SD, or browser logs)
+    public static let browse: EventKind = "discovery.browse"          // a browse query for a service type
+    public static let announced: EventKind = "discovery.announced"    // PTR/TXT seen for an instance
+    public static let resolved: EventKind = "discovery.resolved"      // SRV (+ addresses) known
+    public static let updated: EventKind = "discovery.updated"        // TXT changed
+    public static let goodbye: EventKind = "discovery.goodbye"        // TTL 0
+    public static let expired: EventKind = "discovery.expired"        // TTL ran out, no refresh
+    public static let found: EventKind = "discovery.found"            // browser found peer (logs)
+    public static let lost: EventKind = "discovery.lost"              // browser lost peer (logs)
+    public static let instanceConflict: EventKind = "discovery.conflict.instance"
+    public static let nameConflict: EventKind = "discovery.conflict.name"
+
+    // Invitation channel (TCP)
+    public static let invitationHello: EventKind = "invitation.hello"
+    public static let invitationAccept: EventKind = "invitation.accept"
+    public static let invitationReceipt: EventKind = "invitation.receipt"
+    public static let invite: EventKind = "invitation.invite"
+    public static let inviteResponse: EventKind = "invitation.response"   // attrs["accepted"] = "true"/"false"
+    public static let inviteConnect: EventKind = "invitation.connect"
+    public static let inviteTimeout: EventKind = "invitation.timeout"     // from logs
+    public static let connectionDecision: EventKind = "invitation.decision" // logs: Peer approves/declines, already in dictionary
+
+    // ICE / STUN
+    public static let iceRequest: EventKind = "ice.request"
+    public static let iceSuccess: EventKind = "ice.success"
+    public static let iceError: EventKind = "ice.error"
+    public static let iceTimeout: EventKind = "ice.timeout"               // from logs
+
+    // DTLS
+    public static let dtlsHandshake: EventKind = "dtls.handshake"         // attrs["message"] = ClientHello, ...
+    public static let dtlsChangeCipherSpec: EventKind = "dtls.ccs"
+    public static let dtlsEstablished: EventKind = "dtls.established"
+    public static let dtlsAlert: EventKind = "dtls.alert"                 // attrs level, description
+    public static let dtlsApplicationData: EventKind = "dtls.data"
+    public static let dtlsTimeout: EventKind = "dtls.timeout"             // from logs
+
+    // GCK session packets
+    public static let gckHello: EventKind = "gck.hello"
+    public static let gckDD: EventKind = "gck.dd"
+    public static let gckLSA: EventKind = "gck.lsa"
+    public static let gckLSAACK: EventKind = "gck.lsaack"
+    public static let gckData: EventKind = "gck.data"
+    public static let gckHeartbeat: EventKind = "gck.heartbeat"
+    public static let gckTimeout: EventKind = "gck.timeout"               // logs: Hello/DD/LSAACK/Heartbeat timeout; attrs["wait"]
+    public static let gckGivingUp: EventKind = "gck.givingup"             // logs: Not in connected state, so giving up
+
+    // App messages (the seeds' JSON)
+    public static let appHandshake: EventKind = "app.handshake"
+    public static let appHandshakeResponse: EventKind = "app.handshake_response"
+    public static let appKeepAlive: EventKind = "app.keep_alive"
+    public static let appChat: EventKind = "app.chat"
+    public static let appOther: EventKind = "app.other"                   // attrs["type"]
+    public static let appTimeout: EventKind = "app.timeout"               // logs: handshake/keep-alive timeout printed by the app
+    public static let appDuplicateIgnored: EventKind = "app.duplicate_ignored"
+
+    // Session state (logs mostly)
+    public static let stateChange: EventKind = "session.state"            // attrs from, to (Not Connected|Connecting|Connected)
+    public static let disconnected: EventKind = "session.disconnected"
+    public static let reconnectAttempt: EventKind = "session.reconnect"   // attrs attempt, delay
+    public static let encryptionIncompatible: EventKind = "session.encryption_incompatible"
+    public static let permissionError: EventKind = "session.permission"   // -72008 and friends
+
+    // Transport
+    public static let tcpOpened: EventKind = "tcp.opened"
+    public static let tcpRefused: EventKind = "tcp.refused"
+    public static let tcpReset: EventKind = "tcp.reset"
+    public static let tcpClosed: EventKind = "tcp.closed"
+    public static let icmpUnreachable: EventKind = "icmp.unreachable"
+    public static let sendError: EventKind = "channel.send_error"         // logs: DTLS send failed, SSLWrite failed...
+    public static let checksumError: EventKind = "channel.checksum"       // a packet failing its CRC
+}
+
+/// What is known about a peer at the place an event was seen. Any field may be missing; the
+/// timeline resolves hints to peers using what discovery and invitations taught the directory.
+public struct PeerHint: Hashable, Sendable, CustomStringConvertible {
+    /// MCPeerID's 64-bit ID (the base-36 instance name decoded).
+    public var peerID: UInt64?
+    /// The 31-bit participant ID that GCK logs print as `[%08X]`.
+    public var participantID: UInt32?
+    public var displayName: String?
+    public var endpoint: Endpoint?
+    public var address: IPAddress?
+
+    public init(peerID: UInt64? = nil, participantID: UInt32? = nil, displayName: String? = nil,
+                endpoint: Endpoint? = nil, address: IPAddress? = nil) {
+        self.peerID = peerID
+        self.participantID = participantID ?? peerID.map { UInt32(truncatingIfNeeded: $0 & 0x7FFF_FFFF) }
+        self.displayName = displayName
+        self.endpoint = endpoint
+        self.address = address ?? endpoint?.address
+    }
+
+    public static let unknown = PeerHint()
+
+    public var isEmpty: Bool {
+        peerID == nil && participantID == nil && displayName == nil && endpoint == nil && address == nil
+    }
+
+    public var description: String {
+        var parts: [String] = []
+        if let displayName { parts.append(displayName) }
+        if let peerID { parts.append(PeerIdentity.idString(peerID)) }
+        if let participantID { parts.append(PeerIdentity.participantHex(participantID)) }
+        if let endpoint { parts.append("\(endpoint)") } else if let address { parts.append("\(address)") }
+        return parts.isEmpty ? "?" : parts.joined(separator: " ")
+    }
+}
+
+/// One thing that happened to or between peers, at capture time, with its evidence.
+public struct PeerEvent: Sendable, Hashable {
+    public var kind: EventKind
+    public var t: Nanos
+    public var evidence: Evidence
+    /// The peer that did it (sent the packet, printed as subject of the log line).
+    public var from: PeerHint
+    /// The other side, when there is one.
+    public var to: PeerHint
+    /// The flow the packet travelled on, for packet evidence.
+    public var flow: FlowKey?
+    /// The plugin that produced it (`mdns`, `gck-heartbeat`, `log-mpc-gck`, ...).
+    public var source: String
+    /// Details, small and never message contents unless the run asked for payloads.
+    public var attrs: [String: String]
+
+    public init(kind: EventKind, t: Nanos, evidence: Evidence, from: PeerHint = .unknown, to: PeerHint = .unknown,
+                flow: FlowKey? = nil, source: String, attrs: [String: String] = [:]) {
+        self.kind = kind
+        self.t = t
+        self.evidence = evidence
+        self.from = from
+        self.to = to
+        self.flow = flow
+        self.source = source
+        self.attrs = attrs
+    }
+}
+
+/// MCPeerID conventions (spec §1.1).
+public enum PeerIdentity {
+    /// 13-character, zero-padded base-36 of the 64-bit ID, lower case.
+    public static func idString(_ id: UInt64) -> String {
+        let s = String(id, radix: 36)
+        return String(repeating: "0", count: max(0, 13 - s.count)) + s
+    }
+
+    /// Parses a base-36 idString (1...13 characters of [0-9a-zA-Z]) that fits 64 bits.
+    public static func parse(idString s: some StringProtocol) -> UInt64? {
+        guard !s.isEmpty, s.count <= 13 else { return nil }
+        guard s.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else { return nil }
+        return UInt64(s.lowercased(), radix: 36)
+    }
+
+    public static func participantID(_ id: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: id & 0x7FFF_FFFF) }
+
+    public static func participantHex(_ p: UInt32) -> String {
+        let s = String(p, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 8 - s.count)) + s
+    }
+}

@@ -1,0 +1,216 @@
+/// What traffic a decoder plugin asks to see. Dispatch is a table built from these claims;
+/// the capture and transport code never changes when a plugin is added.
+public enum Claim: Sendable, Hashable, CustomStringConvertible {
+    /// UDP datagrams with either port in the range.
+    case udpPorts(ClosedRange<UInt16>)
+    /// TCP connections with either port in the range.
+    case tcpPorts(ClosedRange<UInt16>)
+    /// Any UDP datagram no port claim took; the probe decides.
+    case udpHeuristic
+    /// Any TCP stream no port claim took; the probe decides on its first bytes.
+    case tcpHeuristic
+    /// Payloads another plugin hands on under `carrier` (and, when given, only those with `key`).
+    case carried(String, key: String? = nil)
+    /// TCP connection events (SYN, RST, FIN, ...).
+    case tcpEvents
+    /// ICMP and ICMPv6 errors.
+    case icmpErrors
+
+    public var description: String {
+        switch self {
+        case .udpPorts(let r): r.count == 1 ? "udp/\(r.lowerBound)" : "udp/\(r.lowerBound)-\(r.upperBound)"
+        case .tcpPorts(let r): r.count == 1 ? "tcp/\(r.lowerBound)" : "tcp/\(r.lowerBound)-\(r.upperBound)"
+        case .udpHeuristic: "udp heuristic"
+        case .tcpHeuristic: "tcp heuristic"
+        case .carried(let c, let k): "inside \(c)" + (k.map { " [\($0)]" } ?? "")
+        case .tcpEvents: "tcp events"
+        case .icmpErrors: "icmp errors"
+        }
+    }
+}
+
+/// Who a plugin is and what it binds to; `peerscope plugins` prints these.
+public struct PluginDescriptor: Sendable, Hashable {
+    /// Stable id, used in `decode` output (`plugin`), stats and diagnostics (`<id>.<problem>`).
+    public var id: String
+    public var summary: String
+    public var claims: [Claim]
+    /// The `type` values its decoded messages carry.
+    public var messageTypes: [String]
+
+    public init(id: String, summary: String, claims: [Claim], messageTypes: [String]) {
+        self.id = id
+        self.summary = summary
+        self.claims = claims
+        self.messageTypes = messageTypes
+    }
+}
+
+public enum ProbeResult: Sendable, Equatable {
+    case accept
+    case reject
+    /// Streams only: not enough bytes yet to decide (the pipeline buffers a little and asks again).
+    case needMoreBytes
+}
+
+/// How a payload reached the plugin.
+public enum Delivery: Sendable, Hashable {
+    case datagram
+    case stream(TCPConnectionInfo, TCPDirection)
+    case tcpEvent(TCPConnectionInfo, TCPDirection, TCPEvent)
+    case icmpError(ICMPErrorInfo)
+    /// Handed on by plugin `parent` under `carrier`/`key`; `parentDelivery` is how the outer payload came.
+    case carried(carrier: String, key: String?, parent: String)
+}
+
+public struct PluginInput: Sendable {
+    public var frame: FrameInfo
+    public var delivery: Delivery
+    /// The directed flow this payload travelled on (for carried payloads, the outer flow).
+    public var flow: FlowKey?
+    /// For carried payloads inside a TCP stream: the connection and direction of the outer stream.
+    public var connection: (TCPConnectionInfo, TCPDirection)?
+    public var payload: Bytes
+
+    public init(frame: FrameInfo, delivery: Delivery, flow: FlowKey?, connection: (TCPConnectionInfo, TCPDirection)? = nil,
+                payload: Bytes) {
+        self.frame = frame
+        self.delivery = delivery
+        self.flow = flow
+        self.connection = connection
+        self.payload = payload
+    }
+
+    public var t: Nanos { frame.t }
+    public var evidence: Evidence { frame.evidence }
+}
+
+/// A decoder plugin: one message type, one small type. Instances are made fresh for every run and
+/// used from one thread; they may keep per-flow state, and must drop it in `streamEnded`/`tick`.
+public protocol DecoderPlugin: AnyObject {
+    static var descriptor: PluginDescriptor { get }
+    init()
+    /// A cheap look at a payload: is it mine? Must not emit anything.
+    func probe(_ input: PluginInput) -> ProbeResult
+    /// Decode; report messages, events, diagnostics and hand-offs through `ctx`. Never traps on bad bytes.
+    func decode(_ input: PluginInput, _ ctx: PluginContext)
+    /// Capture time moved on (about once per captured second): expire timers and state.
+    func tick(_ t: Nanos, _ ctx: PluginContext)
+    /// A TCP connection this plugin was decoding is over or evicted: drop its state.
+    func streamEnded(_ connection: TCPConnectionInfo, _ ctx: PluginContext)
+    /// End of input at capture time `t`: flush what is pending.
+    func finish(_ t: Nanos, _ ctx: PluginContext)
+}
+
+extension DecoderPlugin {
+    public func probe(_ input: PluginInput) -> ProbeResult { .accept }
+    public func tick(_ t: Nanos, _ ctx: PluginContext) {}
+    public func streamEnded(_ connection: TCPConnectionInfo, _ ctx: PluginContext) {}
+    public func finish(_ t: Nanos, _ ctx: PluginContext) {}
+    public var id: String { Self.descriptor.id }
+}
+
+/// One decoded message, as `peerscope decode` prints it (one JSON object per line).
+public struct DecodedMessage: Sendable {
+    public var plugin: String
+    public var type: String
+    public var frame: FrameInfo
+    public var flow: FlowKey?
+    public var fields: [(String, JSONValue)]
+
+    public init(plugin: String, type: String, frame: FrameInfo, flow: FlowKey?, fields: [(String, JSONValue)]) {
+        self.plugin = plugin
+        self.type = type
+        self.frame = frame
+        self.flow = flow
+        self.fields = fields
+    }
+
+    /// `{"frame":..,"t":..,"plugin":..,"type":..,"src":..,"dst":.., fields...}`
+    public func json(includeInput: Bool) -> JSONValue {
+        var o: [(String, JSONValue)] = []
+        if includeInput { o.append(("input", .int(Int64(frame.input)))) }
+        o.append(("frame", .uint(frame.number)))
+        o.append(("t", .int(frame.t)))
+        o.append(("plugin", .string(plugin)))
+        o.append(("type", .string(type)))
+        if let flow {
+            o.append(("proto", .string(flow.proto.rawValue)))
+            o.append(("src", .string(flow.src.description)))
+            o.append(("dst", .string(flow.dst.description)))
+        }
+        o.append(contentsOf: fields)
+        return .object(o)
+    }
+}
+
+public struct DecodeOptions: Sendable {
+    /// Keep message contents (chat text) in messages; off by default.
+    public var showPayloads: Bool
+    /// Build `DecodedMessage`s (for `peerscope decode`); analysis alone may skip that work.
+    public var wantsMessages: Bool
+
+    public init(showPayloads: Bool = false, wantsMessages: Bool = false) {
+        self.showPayloads = showPayloads
+        self.wantsMessages = wantsMessages
+    }
+}
+
+/// What a plugin reports through while decoding. The pipeline fills in the current plugin and input.
+public final class PluginContext {
+    public let directory: PeerDirectory
+    public let options: DecodeOptions
+    public var onMessage: (DecodedMessage) -> Void = { _ in }
+    public var onEvent: (PeerEvent) -> Void = { _ in }
+    public var onDiagnostic: (Diagnostic) -> Void = { _ in }
+    /// Set by the pipeline: dispatches a hand-off to the plugins that claim the carrier.
+    public var onHandOff: (_ carrier: String, _ key: String?, _ payload: Bytes, _ from: PluginInput, _ parent: String) -> Void = { _, _, _, _, _ in }
+
+    /// The plugin and input being decoded right now (set by the pipeline).
+    public var currentPlugin: String = ""
+    public var currentInput: PluginInput?
+    /// Capture time of the latest frame.
+    public var now: Nanos = 0
+
+    public init(directory: PeerDirectory = PeerDirectory(), options: DecodeOptions = DecodeOptions()) {
+        self.directory = directory
+        self.options = options
+    }
+
+    public var wantsMessages: Bool { options.wantsMessages }
+
+    /// Report a decoded message (skipped cheaply when nobody asked for messages).
+    public func message(_ type: String, _ fields: @autoclosure () -> [(String, JSONValue)]) {
+        guard options.wantsMessages, let input = currentInput else { return }
+        onMessage(DecodedMessage(plugin: currentPlugin, type: type, frame: input.frame, flow: input.flow, fields: fields()))
+    }
+
+    /// Report a peer event at the current frame.
+    public func event(_ kind: EventKind, from: PeerHint = .unknown, to: PeerHint = .unknown,
+                      attrs: [String: String] = [:], t: Nanos? = nil) {
+        let input = currentInput
+        onEvent(PeerEvent(kind: kind, t: t ?? input?.t ?? now, evidence: input?.evidence ?? .frame(input: 0, frame: 0),
+                          from: from, to: to, flow: input?.flow, source: currentPlugin, attrs: attrs))
+    }
+
+    /// Report a fully built event (timers firing on capture time, events about earlier frames).
+    public func event(_ e: PeerEvent) { onEvent(e) }
+
+    /// Report malformed input. `id` is appended to the plugin id: `problem` -> `<plugin>.<problem>`.
+    public func diagnose(_ problem: String, _ message: String, offset: Int? = nil, severity: Severity = .warning) {
+        onDiagnostic(Diagnostic(id: currentPlugin.isEmpty ? problem : "\(currentPlugin).\(problem)", severity: severity,
+                                message: message, evidence: currentInput?.evidence, offset: offset, t: currentInput?.t ?? now))
+    }
+
+    /// Hand an inner payload on to the plugins that claim `carrier` (and `key`).
+    public func handOff(_ carrier: String, key: String? = nil, payload: Bytes) {
+        guard let input = currentInput else { return }
+        onHandOff(carrier, key, payload, input, currentPlugin)
+    }
+
+    /// Hints for the two ends of the current input's flow, from what the directory has learnt.
+    public func hints() -> (from: PeerHint, to: PeerHint) {
+        guard let flow = currentInput?.flow else { return (.unknown, .unknown) }
+        return (directory.hint(for: flow.src), directory.hint(for: flow.dst))
+    }
+}

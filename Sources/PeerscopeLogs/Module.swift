@@ -1,0 +1,2 @@
+// Scaffolding so the target builds before its first real file lands; delete when adding one.
+enum PeerscopeLogsModule {}
