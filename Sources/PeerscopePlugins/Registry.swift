@@ -1,9 +1,44 @@
 import PeerscopeCore
 
-/// The one explicit list of decoder plugins, in dispatch order (earlier plugins probe first).
-/// `peerscope plugins` prints it; a test checks ids are unique and every plugin claims something.
+/// The one explicit list of decoder plugins, in dispatch order: for a payload several plugins could
+/// take, the earlier one probes first. `peerscope plugins` prints it; a test checks that ids are
+/// unique and that every plugin claims something.
 public enum PluginRegistry {
     public static var decoders: [any DecoderPlugin.Type] {
+        discovery + invitation + session + appMessages + transport
+    }
+
+    // MARK: Discovery (mDNS / DNS-SD)
+
+    static var discovery: [any DecoderPlugin.Type] {
+        [
+        ]
+    }
+
+    // MARK: Invitation channel (TCP framing, binary-plist messages)
+
+    static var invitation: [any DecoderPlugin.Type] {
+        [
+        ]
+    }
+
+    // MARK: Session transport (ICE/STUN, DTLS, GCK packets)
+
+    static var session: [any DecoderPlugin.Type] {
+        [
+        ]
+    }
+
+    // MARK: App messages (the seeds' JSON)
+
+    static var appMessages: [any DecoderPlugin.Type] {
+        [
+        ]
+    }
+
+    // MARK: Transport events (TCP connections, ICMP errors)
+
+    static var transport: [any DecoderPlugin.Type] {
         [
         ]
     }
