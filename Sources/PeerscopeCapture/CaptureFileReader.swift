@@ -35,25 +35,60 @@ public final class CaptureFileReader {
     /// Blocks that are skipped unread may be large, but not absurdly so.
     static let maxSkippedBlock: UInt32 = 64 << 20
 
+    // All parsing state lives in one struct: one exclusivity check per `next()` instead of one per field.
+    private var state: ReaderState
+
+    /// Opens `path` and reads its header. Throws for files that cannot be read at all; later
+    /// trouble becomes `problem`. `input` is stamped on every frame.
+    public init(path: String, input: Int = 0) throws(CaptureError) {
+        state = try ReaderState(path: path, input: input)
+    }
+
+    /// The next frame, or nil at the end of the file or after a problem (see `problem`).
+    public func next() -> RawFrame? { state.next() }
+
     /// The path given to `init`.
-    public let path: String
+    public var path: String { state.path }
     /// The input index stamped on every frame (`FrameInfo.input`).
-    public let input: Int
+    public var input: Int { state.input }
     /// Why reading stopped early, if it did (set once `next()` has returned nil).
-    public private(set) var problem: CaptureProblem?
+    public var problem: CaptureProblem? { state.problem }
     /// Frames delivered so far.
-    public private(set) var framesRead: UInt64 = 0
+    public var framesRead: UInt64 { state.framesRead }
     /// Interfaces seen so far (all sections of a pcapng file, in order).
-    public private(set) var interfaces: [CaptureInterface] = []
+    public var interfaces: [CaptureInterface] { state.interfaces }
     /// Non-fatal findings about the file (`capture.timestamp.clamped`), at most one per id.
-    public private(set) var diagnostics: [Diagnostic] = []
+    public var diagnostics: [Diagnostic] { state.diagnostics }
     /// Frames whose timestamp did not fit in `Nanos` (before 1677 or after 2262) and was clamped.
-    public private(set) var clampedTimestamps: UInt64 = 0
+    public var clampedTimestamps: UInt64 { state.clampedTimestamps }
+    /// A short description of the format, e.g. `pcapng (little-endian, 2 interfaces)`,
+    /// `gzip-compressed pcap (big-endian, nanosecond, EN10MB)`.
+    public var formatDescription: String { state.formatDescription }
+    /// True when the file is gzip-compressed.
+    public var isCompressed: Bool { state.compressed }
+}
+
+/// The reader proper (see `CaptureFileReader`).
+struct ReaderState {
+    /// The path given to `init`.
+    let path: String
+    /// The input index stamped on every frame (`FrameInfo.input`).
+    let input: Int
+    /// Why reading stopped early, if it did (set once `next()` has returned nil).
+    private(set) var problem: CaptureProblem?
+    /// Frames delivered so far.
+    private(set) var framesRead: UInt64 = 0
+    /// Interfaces seen so far (all sections of a pcapng file, in order).
+    private(set) var interfaces: [CaptureInterface] = []
+    /// Non-fatal findings about the file (`capture.timestamp.clamped`), at most one per id.
+    private(set) var diagnostics: [Diagnostic] = []
+    /// Frames whose timestamp did not fit in `Nanos` (before 1677 or after 2262) and was clamped.
+    private(set) var clampedTimestamps: UInt64 = 0
 
     private enum Format { case pcap(nanos: Bool), pcapng }
     private let format: Format
     private let source: ByteSource
-    private let compressed: Bool
+    let compressed: Bool
 
     // The window [pos, end) of `buf` holds unread bytes; `base` is the stream offset of buf[0].
     private var buf: [UInt8]
@@ -77,9 +112,7 @@ public final class CaptureFileReader {
     private var sectionCount = 0
     private var lastTime: Nanos = 0
 
-    /// Opens `path` and reads its header. Throws for files that cannot be read at all; later
-    /// trouble becomes `problem`. `input` is stamped on every frame.
-    public init(path: String, input: Int = 0) throws(CaptureError) {
+    init(path: String, input: Int) throws(CaptureError) {
         self.path = path
         self.input = input
         let src = try ByteSource(path: path)
@@ -134,9 +167,7 @@ public final class CaptureFileReader {
         }
     }
 
-    /// A short description of the format, e.g. `pcapng (little-endian, 2 interfaces)`,
-    /// `gzip-compressed pcap (big-endian, nanosecond)`.
-    public var formatDescription: String {
+    var formatDescription: String {
         let order = bigEndian ? "big-endian" : "little-endian"
         let body: String
         switch format {
@@ -150,11 +181,7 @@ public final class CaptureFileReader {
         return compressed ? "gzip-compressed " + body : body
     }
 
-    /// True when the file is gzip-compressed.
-    public var isCompressed: Bool { compressed }
-
-    /// The next frame, or nil at the end of the file or after a problem (see `problem`).
-    public func next() -> RawFrame? {
+    mutating func next() -> RawFrame? {
         if finished { return nil }
         switch format {
         case .pcap(let nanos): return nextClassic(nanos: nanos)
@@ -166,7 +193,7 @@ public final class CaptureFileReader {
 
     /// Makes at least `n` unread bytes available (n <= buffer capacity); false at end of data.
     @inline(__always)
-    private func fill(_ n: Int) -> Bool {
+    private mutating func fill(_ n: Int) -> Bool {
         if end &- pos >= n { return true }
         return CaptureFileReaderBootstrap.fill(&buf, &pos, &end, &base, &eof, source, n)
     }
@@ -189,7 +216,7 @@ public final class CaptureFileReader {
 
     private func offset(_ i: Int) -> Int64 { base &+ Int64(i) }
 
-    private func stop(_ kind: CaptureProblem.Kind, at start: Int, _ detail: String) -> RawFrame? {
+    private mutating func stop(_ kind: CaptureProblem.Kind, at start: Int, _ detail: String) -> RawFrame? {
         var d = detail
         if kind == .truncated, let err = source.errorMessage { d += d.isEmpty ? err : " (\(err))" }
         problem = CaptureProblem(path: path, input: input, kind: kind, framesRead: framesRead,
@@ -199,7 +226,7 @@ public final class CaptureFileReader {
     }
 
     /// End of data at a record boundary: clean, unless the source reported an error.
-    private func endOfData() -> RawFrame? {
+    private mutating func endOfData() -> RawFrame? {
         finished = true
         if let err = source.errorMessage {
             problem = CaptureProblem(path: path, input: input, kind: .readError, framesRead: framesRead,
@@ -210,14 +237,20 @@ public final class CaptureFileReader {
 
     // MARK: - Classic pcap
 
-    private func nextClassic(nanos: Bool) -> RawFrame? {
+    private mutating func nextClassic(nanos: Bool) -> RawFrame? {
         let start = pos
         guard fill(16) else {
             return end == pos ? endOfData() : stop(.truncated, at: pos, "file ends inside a record header")
         }
         let p = pos
-        let sec = u32(p), frac = u32(p &+ 4)
-        let capLen = u32(p &+ 8), origLen = u32(p &+ 12)
+        let be = bigEndian
+        let (sec, frac, capLen, origLen) = buf.withUnsafeBytes { raw in
+            func f(_ i: Int) -> UInt32 {
+                let v = raw.loadUnaligned(fromByteOffset: p &+ i, as: UInt32.self)
+                return be ? UInt32(bigEndian: v) : UInt32(littleEndian: v)
+            }
+            return (f(0), f(4), f(8), f(12))
+        }
         guard capLen <= UInt32(CaptureFileReader.maxCapturedLength) else {
             return stop(.corrupt, at: start, "captured length \(capLen) exceeds \(CaptureFileReader.maxCapturedLength)")
         }
@@ -242,13 +275,13 @@ public final class CaptureFileReader {
     private static let byteOrderMagic: UInt32 = 0x1A2B_3C4D
 
     /// Parses the Section Header Block at `pos` and moves past it; returns an error text on failure.
-    private func readSectionHeader(first: Bool) -> String? {
+    private mutating func readSectionHeader(first: Bool) -> String? {
         guard fill(12) else { return "file ends inside a section header block (\(end - pos) bytes)" }
         let p = pos
         let raw = buf.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: p &+ 8, as: UInt32.self) }
-        if UInt32(bigEndian: raw) == CaptureFileReader.byteOrderMagic {
+        if UInt32(bigEndian: raw) == ReaderState.byteOrderMagic {
             bigEndian = true
-        } else if UInt32(littleEndian: raw) == CaptureFileReader.byteOrderMagic {
+        } else if UInt32(littleEndian: raw) == ReaderState.byteOrderMagic {
             bigEndian = false
         } else {
             return "section header byte-order magic is \(CaptureFileReaderBootstrap.hex32(UInt32(bigEndian: raw))), expected 1a2b3c4d"
@@ -272,14 +305,14 @@ public final class CaptureFileReader {
         return nil
     }
 
-    private func nextPcapng() -> RawFrame? {
+    private mutating func nextPcapng() -> RawFrame? {
         while true {
             let start = pos
             guard fill(8) else {
                 return end == pos ? endOfData() : stop(.truncated, at: pos, "file ends inside a block header")
             }
             let rawType = buf.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: pos, as: UInt32.self) }
-            if rawType == CaptureFileReader.shbType {
+            if rawType == ReaderState.shbType {
                 if let err = readSectionHeader(first: false) {
                     let truncated = err.hasPrefix("file ends")
                     return stop(truncated ? .truncated : .corrupt, at: pos, err)
@@ -324,7 +357,7 @@ public final class CaptureFileReader {
     }
 
     /// Skips `n` bytes, reading through the buffer when they are not all there yet.
-    private func skip(_ n: Int) -> Bool {
+    private mutating func skip(_ n: Int) -> Bool {
         var left = n
         while left > 0 {
             let avail = end &- pos
@@ -340,7 +373,7 @@ public final class CaptureFileReader {
     }
 
     /// Parses an Interface Description Block of `n` bytes at `p`.
-    private func readInterface(at p: Int, length n: Int) -> String? {
+    private mutating func readInterface(at p: Int, length n: Int) -> String? {
         guard n >= 20 else { return "interface description block of \(n) bytes is too short" }
         let linkType = UInt32(u16(p &+ 8))
         let snap = u32(p &+ 12)
@@ -379,7 +412,7 @@ public final class CaptureFileReader {
         return nil
     }
 
-    private func noteClamped(_ ts: UInt64, _ scale: TimestampScale, at p: Int) {
+    private mutating func noteClamped(_ ts: UInt64, _ scale: TimestampScale, at p: Int) {
         clampedTimestamps &+= 1
         guard clampedTimestamps == 1 else { return }
         diagnostics.append(Diagnostic(
@@ -389,7 +422,7 @@ public final class CaptureFileReader {
     }
 
     /// Turns an EPB (6), SPB (3) or obsolete Packet Block (2) of `n` bytes at `p` into a frame.
-    private func packet(type: UInt32, at p: Int, length n: Int) -> RawFrame? {
+    private mutating func packet(type: UInt32, at p: Int, length n: Int) -> RawFrame? {
         let maxCap = CaptureFileReader.maxCapturedLength
         let iface: Int
         var t: Nanos
