@@ -23,10 +23,10 @@ public struct CaptureInterface: Sendable, Equatable {
 
 /// Streams the frames of one pcap or pcapng file (optionally gzip-compressed), detected by its magic.
 ///
-/// Reads through one reusable 1 MiB buffer, so memory does not grow with the file. A frame's `data`
-/// is a slice of that buffer (no per-frame copy); the buffer is copy-on-write, so a frame kept after
-/// the next call stays valid, but it pins a whole 1 MiB chunk: copy (`Bytes(frame.data.array)`) what
-/// you keep for long. Truncation and corruption stop the file without throwing: every frame before
+/// Reads through 1 MiB chunks, so memory does not grow with the file. A frame's `data` is a slice of
+/// its chunk (no per-frame copy); a chunk is never written again once frames point into it, so kept
+/// frames stay valid, but each kept frame pins its whole 1 MiB chunk: copy (`Bytes(frame.data.array)`)
+/// what you keep for long (reassembly buffers, tables). Truncation and corruption stop the file without throwing: every frame before
 /// them is delivered, then `next()` returns nil and `problem` says what happened.
 public final class CaptureFileReader {
     /// The largest captured length accepted (libpcap's and Wireshark's limit).
@@ -117,7 +117,7 @@ struct ReaderState {
         self.input = input
         let src = try ByteSource(path: path)
         source = src
-        buf = [UInt8](repeating: 0, count: CaptureFileReader.bufferCapacity)
+        buf = []
 
         // Sniff the magic (after decompression).
         _ = CaptureFileReaderBootstrap.fill(&buf, &pos, &end, &base, &eof, src, 24)
@@ -483,29 +483,39 @@ struct ReaderState {
 /// Helpers shared by `init` (before all stored properties exist) and the reader.
 enum CaptureFileReaderBootstrap {
     /// Compacts the window to the front of `buf` and reads until `n` bytes are available or the data ends.
+    /// Moves the unread window into a fresh 1 MiB chunk and reads until `n` bytes are available or
+    /// the data ends. A fresh chunk (rather than compacting in place) means frames handed out from the
+    /// old chunk stay valid without a copy; the old chunk is freed when the last of them goes.
     static func fill(_ buf: inout [UInt8], _ pos: inout Int, _ end: inout Int, _ base: inout Int64,
                      _ eof: inout Bool, _ source: ByteSource, _ n: Int) -> Bool {
         if end &- pos >= n { return true }
         if eof { return false }
         let keep = end &- pos
         let from = pos
-        // Mutating `buf` copies it first if frames handed out still share it, so they stay valid.
-        buf.withUnsafeMutableBytes { raw in
-            guard let b = raw.baseAddress else { return }
-            if from > 0, keep > 0 { memmove(b, b + from, keep) }
+        let capacity = CaptureFileReader.bufferCapacity
+        var filled = keep
+        var hitEnd = false
+        let old = buf
+        let fresh = [UInt8](unsafeUninitializedCapacity: capacity) { out, count in
+            guard let dst = out.baseAddress else { count = 0; return }
+            if keep > 0 {
+                old.withUnsafeBytes { src in
+                    if let s = src.baseAddress { UnsafeMutableRawPointer(dst).copyMemory(from: s + from, byteCount: keep) }
+                }
+            }
+            while filled < n {
+                let got = source.read(into: UnsafeMutableRawPointer(dst + filled), count: capacity &- filled)
+                if got <= 0 { hitEnd = true; break }
+                filled &+= got
+            }
+            count = filled
         }
+        buf = fresh
         base &+= Int64(from)
         pos = 0
-        end = keep
-        let cap = buf.count
-        while end < n, !eof {
-            let got = buf.withUnsafeMutableBytes { raw -> Int in
-                guard let b = raw.baseAddress else { return 0 }
-                return source.read(into: b + end, count: cap &- end)
-            }
-            if got <= 0 { eof = true } else { end &+= got }
-        }
-        return end &- pos >= n
+        end = filled
+        if hitEnd { eof = true }
+        return end >= n
     }
 
     static func show(_ bytes: [UInt8]) -> String {
