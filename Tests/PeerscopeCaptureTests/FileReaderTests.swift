@@ -162,6 +162,52 @@ final class FileReaderTests: XCTestCase {
         }
     }
 
+    /// Peak resident memory in bytes.
+    func peakRSS() -> Int {
+        var u = rusage()
+        #if os(Linux)
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &u)
+        return u.ru_maxrss * 1024
+        #else
+        getrusage(RUSAGE_SELF, &u)
+        return u.ru_maxrss
+        #endif
+    }
+
+    /// Reading a 96 MiB file without keeping frames must not grow memory with the file.
+    func testMemoryDoesNotGrowWithFileSize() throws {
+        let dir = TempDir()
+        // 1 MiB of fixed-size records, written 96 times after one header.
+        let record = 16 + 1008
+        var chunk = ByteWriter(bigEndian: false)
+        for i in 0 ..< (1 << 20) / record {
+            chunk.u32(1_763_800_000); chunk.u32(UInt32(i)); chunk.u32(1008); chunk.u32(1008)
+            chunk.raw(Synth.payload(i, 1008))
+        }
+        let path = dir.path + "/big.pcap"
+        let header = Synth.pcap(frames: [], bigEndian: false, nanos: false)
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(header)))
+        let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try h.seekToEnd()
+        let block = Data(chunk.bytes)
+        for _ in 0 ..< 96 { try h.write(contentsOf: block) }
+        try h.close()
+
+        let before = peakRSS()
+        let r = try CaptureFileReader(path: path)
+        var n = 0
+        var last: RawFrame?
+        while let f = r.next() {
+            n += 1
+            if n % 1000 == 0 { last = f }  // keeping a few frames alive is fine too
+        }
+        XCTAssertNil(r.problem)
+        XCTAssertEqual(n, 96 * ((1 << 20) / record))
+        XCTAssertNotNil(last)
+        let grown = peakRSS() - before
+        XCTAssertLessThan(grown, 32 << 20, "peak memory grew by \(grown >> 20) MiB reading a 96 MiB file")
+    }
+
     // MARK: errors
 
     func testMissingDirectoryUnreadableNotCapture() throws {
