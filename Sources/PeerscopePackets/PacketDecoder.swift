@@ -184,6 +184,16 @@ public final class PacketDecoder {
                 return truncated("vlan.truncated", "VLAN tag needs 4 bytes, \(d.count) captured", off)
             }
             ethertype(inner, d.suffix(from: 4), off + 4, depth: depth + 1)
+        case 0x8864:
+            // PPPoE session: version/type, code, session id, length, then the PPP protocol.
+            guard let proto = d.u16be(6) else {
+                return truncated("pppoe.truncated", "PPPoE header needs 8 bytes, \(d.count) captured", off)
+            }
+            switch proto {
+            case 0x0021: ipv4(d.suffix(from: 8), off + 8)
+            case 0x0057: ipv6(d.suffix(from: 8), off + 8)
+            default: counters.nonIP += 1
+            }
         case 0 ..< 0x0600:
             // 802.3 length: LLC, maybe SNAP with an EtherType.
             llc(d, off, depth: depth)

@@ -149,3 +149,13 @@ final class LinkLayerTests: XCTestCase {
         XCTAssertTrue(s.units.isEmpty)
     }
 }
+
+final class PPPoETests: XCTestCase {
+    func testPPPoESessionBehindVLANs() {
+        let ip = Build.ipv4("10.3.65.35", "185.8.212.46", proto: 17, Build.udp(1, 2, [3]))
+        let pppoe: [UInt8] = [0x11, 0x00] + Build.be16(0x0036) + Build.be16(UInt16(ip.count + 2)) + Build.be16(0x0021) + ip
+        let s = Sink()
+        s.feed(PacketDecoder(), Build.frame(Build.ethernet(type: 0x8864, vlans: [(0x8100, 1), (0x8100, 2)], pppoe)))
+        XCTAssertEqual(s.udp.first?.0.description, "udp 10.3.65.35:1 > 185.8.212.46:2")
+    }
+}
