@@ -26,6 +26,8 @@ struct TCPHalf {
     var finAt: Nanos = 0
     var finDone = false
     var sawData = false
+    /// Highest stream position seen (end of data, FIN counted as one).
+    var highest: Int64 = 0
 
     mutating func start(seq: UInt32, syn: Bool) {
         started = true
@@ -36,6 +38,7 @@ struct TCPHalf {
         buffered = 0
         fin = nil
         finDone = false
+        highest = 0
     }
 
     /// Stream position of `seq`: the signed 32-bit distance from the next expected byte.
@@ -67,7 +70,7 @@ final class TCPConn {
 
 extension PacketDecoder {
     func tcp(_ src: IPAddress, _ dst: IPAddress, _ seg: Bytes, _ off: Int?, missing: Int) {
-        guard let sp = seg.u16be(0), let dp = seg.u16be(2), let seq = seg.u32be(4),
+        guard let sp = seg.u16be(0), let dp = seg.u16be(2), let seq = seg.u32be(4), let ackNumber = seg.u32be(8),
               let b12 = seg.byte(12), let flags = seg.byte(13), seg.count >= 20 else {
             return truncated("tcp.truncated", "TCP header needs 20 bytes, \(seg.count) captured", off)
         }
@@ -140,6 +143,9 @@ extension PacketDecoder {
         } else {
             segment(c, dir, &c.s2c, other: c.c2s, seq: seq, flags: flags, payload: payload, missing: missing, off: off)
         }
+        if ACK {
+            if dir == .toServer { acknowledged(c, .toClient, &c.s2c, ack: ackNumber) } else { acknowledged(c, .toServer, &c.c2s, ack: ackNumber) }
+        }
         if !c.closed, c.c2s.finDone, c.s2c.finDone {
             c.closed = true
             c.closedAt = cur.t
@@ -170,7 +176,9 @@ extension PacketDecoder {
             } else if h.base != seq &+ 1 {
                 diag("tcp.syn.conflict", .info, "SYN with another initial sequence number on \(c.info); ignored", off)
             }
-        } else if !h.started {
+        } else if !h.started || (!h.fromSYN && !h.sawData && h.fin == nil) {
+            // Without a SYN, the sequence space is anchored on the latest segment until data flows:
+            // a keep-alive (one below the next byte) picked up first must not open a phantom hole.
             h.start(seq: seq, syn: false)
         }
         let dataSeq = SYN ? seq &+ 1 : seq
@@ -197,6 +205,8 @@ extension PacketDecoder {
             h.fin = fullEnd
             h.finAt = cur.t
         }
+        let top = fullEnd + (FIN ? 1 : 0)
+        if top > h.highest { h.highest = top }
         checkFin(c, dir, &h)
     }
 
@@ -305,6 +315,28 @@ extension PacketDecoder {
             k += 1
         }
         if k > 0 { h.segs.removeFirst(k) }
+    }
+
+    /// The peer acknowledged up to `ack` in direction `dir`: bytes below it that are still missing
+    /// were lost before the capture point (they will not come), so the hole becomes a `.gap` now
+    /// instead of holding the data behind it until the buffer bound or the idle timeout.
+    private func acknowledged(_ c: TCPConn, _ dir: TCPDirection, _ h: inout TCPHalf, ack: UInt32) {
+        guard h.started, !h.segs.isEmpty || (h.fin != nil && !h.finDone) else { return }
+        let a = h.position(ack)
+        // Acknowledging bytes this capture never saw sent says nothing reliable.
+        guard a > h.next, a <= h.highest else { return }
+        while h.next < a, let first = h.segs.first {
+            counters.tcpGaps += 1
+            out.append(.tcpEvent(frame: cur, connection: c.info, direction: dir, event: .gap))
+            h.next = min(first.start, a)
+            drain(c, dir, &h)
+        }
+        if h.segs.isEmpty, let f = h.fin, !h.finDone, h.next < f, a > h.next {
+            counters.tcpGaps += 1
+            out.append(.tcpEvent(frame: cur, connection: c.info, direction: dir, event: .gap))
+            h.next = min(a, f)
+        }
+        checkFin(c, dir, &h)
     }
 
     /// Delivers the FIN once every byte before it was delivered.

@@ -5,7 +5,7 @@ import XCTest
 
 /// Runs the decoder over the real captures in `../shared/corpus` (skipped when absent) and checks
 /// facts tshark reports for them (see the corpus MANIFEST).
-final class CorpusTests: XCTestCase {
+class CorpusTests: XCTestCase {
     static var corpus: URL? {
         if let env = ProcessInfo.processInfo.environment["PEERSCOPE_SHARED"] {
             return URL(fileURLWithPath: env).appendingPathComponent("corpus")
@@ -144,6 +144,13 @@ final class CorpusTests: XCTestCase {
         for name in names.sorted() where name.hasSuffix(".pcap") || name.hasSuffix(".pcapng") {
             let (s, d) = try decode(name)
             XCTAssertEqual(d.bufferedBytes, 0, name)
+            if ProcessInfo.processInfo.environment["PEERSCOPE_PRINT_DIAGS"] != nil {
+                var ids: [String: Int] = [:]
+                for x in s.diags { ids[x.id, default: 0] += 1 }
+                var ev: [String: Int] = [:]
+                for x in s.events { ev[x.0.rawValue, default: 0] += 1 }
+                print("CORPUS \(name): units \(s.units.count) udp \(s.udp.count) icmp \(s.icmp.count) conns \(d.counters.connectionsOpened) events \(ev.sorted { $0.key < $1.key }) diags \(ids.sorted { $0.key < $1.key }) counters nonIP \(d.counters.nonIP) other \(d.counters.otherIP) retrans \(d.counters.tcpRetransmissions) ignored \(d.counters.tcpIgnored)")
+            }
             XCTAssertFalse(s.diags.contains { $0.id == "link.unsupported" }, name)
             decoded += 1
         }

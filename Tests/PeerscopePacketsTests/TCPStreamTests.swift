@@ -21,7 +21,8 @@ struct Conversation {
     /// Data at stream offset `at` (0 = first byte after the SYN).
     func data(_ toServer: Bool, at: Int, _ bytes: [UInt8], flags: UInt8 = Build.ACK | Build.PSH) -> [UInt8] {
         let isn = toServer ? cISN : sISN
-        return seg(toServer, seq: isn &+ 1 &+ UInt32(at), flags: flags, bytes)
+        // Acknowledges nothing past the peer's SYN: always true, whatever order segments are replayed in.
+        return seg(toServer, seq: isn &+ 1 &+ UInt32(at), ack: (toServer ? sISN : cISN) &+ 1, flags: flags, bytes)
     }
 
     func fin(_ toServer: Bool, at: Int) -> [UInt8] { data(toServer, at: at, [], flags: Build.FIN | Build.ACK) }
@@ -229,5 +230,36 @@ final class TCPStreamTests: XCTestCase {
         let s = run([conv.syn, conv.synAck, conv.data(true, at: 0, [1]), conv.data(true, at: 5, [6, 7])], finish: true)
         XCTAssertEqual(s.stream(.toServer), [1, 6, 7])
         XCTAssertEqual(s.eventNames.suffix(1), ["gap/toServer"])
+    }
+}
+
+final class TCPAckGapTests: XCTestCase {
+    /// Bytes the peer acknowledged but the capture never saw are a gap at once, not after a timeout.
+    func testPeerAckAboveAHoleDeclaresTheGap() {
+        let conv = Conversation()
+        let d = PacketDecoder()
+        let s = Sink()
+        for f in [conv.syn, conv.synAck, conv.data(true, at: 0, [1, 2]), conv.data(true, at: 5, [6, 7])] { s.feed(d, Build.frame(f)) }
+        XCTAssertEqual(s.stream(.toServer), [1, 2])
+        // The server acknowledges through byte 7: bytes 2..<5 were lost before the capture point.
+        s.feed(d, Build.frame(conv.seg(false, seq: conv.sISN &+ 1, ack: conv.cISN &+ 1 &+ 7, flags: Build.ACK)))
+        XCTAssertEqual(s.stream(.toServer), [1, 2, 6, 7])
+        XCTAssertEqual(s.eventNames.last, "gap/toServer")
+        XCTAssertEqual(d.bufferedBytes, 0)
+        // An ACK for bytes never seen sent does nothing.
+        s.feed(d, Build.frame(conv.data(true, at: 20, [9])))
+        s.feed(d, Build.frame(conv.seg(false, seq: conv.sISN &+ 1, ack: conv.cISN &+ 1 &+ 500, flags: Build.ACK)))
+        XCTAssertEqual(s.stream(.toServer), [1, 2, 6, 7])
+        XCTAssertEqual(d.bufferedBytes, 1)
+    }
+
+    /// Picked up mid-stream with a keep-alive (one byte below the next): no phantom hole before the FIN.
+    func testKeepAliveFirstOpensNoHole() {
+        let conv = Conversation()
+        let s = Sink()
+        let d = PacketDecoder()
+        s.feed(d, Build.frame(conv.data(true, at: 9, [], flags: Build.ACK)))
+        s.feed(d, Build.frame(conv.fin(true, at: 10)))
+        XCTAssertEqual(s.eventNames, ["fin/toServer"])
     }
 }
