@@ -155,9 +155,16 @@ extension PacketDecoder {
     }
 
     private func expired(_ key: FragKey, _ buf: FragBuffer, _ why: String) {
+        let id = (key.v6 ? "ipv6" : "ipv4") + ".frag.incomplete"
         counters.diagnostics += 1
+        let n = diagCounts[id, default: 0] &+ 1
+        diagCounts[id] = n
+        guard n <= options.maxDiagnosticsPerID else {
+            counters.diagnosticsSuppressed += 1
+            return
+        }
         let have = buf.ranges.reduce(0) { $0 + $1.hi - $1.lo }
-        diags.append(Diagnostic(id: (key.v6 ? "ipv6" : "ipv4") + ".frag.incomplete", severity: .warning,
+        diags.append(Diagnostic(id: id, severity: .warning,
                                 message: "datagram \(key.src) > \(key.dst) id \(key.id): \(have) bytes reassembled, \(why)",
                                 evidence: buf.evidence, offset: nil, t: now))
     }

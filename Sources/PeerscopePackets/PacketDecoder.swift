@@ -24,6 +24,7 @@ public final class PacketDecoder {
     var nextSweep: Nanos = .min
 
     var reportedLinkTypes: Set<UInt32> = []
+    var diagCounts: [String: Int] = [:]
     var pktapNameBytes: [UInt8] = []
     var pktapName: String?
 
@@ -74,6 +75,7 @@ public final class PacketDecoder {
         if t > now { now = t }
         finishTCP()
         finishFragments()
+        reportSuppressed()
         flush(emit, diagnose)
     }
 
@@ -95,10 +97,28 @@ public final class PacketDecoder {
     }
 
     /// Records a diagnostic about the current frame; `offset` is the byte offset in the frame.
-    func diag(_ id: String, _ severity: Severity, _ message: String, _ offset: Int?) {
+    /// Past `options.maxDiagnosticsPerID` of one id, further ones are only counted (the message is
+    /// not even built) and summed up by `finish` as `packets.diagnostics_suppressed`.
+    func diag(_ id: String, _ severity: Severity, _ message: @autoclosure () -> String, _ offset: Int?) {
         counters.diagnostics += 1
-        diags.append(Diagnostic(id: id, severity: severity, message: message,
+        let n = diagCounts[id, default: 0] &+ 1
+        diagCounts[id] = n
+        guard n <= options.maxDiagnosticsPerID else {
+            counters.diagnosticsSuppressed += 1
+            return
+        }
+        diags.append(Diagnostic(id: id, severity: severity, message: message(),
                                 evidence: cur.evidence, offset: offset, t: cur.t))
+    }
+
+    /// One diagnostic per id whose reports were capped.
+    func reportSuppressed() {
+        for (id, n) in diagCounts.sorted(by: { $0.key < $1.key }) where n > options.maxDiagnosticsPerID {
+            diags.append(Diagnostic(id: "packets.diagnostics_suppressed", severity: .info,
+                                    message: "\(n - options.maxDiagnosticsPerID) more \(id) diagnostics not reported (\(n) in all)",
+                                    evidence: nil, offset: nil, t: now))
+        }
+        diagCounts.removeAll()
     }
 
     // MARK: link layers
@@ -158,8 +178,8 @@ public final class PacketDecoder {
     }
 
     /// A header cut short: a warning when the snap length explains it, an error otherwise.
-    func truncated(_ id: String, _ message: String, _ off: Int?) {
-        diag(id, snapped ? .info : .warning, message + (snapped ? " (cut by the snap length)" : ""), off)
+    func truncated(_ id: String, _ message: @autoclosure () -> String, _ off: Int?) {
+        diag(id, snapped ? .info : .warning, message() + (snapped ? " (cut by the snap length)" : ""), off)
     }
 
     func ethernet(_ d: Bytes, _ off: Int) {

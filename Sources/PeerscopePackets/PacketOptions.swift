@@ -20,6 +20,8 @@ public struct PacketOptions: Sendable {
     public var maxReassemblies: Int = 1024
     /// Largest reassembled datagram (IP payload bytes).
     public var maxDatagram: Int = 65_535
+    /// Diagnostics reported per id and run; the rest are counted and summed up at `finish`.
+    public var maxDiagnosticsPerID: Int = 1000
     /// How often (capture time) idle flows and stale fragments are looked for.
     public var sweepInterval: Nanos = CaptureTime.second
 
@@ -50,6 +52,8 @@ public struct PacketCounters: Sendable, Equatable {
     /// Segments that belong to no trackable connection (a lone RST, data after close).
     public var tcpIgnored = 0
     public var diagnostics = 0
+    /// Diagnostics counted but not reported (past `maxDiagnosticsPerID`).
+    public var diagnosticsSuppressed = 0
     public var maxBufferedBytes = 0
 
     public init() {}

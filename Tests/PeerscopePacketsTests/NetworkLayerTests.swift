@@ -217,3 +217,20 @@ final class NetworkLayerTests: XCTestCase {
         }
     }
 }
+
+final class DiagnosticCapTests: XCTestCase {
+    func testDiagnosticsPerIDAreCappedAndSummed() {
+        var opts = PacketOptions()
+        opts.maxDiagnosticsPerID = 3
+        let d = PacketDecoder(options: opts)
+        let s = Sink()
+        for i in 0 ..< 10 { s.feed(d, Build.frame([1, 2, 3], number: UInt64(i + 1))) }
+        s.feed(d, Build.frame(Build.eth4([0x45]), number: 11))
+        XCTAssertEqual(s.diagIDs(), ["eth.truncated", "eth.truncated", "eth.truncated", "ipv4.truncated"])
+        s.finish(d)
+        XCTAssertEqual(s.diagIDs().last, "packets.diagnostics_suppressed")
+        XCTAssertEqual(s.diags.last?.message.hasPrefix("7 more eth.truncated"), true)
+        XCTAssertEqual(d.counters.diagnostics, 11)
+        XCTAssertEqual(d.counters.diagnosticsSuppressed, 7)
+    }
+}
