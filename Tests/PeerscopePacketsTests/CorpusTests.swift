@@ -5,7 +5,7 @@ import XCTest
 
 /// Runs the decoder over the real captures in `../shared/corpus` (skipped when absent) and checks
 /// facts tshark reports for them (see the corpus MANIFEST).
-class CorpusTests: XCTestCase {
+final class CorpusTests: XCTestCase {
     static var corpus: URL? {
         if let env = ProcessInfo.processInfo.environment["PEERSCOPE_SHARED"] {
             return URL(fileURLWithPath: env).appendingPathComponent("corpus")
