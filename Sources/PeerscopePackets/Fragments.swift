@@ -9,12 +9,12 @@ struct FragKey: Hashable {
     var v6: Bool
 }
 
-/// The fragments of one datagram so far. Overlaps are resolved deterministically: the bytes that
-/// arrived first win; later copies only fill what is still missing.
+/// The fragments of one datagram so far, as slices of the frames they came in (no copy until the
+/// datagram is complete). Overlaps are resolved deterministically: the bytes that arrived first win;
+/// later copies only fill what is still missing.
 final class FragBuffer {
-    var data: [UInt8] = []
-    /// Covered byte ranges, sorted, merged.
-    var ranges: [(lo: Int, hi: Int)] = []
+    /// Received bytes at their datagram offsets: sorted, non-overlapping.
+    var pieces: [(lo: Int, data: Bytes)] = []
     /// Payload length, once the last fragment (MF clear) was seen.
     var total: Int?
     let firstSeen: Nanos
@@ -27,9 +27,24 @@ final class FragBuffer {
         self.evidence = evidence
     }
 
+    var highest: Int { pieces.last.map { $0.lo + $0.data.count } ?? 0 }
+    var received: Int { pieces.reduce(0) { $0 + $1.data.count } }
+
     var complete: Bool {
-        guard let total, ranges.count == 1 else { return false }
-        return ranges[0].lo == 0 && ranges[0].hi == total
+        guard let total else { return false }
+        var at = 0
+        for p in pieces {
+            guard p.lo == at else { return false }
+            at += p.data.count
+        }
+        return at == total
+    }
+
+    func assemble(_ total: Int) -> Bytes {
+        var out = [UInt8]()
+        out.reserveCapacity(total)
+        for p in pieces { p.data.withUnsafeBytes { out.append(contentsOf: $0) } }
+        return Bytes(out)
     }
 }
 
@@ -68,9 +83,9 @@ extension PacketDecoder {
                      "last fragment ends at \(end) but an earlier one ended the datagram at \(t); keeping the first", off)
                 return nil
             }
-            if let last = buf.ranges.last, last.hi > end {
+            if buf.highest > end {
                 diag(pfx + ".frag.inconsistent", .warning,
-                     "last fragment ends at \(end) but data up to \(last.hi) was already received; datagram dropped", off)
+                     "last fragment ends at \(end) but data up to \(buf.highest) was already received; datagram dropped", off)
                 frags.removeValue(forKey: key)
                 return nil
             }
@@ -80,62 +95,42 @@ extension PacketDecoder {
                  "fragment ends at \(end), past the datagram end \(t); ignored", off)
             return nil
         }
-        if buf.data.count < end {
-            buf.data.append(contentsOf: repeatElement(0, count: end - buf.data.count))
-        }
-        // Write only what no earlier fragment covered; compare the overlapped bytes.
+        // Keep only what no earlier fragment covered; compare the overlapped bytes.
         var cursor = offset
         var overlapped = false
         var conflict = false
-        for r in buf.ranges where r.hi > offset && r.lo < end {
+        var fresh: [(lo: Int, data: Bytes)] = []
+        for p in buf.pieces where p.lo + p.data.count > offset && p.lo < end {
             overlapped = true
-            if r.lo > cursor { write(buf, data, from: cursor, to: r.lo, base: offset) }
-            let a = max(r.lo, offset), b = min(r.hi, end)
+            if p.lo > cursor, let piece = data.slice(cursor - offset, p.lo - cursor) { fresh.append((cursor, piece)) }
             if !conflict {
-                for i in a ..< b where buf.data[i] != data.byte(i - offset) { conflict = true; break }
+                for i in max(p.lo, offset) ..< min(p.lo + p.data.count, end) where p.data.byte(i - p.lo) != data.byte(i - offset) {
+                    conflict = true
+                    break
+                }
             }
-            cursor = max(cursor, r.hi)
+            cursor = max(cursor, p.lo + p.data.count)
         }
-        if cursor < end { write(buf, data, from: cursor, to: end, base: offset) }
+        if cursor < end, let piece = data.slice(cursor - offset, end - cursor) { fresh.append((cursor, piece)) }
         if conflict {
             diag(pfx + ".frag.overlap_conflict", .warning,
                  "fragment at offset \(offset) overlaps earlier fragments with different bytes; the first bytes are kept", off)
         } else if overlapped {
             diag(pfx + ".frag.overlap", .info, "fragment at offset \(offset) overlaps earlier fragments", off)
         }
-        insertRange(buf, offset, end)
+        if !fresh.isEmpty {
+            guard buf.pieces.count + fresh.count <= 1024 else {
+                frags.removeValue(forKey: key)
+                diag(pfx + ".frag.too_many", .warning, "more than 1024 fragments for one datagram; dropped", off)
+                return nil
+            }
+            buf.pieces.append(contentsOf: fresh)
+            buf.pieces.sort { $0.lo < $1.lo }
+        }
         guard buf.complete, let total = buf.total else { return nil }
         frags.removeValue(forKey: key)
         counters.reassembled += 1
-        return Bytes(storage: buf.data, lower: 0, count: total)
-    }
-
-    private func write(_ buf: FragBuffer, _ data: Bytes, from: Int, to: Int, base: Int) {
-        guard from < to else { return }
-        for i in from ..< to {
-            if let b = data.byte(i - base) { buf.data[i] = b }
-        }
-    }
-
-    private func insertRange(_ buf: FragBuffer, _ lo: Int, _ hi: Int) {
-        guard lo < hi || (lo == hi && buf.ranges.isEmpty && lo == 0) else { return }
-        var merged: [(lo: Int, hi: Int)] = []
-        merged.reserveCapacity(buf.ranges.count + 1)
-        var nlo = lo, nhi = hi
-        var placed = false
-        for r in buf.ranges {
-            if r.hi < nlo {
-                merged.append(r)
-            } else if r.lo > nhi {
-                if !placed { merged.append((nlo, nhi)); placed = true }
-                merged.append(r)
-            } else {
-                nlo = min(nlo, r.lo)
-                nhi = max(nhi, r.hi)
-            }
-        }
-        if !placed { merged.append((nlo, nhi)) }
-        buf.ranges = merged
+        return buf.assemble(total)
     }
 
     func sweepFragments() {
@@ -163,7 +158,7 @@ extension PacketDecoder {
             counters.diagnosticsSuppressed += 1
             return
         }
-        let have = buf.ranges.reduce(0) { $0 + $1.hi - $1.lo }
+        let have = buf.received
         diags.append(Diagnostic(id: id, severity: .warning,
                                 message: "datagram \(key.src) > \(key.dst) id \(key.id): \(have) bytes reassembled, \(why)",
                                 evidence: buf.evidence, offset: nil, t: now))

@@ -212,6 +212,7 @@ extension PacketDecoder {
 
     /// New payload at stream position `start`.
     private func data(_ c: TCPConn, _ dir: TCPDirection, _ h: inout TCPHalf, start s0: Int64, payload: Bytes, off: Int?) {
+        guard !payload.isEmpty else { return }
         var start = s0
         var bytes = payload
         if start < h.next {
