@@ -36,7 +36,7 @@ struct PeerscopeCommand: ParsableCommand {
           peerscope plugins
         """,
         version: "0.1.0",
-        subcommands: [Plugins.self]
+        subcommands: [Decode.self, Plugins.self]
     )
 
     static func main() {
