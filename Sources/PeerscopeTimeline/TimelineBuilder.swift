@@ -16,6 +16,7 @@ public struct ResolvedEvent: Sendable {
     public var t: Nanos { event.t }
     public var kind: EventKind { event.kind }
     public var evidence: Evidence { event.evidence }
+    public var flow: FlowKey? { event.flow }
     public var pair: PeerPair? { session?.pair ?? ((from != nil && to != nil) ? from.flatMap { f in to.map { PeerPair(f, $0) } } : nil) }
 }
 
