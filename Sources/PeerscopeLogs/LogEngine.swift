@@ -35,17 +35,16 @@ struct NeedleAutomaton: Sendable {
         }
         var head = 0
         while head < queue.count {
-            let s = queue[head]
+            let s = Int(queue[head])
             head += 1
-            outs[Int(s)].append(contentsOf: outs[Int(fail[Int(s)])])
-            for c in 0..<256 {
-                if let t = trie[Int(s)][UInt8(c)] {
-                    fail[Int(t)] = goto[Int(fail[Int(s)]) * 256 + c]
-                    goto[Int(s) * 256 + c] = t
-                    queue.append(t)
-                } else {
-                    goto[Int(s) * 256 + c] = goto[Int(fail[Int(s)]) * 256 + c]
-                }
+            let f = Int(fail[s])
+            outs[s].append(contentsOf: outs[f])
+            // Transitions default to the fail state's, then the node's own children override them.
+            for c in 0..<256 { goto[s * 256 + c] = goto[f * 256 + c] }
+            for (c, t) in trie[s] {
+                fail[Int(t)] = s == 0 ? 0 : goto[f * 256 + Int(c)]
+                goto[s * 256 + Int(c)] = t
+                queue.append(t)
             }
         }
         next = goto
@@ -89,17 +88,19 @@ public struct LogEngine: Sendable {
         alwaysTry = flat.indices.filter { flat[$0].rule.needle.isEmpty }
     }
 
+    /// The built-in plugins, compiled once per process.
+    public static let builtin = LogEngine(plugins: LogPluginRegistry.builtins)
+
     /// The built-in plugins, plus the user's patterns when a file is named. Bad entries in the file are
     /// returned as diagnostics; an unreadable or malformed file throws.
     public static func standard(patternsFile: String? = nil) throws(LogPatternFileError) -> (engine: LogEngine, problems: [Diagnostic]) {
+        guard let patternsFile else { return (builtin, []) }
         var plugins = LogPluginRegistry.builtins
         var problems: [Diagnostic] = []
-        if let patternsFile {
-            let (user, p) = try UserPatternPlugin.load(path: patternsFile)
-            // User patterns go first: a user can refine what a built-in plugin reports.
-            plugins = user + plugins
-            problems = p
-        }
+        let (user, p) = try UserPatternPlugin.load(path: patternsFile)
+        // User patterns go first: a user can refine what a built-in plugin reports.
+        plugins = user + plugins
+        problems = p
         return (LogEngine(plugins: plugins), problems)
     }
 
