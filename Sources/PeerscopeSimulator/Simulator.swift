@@ -139,6 +139,7 @@ public enum Simulator {
         let world = World(seed: options.seed ^ SimRandom.fnv1a(name))
         let encrypted = info.alwaysEncrypted || options.encrypted
         let built = Scenarios.build(name, world: world, options: options, encrypted: encrypted)
+        world.tail(after: max(built.map(\.time).max() ?? 0, world.lastEventTime()))
         return finish(world, info: info, options: options, encrypted: encrypted, findings: built)
     }
 
@@ -164,7 +165,7 @@ public enum Simulator {
             if let i = advertised.firstIndex(where: { $0.instance == d.peer.idString }) {
                 if !advertised[i].srvPorts.contains(Int(d.srvPort)) { advertised[i].srvPorts.append(Int(d.srvPort)) }
             } else {
-                advertised.append(MDNSExpectation(instance: d.peer.idString, displayName: d.name, srvPorts: [Int(d.srvPort)] + w.extraSRVPorts(d)))
+                advertised.append(MDNSExpectation(instance: d.peer.idString, displayName: d.name, srvPorts: w.extraSRVPorts(d) + [Int(d.srvPort)]))
             }
         }
         let first = frames.first?.time ?? simulationEpochNanos

@@ -129,6 +129,21 @@ extension World {
         return SteadyResult(end: end, keepAliveTimeout: timeout)
     }
 
+    func lastEventTime() -> Int64 {
+        max(frames.map(\.time).max() ?? simulationEpochNanos, devices.flatMap { $0.logs.map(\.time) }.max() ?? simulationEpochNanos)
+    }
+
+    /// A few seconds of background after the last event, so a capture shows time passing beyond every
+    /// finding: the browsers keep re-querying (RFC 6762 intervals of 1 s, then 2 s).
+    func tail(after t: Int64) {
+        for d in devices where !isMuted(d, t) {
+            for iface in d.interfaces {
+                mdnsQuery(d, t + ms(1000, spread: 80), iface: iface, unicastResponse: false)
+                mdnsQuery(d, t + ms(3000, spread: 80), iface: iface, unicastResponse: false)
+            }
+        }
+    }
+
     func rtt(_ iface: Int) -> Int64 {
         interfaces[iface].family == .v6 ? ms(9, spread: 3) : ms(4, spread: 1.5)
     }

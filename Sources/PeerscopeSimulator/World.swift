@@ -180,6 +180,8 @@ final class World {
                           ipv4: [192, 0, 2, host], ipv6: v6, hostName: hostName,
                           srvPort: UInt16(rng.int(49_152 ... 64_999)), interfaces: ifs,
                           ipID: rng.u16(), pointerBase: 0x2_8000_0000 &+ (UInt64(rng.u32()) & 0x0FFF_FFF0))
+        // GCK binds from 16402 downwards on each machine; real pairs show 16401/16402.
+        d.nextUDPPort = 16402 - UInt16(devices.count % 2)
         devices.append(d)
         return d
     }
