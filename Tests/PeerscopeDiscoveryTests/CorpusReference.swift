@@ -112,4 +112,42 @@ enum CorpusReference {
         cmp("txt", ref.txt, ours.txt)
         return d
     }
+
+    static let typeNumbers: [String: Int] = {
+        var m: [String: Int] = [:]
+        for t in 0 ... 65535 { m[DNSType.mnemonic(UInt16(t))] = t }
+        return m
+    }()
+
+    /// A `peerscope decode` message in the reference's terms (the same reading as the integration test).
+    static func messageView(_ m: DecodedMessage) -> (records: [String], row: TSVRow) {
+        let j = m.json(includeInput: false)
+        var records: [String] = []
+        var ptr: [String] = [], srvT: [String] = [], srvP: [String] = [], txt: [String] = []
+        for section in ["answers", "authorities", "additionals"] {
+            for r in j[section]?.arrayValue ?? [] {
+                let type = r["type"]?.stringValue ?? "?"
+                if type != "OPT" {
+                    records.append("\(r["name"]?.stringValue ?? "?")|\(type)|\(r["ttl"]?.int64Value.map { "\($0)" } ?? "?")")
+                }
+                switch type {
+                case "PTR": ptr.append(r["target"]?.stringValue ?? "?")
+                case "SRV":
+                    srvT.append(r["target"]?.stringValue ?? "?")
+                    srvP.append(r["port"]?.int64Value.map { "\($0)" } ?? "?")
+                case "TXT": txt += (r["txt"]?.arrayValue ?? []).map { $0.stringValue ?? "?" }
+                default: break
+                }
+            }
+        }
+        let qs = j["questions"]?.arrayValue ?? []
+        let row = TSVRow(
+            response: j["response"]?.boolValue == true ? "1" : "0",
+            questionNames: qs.map { $0["name"]?.stringValue ?? "?" }.joined(separator: ","),
+            questionTypes: qs.map { q in q["type"]?.stringValue.flatMap { typeNumbers[$0] }.map { "\($0)" } ?? "?" }
+                .joined(separator: ","),
+            ptrTargets: ptr.joined(separator: ","), srvTargets: srvT.joined(separator: ","),
+            srvPorts: srvP.joined(separator: ","), txt: txt.joined(separator: ","))
+        return (records, row)
+    }
 }
