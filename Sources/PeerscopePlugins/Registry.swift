@@ -12,6 +12,7 @@ public enum PluginRegistry {
 
     static var discovery: [any DecoderPlugin.Type] {
         [
+            MDNSPlugin.self,
         ]
     }
 

@@ -1,0 +1,125 @@
+import PeerscopeCore
+
+/// A decoded domain name: its labels as display text (escaped the way tshark 4 prints them), and the
+/// dotted form (`Luca’s iMac._smb._tcp.local`, the root as `<Root>`). Labels are kept apart because an
+/// instance label may itself contain dots.
+public struct DNSName: Sendable, Hashable, CustomStringConvertible {
+    public var labels: [String]
+    /// Dotted, no trailing dot; `<Root>` for the root name.
+    public var text: String
+
+    public init(labels: [String]) {
+        self.labels = labels
+        text = labels.isEmpty ? "<Root>" : labels.joined(separator: ".")
+    }
+
+    public static let root = DNSName(labels: [])
+
+    public var isRoot: Bool { labels.isEmpty }
+    public var description: String { text }
+
+    /// Case-insensitive key (DNS names compare without regard to ASCII case).
+    public var key: String { text.lowercased() }
+
+    /// The name without its first `n` labels.
+    public func dropping(_ n: Int) -> DNSName { DNSName(labels: Array(labels.dropFirst(n))) }
+
+    /// Whether the last labels equal `suffix` (ASCII case-insensitive).
+    public func hasSuffix(_ suffix: [String]) -> Bool {
+        guard suffix.count <= labels.count else { return false }
+        let off = labels.count - suffix.count
+        for (i, s) in suffix.enumerated() where labels[off + i].lowercased() != s.lowercased() { return false }
+        return true
+    }
+}
+
+/// Turns raw label bytes into display text the way Wireshark 4.0's `format_text`
+/// does: printable ASCII as is (backslash included); C escapes `\a \b \f \n \r \t \v` and 3-digit octal
+/// for other ASCII controls and DEL; UTF-8 sequences decoded leniently (overlong forms accepted), shown
+/// as is when printable, as `\uXXXX` / `\UXXXXXXXX` when a control, format or unassigned
+/// scalar; invalid or truncated sequences, surrogates and values above U+10FFFF as U+FFFD.
+public enum DNSText {
+    /// A TXT character-string as tshark gives the `dns.txt` field value: the bytes up to the first NUL,
+    /// decoded as UTF-8 with U+FFFD for invalid sequences, control characters kept as they are.
+    public static func txtValue(_ b: Bytes) -> String {
+        var n = b.count
+        for i in 0 ..< b.count where b.storage[b.lower &+ i] == 0 { n = i; break }
+        return b.prefix(n).withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+    }
+
+    public static func format(_ b: Bytes) -> String {
+        var simple = true
+        for i in 0 ..< b.count {
+            let c = b.storage[b.lower &+ i]
+            if c < 0x20 || c > 0x7E { simple = false; break }
+        }
+        if simple {
+            return b.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        }
+        return slowFormat(b)
+    }
+
+    private static func hex(_ v: UInt32, _ width: Int) -> String {
+        let s = String(v, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, width - s.count)) + s
+    }
+
+    private static func slowFormat(_ b: Bytes) -> String {
+        var out = ""
+        var i = 0
+        let n = b.count
+        let replacement: Character = "\u{FFFD}"
+        while i < n {
+            let c = b.storage[b.lower &+ i]
+            i &+= 1
+            if c < 0x80 {
+                switch c {
+                case 0x20 ... 0x7E: out.unicodeScalars.append(Unicode.Scalar(c))
+                case 0x07: out += "\\a"
+                case 0x08: out += "\\b"
+                case 0x0C: out += "\\f"
+                case 0x0A: out += "\\n"
+                case 0x0D: out += "\\r"
+                case 0x09: out += "\\t"
+                case 0x0B: out += "\\v"
+                default:
+                    out += "\\" + String(c >> 6) + String((c >> 3) & 7) + String(c & 7)
+                }
+                continue
+            }
+            // Lead byte: how many continuation bytes follow.
+            var need: Int
+            var value: UInt32
+            switch c {
+            case 0xC0 ... 0xDF: need = 1; value = UInt32(c & 0x1F)
+            case 0xE0 ... 0xEF: need = 2; value = UInt32(c & 0x0F)
+            case 0xF0 ... 0xF7: need = 3; value = UInt32(c & 0x07)
+            case 0xF8 ... 0xFB: need = 4; value = UInt32(c & 0x03)
+            case 0xFC ... 0xFD: need = 5; value = UInt32(c & 0x01)
+            default:
+                out.append(replacement)
+                continue
+            }
+            var complete = true
+            while need > 0 {
+                guard i < n else { complete = false; break }
+                let d = b.storage[b.lower &+ i]
+                guard d & 0xC0 == 0x80 else { complete = false; break }
+                value = value << 6 | UInt32(d & 0x3F)
+                i &+= 1
+                need -= 1
+            }
+            guard complete, let scalar = Unicode.Scalar(value) else {
+                out.append(replacement)
+                continue
+            }
+            switch scalar.properties.generalCategory {
+            case .control, .format, .unassigned, .surrogate:
+                out += scalar.value > 0xFFFF ? "\\U" + hex(scalar.value, 8) : "\\u" + hex(scalar.value, 4)
+            default:
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}

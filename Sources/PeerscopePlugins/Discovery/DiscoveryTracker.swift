@@ -1,0 +1,579 @@
+import PeerscopeCore
+
+/// What discovery saw, for reports: service types, instances (MPC peers among them) and browsers.
+public struct DiscoverySummary: Sendable {
+    public struct Service: Sendable, Hashable {
+        /// `_chat._tcp.local`
+        public var type: String
+        /// Instances seen for it (announced at least once).
+        public var instances: Int
+        /// Browse queries seen for it (after throttling, as events).
+        public var browseQueries: Int
+        /// Instances whose label is an MPC peer ID.
+        public var mpcInstances: Int
+    }
+
+    public enum State: String, Sendable, Hashable {
+        case alive, goodbye, expired
+    }
+
+    public struct Instance: Sendable, Hashable {
+        public var service: String
+        public var instance: String
+        public var peerID: UInt64?
+        public var participantID: UInt32? { peerID.map(PeerIdentity.participantID) }
+        public var displayName: String?
+        /// SRV target host and port.
+        public var host: String?
+        public var port: UInt16?
+        /// Addresses of the SRV target and the announcing packets' sources.
+        public var addresses: [IPAddress]
+        public var txt: [String]
+        /// App discovery info for MPC instances (escape undone, `_d` left out).
+        public var discoveryInfo: [String: String]
+        public var firstSeen: Nanos
+        public var lastSeen: Nanos
+        public var state: State
+        public var firstEvidence: Evidence
+        public var lastEvidence: Evidence
+    }
+
+    public struct Browser: Sendable, Hashable {
+        public var address: IPAddress
+        public var services: [String]
+    }
+
+    public var services: [Service]
+    public var instances: [Instance]
+    public var browsers: [Browser]
+    /// mDNS messages decoded, and those with problems.
+    public var messages: UInt64
+    public var malformed: UInt64
+}
+
+/// RFC 6762 cache semantics on capture time, per service instance and per host, turned into discovery
+/// events and lessons for the `PeerDirectory`. Bounded: at most `maxInstances` instances and `maxHosts`
+/// hosts are kept (gone ones are dropped first).
+final class DiscoveryTracker {
+    static let maxInstances = 8192
+    static let maxHosts = 8192
+    /// Browse queries for the same service from the same address within this window give one event.
+    static let browseWindow: Nanos = 10 * CaptureTime.second
+    /// RFC 6762 §10.2: cache-flush replaces records received more than 1 s earlier.
+    static let flushGrace: Nanos = CaptureTime.second
+
+    struct SRV: Equatable {
+        var target: DNSName
+        var port: UInt16
+        var priority: UInt16
+        var weight: UInt16
+    }
+
+    struct Instance {
+        var key: String
+        var name: DNSSD.InstanceName
+        var fullName: String
+        var peerID: UInt64?
+        var ptrExpiry: Nanos?
+        var srv: SRV?
+        var srvExpiry: Nanos?
+        var srvSource: IPAddress?
+        var txt: DNSSD.TXTRecord?
+        var txtExpiry: Nanos?
+        var sources: Set<IPAddress> = []
+        var firstSeen: Nanos
+        var lastSeen: Nanos
+        var firstEvidence: Evidence
+        var lastEvidence: Evidence
+        var lastFlow: FlowKey?
+        var state: DiscoverySummary.State = .alive
+        /// What the last `resolved` event said (target, port, addresses), to emit it on change only.
+        var resolvedSignature: String?
+
+        var displayName: String? { txt?.displayName }
+
+        /// When the instance stops being usable: its SRV (when seen) or PTR expires, whichever first.
+        var deadline: Nanos? {
+            switch (srvExpiry, ptrExpiry) {
+            case (let s?, let p?): return min(s, p)
+            case (let s?, nil): return s
+            case (nil, let p?): return p
+            case (nil, nil): return txtExpiry
+            }
+        }
+
+        var expiringRecord: String {
+            if let s = srvExpiry, s == deadline { return "SRV" }
+            if let p = ptrExpiry, p == deadline { return "PTR" }
+            return "TXT"
+        }
+    }
+
+    struct Host {
+        /// address -> (received, expiry)
+        var addresses: [IPAddress: (received: Nanos, expiry: Nanos)] = [:]
+        var lastSeen: Nanos = 0
+    }
+
+    var instances: [String: Instance] = [:]
+    var hosts: [String: Host] = [:]
+    var browseLast: [String: Nanos] = [:]
+    var browsers: [IPAddress: Set<String>] = [:]
+    var serviceStats: [String: (instances: Set<String>, queries: Int, mpc: Set<String>)] = [:]
+    var reportedConflicts: Set<String> = []
+    /// SRV target host key -> instance keys pointing at it.
+    var byTarget: [String: Set<String>] = [:]
+    var nextDeadline: Nanos = .max
+    var messages: UInt64 = 0
+    var malformed: UInt64 = 0
+
+    // MARK: - Packets
+
+    func process(_ msg: DNSMessage, _ input: PluginInput, _ ctx: PluginContext) {
+        let t = input.t
+        let src = input.flow?.src.address
+        if msg.isResponse {
+            response(msg, t: t, src: src, input, ctx)
+        } else {
+            query(msg, t: t, src: src, input, ctx)
+        }
+    }
+
+    private func noteService(_ type: String, instance: String? = nil, mpc: Bool = false, query: Bool = false) {
+        var s = serviceStats[type] ?? (instances: [], queries: 0, mpc: [])
+        if let instance {
+            if s.instances.count < Self.maxInstances { s.instances.insert(instance) }
+            if mpc, s.mpc.count < Self.maxInstances { s.mpc.insert(instance) }
+        }
+        if query { s.queries += 1 }
+        serviceStats[type] = s
+    }
+
+    private func query(_ msg: DNSMessage, t: Nanos, src: IPAddress?, _ input: PluginInput, _ ctx: PluginContext) {
+        for q in msg.questions where q.type == DNSType.ptr || q.type == DNSType.any {
+            let service: String
+            if q.name.hasSuffix(DNSSD.enumerationName + ["local"]) || (q.name.labels.count >= 3
+                && q.name.labels[0].lowercased() == "_services" && q.name.labels[1].lowercased() == "_dns-sd") {
+                service = q.name.text
+            } else if let st = DNSSD.serviceType(q.name) {
+                service = st.description
+            } else {
+                continue
+            }
+            let throttleKey = "\(src.map { "\($0)" } ?? "?")|\(q.name.key)"
+            if let last = browseLast[throttleKey], t &- last < Self.browseWindow, t >= last { continue }
+            if browseLast.count >= Self.maxInstances { pruneBrowse(t) }
+            browseLast[throttleKey] = t
+            noteService(service, query: true)
+            if let src, browsers.count < Self.maxHosts || browsers[src] != nil {
+                browsers[src, default: []].insert(service)
+            }
+            let known = msg.answers.filter { $0.type == DNSType.ptr && $0.name.key == q.name.key }.count
+            var attrs: [String: String] = ["service": service, "qu": q.unicastResponse ? "true" : "false"]
+            if q.name.labels.count > 1, q.name.labels[1].lowercased() == "_sub" { attrs["subtype"] = q.name.labels[0] }
+            if known > 0 { attrs["knownAnswers"] = "\(known)" }
+            if let src { attrs["querier"] = "\(src)" }
+            if q.type == DNSType.any { attrs["qtype"] = "ANY" }
+            let hints = ctx.hints()
+            ctx.event(.browse, from: hints.from, attrs: attrs)
+        }
+        // Probes: a query whose authority section claims an instance someone else holds.
+        for r in msg.authorities where r.type == DNSType.srv {
+            guard case .srv(_, _, _, let target) = r.data, let inst = instances[r.name.key], inst.state == .alive,
+                  let cur = inst.srv, let exp = inst.srvExpiry, exp > t, cur.target.key != target.key,
+                  src == nil || src != inst.srvSource
+            else { continue }
+            conflict(inst, otherTarget: target, phase: "probe", src: src, ctx)
+        }
+    }
+
+    private func pruneBrowse(_ t: Nanos) {
+        browseLast = browseLast.filter { t &- $0.value < Self.browseWindow }
+        if browseLast.count >= Self.maxInstances { browseLast.removeAll(keepingCapacity: true) }
+    }
+
+    private func instanceKey(_ n: DNSName) -> (String, DNSSD.InstanceName)? {
+        guard let inst = DNSSD.instanceName(n) else { return nil }
+        return (n.key, inst)
+    }
+
+    private func ensureInstance(_ key: String, _ name: DNSSD.InstanceName, fullName: String, t: Nanos,
+                                _ input: PluginInput) -> Instance {
+        if let i = instances[key] { return i }
+        if instances.count >= Self.maxInstances { evictInstance() }
+        return Instance(key: key, name: name, fullName: fullName, peerID: name.service.isTCP ? name.peerID : nil,
+                        firstSeen: t, lastSeen: t, firstEvidence: input.evidence, lastEvidence: input.evidence)
+    }
+
+    private func evictInstance() {
+        let victim = instances.values.filter { $0.state != .alive }.min(by: { $0.lastSeen < $1.lastSeen })
+            ?? instances.values.min(by: { ($0.deadline ?? .max) < ($1.deadline ?? .max) })
+        if let v = victim {
+            instances[v.key] = nil
+            if let t = v.srv?.target.key { byTarget[t]?.remove(v.key) }
+        }
+    }
+
+    private func response(_ msg: DNSMessage, t: Nanos, src: IPAddress?, _ input: PluginInput, _ ctx: PluginContext) {
+        let records = msg.records
+        // 1. Host addresses (A/AAAA), with cache-flush and goodbyes.
+        var flushed: Set<String> = []
+        let scope = input.frame.interfaceName ?? {
+            if case .v6(_, _, let s)? = src { return s }
+            return nil
+        }()
+        for r in records {
+            let addr: IPAddress
+            switch r.data {
+            case .a(let a): addr = a
+            case .aaaa(let a):
+                if case .v6(let hi, let lo, _) = a, a.isLinkLocal, let scope { addr = .v6(hi: hi, lo: lo, scope: scope) } else { addr = a }
+            default: continue
+            }
+            let hk = r.name.key
+            if hosts[hk] == nil, hosts.count >= Self.maxHosts { evictHost() }
+            var h = hosts[hk] ?? Host()
+            h.lastSeen = t
+            if r.cacheFlush, r.ttl > 0, !flushed.contains(hk + "|\(r.type)") {
+                flushed.insert(hk + "|\(r.type)")
+                h.addresses = h.addresses.filter { (a, v) in a.isV4 != (r.type == DNSType.a) || t &- v.received <= Self.flushGrace }
+            }
+            if r.ttl == 0 {
+                // Goodbye: RFC 6762 §10.1 keeps it one more second.
+                if h.addresses[addr] != nil { h.addresses[addr] = (t, t &+ CaptureTime.second) }
+            } else {
+                h.addresses[addr] = (t, t &+ Nanos(r.ttl) &* CaptureTime.second)
+            }
+            hosts[hk] = h
+        }
+
+        // 2. Service records.
+        var touched: [String] = []
+        var announcedNow: Set<String> = []
+        var goodbyes: [String: (Instance, String)] = [:]
+        var txtChanged: [String: [String]] = [:]
+        for r in records {
+            switch r.type {
+            case DNSType.ptr:
+                guard case .ptr(let target) = r.data else { continue }
+                if r.name.hasSuffix(DNSSD.enumerationName + ["local"]) || (r.name.labels.count >= 3
+                    && r.name.labels[0].lowercased() == "_services" && r.name.labels[1].lowercased() == "_dns-sd") {
+                    if let st = DNSSD.serviceType(target) { noteService(st.description) }
+                    continue
+                }
+                guard DNSSD.serviceType(r.name) != nil, let (key, iname) = instanceKey(target) else { continue }
+                var inst = ensureInstance(key, iname, fullName: target.text, t: t, input)
+                if r.ttl == 0 {
+                    if instances[key] != nil || goodbyes[key] == nil { goodbyes[key] = (inst, "PTR") }
+                    continue
+                }
+                if inst.state != .alive { revive(&inst) }
+                if inst.ptrExpiry == nil && inst.srvExpiry == nil && inst.txtExpiry == nil { announcedNow.insert(key) }
+                inst.ptrExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
+                touch(&inst, t, src, input)
+                instances[key] = inst
+                touched.append(key)
+            case DNSType.srv:
+                guard case .srv(let pr, let w, let port, let target) = r.data, let (key, iname) = instanceKey(r.name) else { continue }
+                var inst = ensureInstance(key, iname, fullName: r.name.text, t: t, input)
+                if r.ttl == 0 {
+                    if goodbyes[key] == nil { goodbyes[key] = (inst, "SRV") }
+                    continue
+                }
+                if inst.state != .alive { revive(&inst) }
+                let new = SRV(target: target, port: port, priority: pr, weight: w)
+                // Two hosts answering for one name; a host that renamed itself sends the new target from
+                // the same address.
+                if let cur = inst.srv, let exp = inst.srvExpiry, exp > t, cur.target.key != target.key,
+                   let src, let was = inst.srvSource, was != src {
+                    conflict(inst, otherTarget: target, phase: "answer", src: src, ctx)
+                }
+                if let cur = inst.srv, cur.target.key != target.key { byTarget[cur.target.key]?.remove(key) }
+                if byTarget.count < Self.maxHosts || byTarget[target.key] != nil { byTarget[target.key, default: []].insert(key) }
+                inst.srvSource = src
+                if inst.ptrExpiry == nil && inst.srvExpiry == nil && inst.txtExpiry == nil { announcedNow.insert(key) }
+                inst.srv = new
+                inst.srvExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
+                touch(&inst, t, src, input)
+                instances[key] = inst
+                touched.append(key)
+            case DNSType.txt:
+                guard case .txt(let raw) = r.data, let (key, iname) = instanceKey(r.name) else { continue }
+                var inst = ensureInstance(key, iname, fullName: r.name.text, t: t, input)
+                if r.ttl == 0 {
+                    if goodbyes[key] == nil && instances[key] != nil && inst.srvExpiry == nil && inst.ptrExpiry == nil {
+                        goodbyes[key] = (inst, "TXT")
+                    }
+                    continue
+                }
+                if inst.state != .alive { revive(&inst) }
+                let txt = DNSSD.TXTRecord(raw)
+                if inst.ptrExpiry == nil && inst.srvExpiry == nil && inst.txtExpiry == nil { announcedNow.insert(key) }
+                if let old = inst.txt, old.strings != txt.strings {
+                    txtChanged[key] = changedKeys(old, txt)
+                }
+                inst.txt = txt
+                inst.txtExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
+                touch(&inst, t, src, input)
+                instances[key] = inst
+                touched.append(key)
+            default:
+                continue
+            }
+        }
+
+        // 3. Events, in a stable order: announced, updated, resolved; then goodbyes.
+        var seen: Set<String> = []
+        for key in touched where !seen.contains(key) {
+            seen.insert(key)
+            guard var inst = instances[key] else { continue }
+            noteService(inst.name.service.description, instance: key, mpc: inst.peerID != nil)
+            teach(inst, src: src, ctx)
+            if announcedNow.contains(key) {
+                var a = attrs(inst)
+                a["records"] = recordTypes(records, key)
+                if let r = records.first(where: { $0.name.key == key || ($0.type == DNSType.ptr && ptrTargetKey($0) == key) }) {
+                    a["ttl"] = "\(r.ttl)"
+                }
+                ctx.event(.announced, from: hint(inst, src), attrs: a)
+                checkNameConflict(inst, ctx)
+            } else if let changed = txtChanged[key] {
+                var a = attrs(inst)
+                a["changedKeys"] = changed.joined(separator: ",")
+                ctx.event(.updated, from: hint(inst, src), attrs: a)
+                checkNameConflict(inst, ctx)
+            }
+            if let srv = inst.srv {
+                let addrs = addresses(of: srv.target, t: t)
+                if !addrs.isEmpty {
+                    let sig = "\(srv.target.key)|\(srv.port)|" + addrs.map(\.description).joined(separator: ",")
+                    if sig != inst.resolvedSignature {
+                        inst.resolvedSignature = sig
+                        instances[key] = inst
+                        var a = attrs(inst)
+                        a["endpoints"] = addrs.map { Endpoint($0, srv.port).description }.joined(separator: ",")
+                        ctx.event(.resolved, from: hint(inst, src), attrs: a)
+                    }
+                }
+            }
+            if let d = inst.deadline { nextDeadline = min(nextDeadline, d) }
+        }
+        for (key, (inst, record)) in goodbyes.sorted(by: { $0.key < $1.key }) {
+            var i = instances[key] ?? inst
+            let wasKnown = instances[key] != nil
+            if wasKnown && i.state != .alive { continue }
+            i.state = .goodbye
+            i.lastSeen = t
+            i.lastEvidence = input.evidence
+            if let src { i.sources.insert(src) }
+            var a = attrs(i)
+            a["record"] = record
+            a["known"] = wasKnown ? "true" : "false"
+            if wasKnown { instances[key] = i }
+            ctx.event(.goodbye, from: hint(i, src), attrs: a)
+        }
+        // SRV targets whose addresses arrive in a later packet than the SRV.
+        resolveLate(records, skip: seen, t: t, src: src, ctx)
+    }
+
+    private func ptrTargetKey(_ r: DNSRecord) -> String? {
+        if case .ptr(let n) = r.data { return n.key }
+        return nil
+    }
+
+    private func recordTypes(_ records: [DNSRecord], _ key: String) -> String {
+        var out: [String] = []
+        for r in records where r.name.key == key || (r.type == DNSType.ptr && ptrTargetKey(r) == key) {
+            let m = DNSType.mnemonic(r.type)
+            if !out.contains(m) { out.append(m) }
+        }
+        return out.joined(separator: ",")
+    }
+
+    /// A packet with only address records: tell instances whose SRV points at those hosts.
+    private func resolveLate(_ records: [DNSRecord], skip: Set<String>, t: Nanos, src: IPAddress?, _ ctx: PluginContext) {
+        var hostKeys: Set<String> = []
+        for r in records where (r.type == DNSType.a || r.type == DNSType.aaaa) && r.ttl > 0 { hostKeys.insert(r.name.key) }
+        guard !hostKeys.isEmpty else { return }
+        var keys: Set<String> = []
+        for h in hostKeys { keys.formUnion(byTarget[h] ?? []) }
+        for key in keys.sorted() where !skip.contains(key) {
+            guard var inst = instances[key], inst.state == .alive, let srv = inst.srv, hostKeys.contains(srv.target.key)
+            else { continue }
+            let addrs = addresses(of: srv.target, t: t)
+            let sig = "\(srv.target.key)|\(srv.port)|" + addrs.map(\.description).joined(separator: ",")
+            guard !addrs.isEmpty, sig != inst.resolvedSignature else { continue }
+            inst.resolvedSignature = sig
+            instances[key] = inst
+            teach(inst, src: nil, ctx)
+            var a = attrs(inst)
+            a["endpoints"] = addrs.map { Endpoint($0, srv.port).description }.joined(separator: ",")
+            ctx.event(.resolved, from: hint(inst, src), attrs: a)
+        }
+    }
+
+    private func revive(_ inst: inout Instance) {
+        inst.state = .alive
+        inst.ptrExpiry = nil
+        inst.srvExpiry = nil
+        inst.txtExpiry = nil
+        inst.resolvedSignature = nil
+    }
+
+    private func touch(_ inst: inout Instance, _ t: Nanos, _ src: IPAddress?, _ input: PluginInput) {
+        inst.lastSeen = t
+        inst.lastEvidence = input.evidence
+        inst.lastFlow = input.flow
+        if let src, inst.sources.count < 16 { inst.sources.insert(src) }
+    }
+
+    private func changedKeys(_ old: DNSSD.TXTRecord, _ new: DNSSD.TXTRecord) -> [String] {
+        var out: [String] = []
+        var oldMap: [String: String] = [:]
+        for e in old.entries where oldMap[e.key] == nil { oldMap[e.key] = e.value ?? "" }
+        var newMap: [String: String] = [:]
+        for e in new.entries where newMap[e.key] == nil { newMap[e.key] = e.value ?? "" }
+        for k in new.keys where oldMap[k] != newMap[k] && !out.contains(k) { out.append(k) }
+        for k in old.keys where newMap[k] == nil && !out.contains(k) { out.append(k) }
+        return out
+    }
+
+    func addresses(of host: DNSName, t: Nanos) -> [IPAddress] {
+        guard let h = hosts[host.key] else { return [] }
+        return h.addresses.filter { $0.value.expiry > t }.map(\.key).sorted()
+    }
+
+    private func evictHost() {
+        if let v = hosts.min(by: { $0.value.lastSeen < $1.value.lastSeen }) { hosts[v.key] = nil }
+    }
+
+    // MARK: - Events and the directory
+
+    func attrs(_ inst: Instance) -> [String: String] {
+        var a: [String: String] = ["service": inst.name.service.description, "instance": inst.name.instance,
+                                   "name": inst.fullName]
+        if let id = inst.peerID {
+            a["peerID"] = PeerIdentity.idString(id)
+            a["participantID"] = PeerIdentity.participantHex(PeerIdentity.participantID(id))
+        }
+        if let srv = inst.srv {
+            a["host"] = srv.target.text
+            a["port"] = "\(srv.port)"
+            let addrs = addresses(of: srv.target, t: inst.lastSeen)
+            if !addrs.isEmpty { a["addresses"] = addrs.map(\.description).joined(separator: ",") }
+        }
+        if !inst.sources.isEmpty { a["sources"] = inst.sources.sorted().map(\.description).joined(separator: ",") }
+        if let txt = inst.txt {
+            a["txtKeys"] = txt.keys.joined(separator: ",")
+            if inst.peerID != nil {
+                if let d = txt.displayName { a["displayName"] = d }
+                for (k, v) in txt.discoveryInfo { a["info.\(k)"] = v }
+            } else {
+                a["txt"] = txt.strings.joined(separator: " ")
+            }
+        }
+        return a
+    }
+
+    private func hint(_ inst: Instance, _ src: IPAddress?) -> PeerHint {
+        PeerHint(peerID: inst.peerID, displayName: inst.displayName, address: src ?? inst.sources.first)
+    }
+
+    private func teach(_ inst: Instance, src: IPAddress?, _ ctx: PluginContext) {
+        guard let id = inst.peerID else { return }
+        let dir = ctx.directory
+        dir.learn(peerID: id, displayName: inst.displayName)
+        if let src, !src.isMulticast { dir.learn(peerID: id, address: src) }
+        if let srv = inst.srv {
+            for a in addresses(of: srv.target, t: inst.lastSeen) { dir.learn(peerID: id, endpoint: Endpoint(a, srv.port)) }
+        }
+    }
+
+    private func conflict(_ inst: Instance, otherTarget: DNSName, phase: String, src: IPAddress?, _ ctx: PluginContext) {
+        guard let cur = inst.srv else { return }
+        let hostsPair = [cur.target.text, otherTarget.text].sorted()
+        let key = "i|\(inst.key)|" + hostsPair.joined(separator: "|")
+        guard !reportedConflicts.contains(key) else { return }
+        if reportedConflicts.count < Self.maxInstances { reportedConflicts.insert(key) }
+        var a = attrs(inst)
+        a["hosts"] = hostsPair.joined(separator: ",")
+        a["host"] = cur.target.text
+        a["otherHost"] = otherTarget.text
+        a["phase"] = phase
+        if let src { a["otherSource"] = "\(src)" }
+        ctx.event(.instanceConflict, from: hint(inst, src), attrs: a)
+    }
+
+    private func checkNameConflict(_ inst: Instance, _ ctx: PluginContext) {
+        guard let id = inst.peerID, let name = inst.displayName, !name.isEmpty else { return }
+        for other in instances.values where other.state == .alive && other.key != inst.key {
+            guard let oid = other.peerID, oid != id, other.displayName == name else { continue }
+            let ids = [PeerIdentity.idString(id), PeerIdentity.idString(oid)].sorted()
+            let key = "n|\(name)|" + ids.joined(separator: "|")
+            guard !reportedConflicts.contains(key) else { continue }
+            if reportedConflicts.count < Self.maxInstances { reportedConflicts.insert(key) }
+            var a = attrs(inst)
+            a["peerIDs"] = ids.joined(separator: ",")
+            a["otherPeerID"] = PeerIdentity.idString(oid)
+            a["otherInstance"] = other.fullName
+            ctx.event(.nameConflict, from: hint(inst, nil),
+                      to: PeerHint(peerID: oid, displayName: other.displayName, address: other.sources.first), attrs: a)
+        }
+    }
+
+    // MARK: - Time
+
+    /// Expires instances whose records ran out (capture time).
+    func tick(_ t: Nanos, _ ctx: PluginContext) {
+        guard t >= nextDeadline else { return }
+        var next: Nanos = .max
+        var expired: [Instance] = []
+        for (key, inst) in instances where inst.state == .alive {
+            guard let d = inst.deadline else { continue }
+            if d <= t {
+                var i = inst
+                i.state = .expired
+                instances[key] = i
+                expired.append(inst)
+            } else {
+                next = min(next, d)
+            }
+        }
+        nextDeadline = next
+        for inst in expired.sorted(by: { ($0.deadline ?? 0, $0.key) < ($1.deadline ?? 0, $1.key) }) {
+            var a = attrs(inst)
+            a["record"] = inst.expiringRecord
+            a["lastSeen"] = CaptureTime.iso8601(inst.lastSeen)
+            ctx.event(PeerEvent(kind: .expired, t: inst.deadline ?? t, evidence: inst.lastEvidence,
+                                from: hint(inst, nil), flow: inst.lastFlow, source: ctx.currentPlugin, attrs: a))
+        }
+        // Host addresses past their TTL.
+        for (k, h) in hosts {
+            let live = h.addresses.filter { $0.value.expiry > t }
+            if live.isEmpty { hosts[k] = nil } else if live.count != h.addresses.count { hosts[k]?.addresses = live }
+        }
+        if browseLast.count > 1024 { pruneBrowse(t) }
+    }
+
+    // MARK: - Summary
+
+    func summary() -> DiscoverySummary {
+        let services = serviceStats.map { k, v in
+            DiscoverySummary.Service(type: k, instances: v.instances.count, browseQueries: v.queries, mpcInstances: v.mpc.count)
+        }.sorted { $0.type < $1.type }
+        let insts = instances.values.map { i -> DiscoverySummary.Instance in
+            var addrs = Set(i.sources)
+            if let srv = i.srv, let h = hosts[srv.target.key] { addrs.formUnion(h.addresses.keys) }
+            var info: [String: String] = [:]
+            if i.peerID != nil { for (k, v) in i.txt?.discoveryInfo ?? [] where info[k] == nil { info[k] = v } }
+            return DiscoverySummary.Instance(service: i.name.service.description, instance: i.name.instance, peerID: i.peerID,
+                                             displayName: i.displayName, host: i.srv?.target.text, port: i.srv?.port,
+                                             addresses: addrs.sorted(), txt: i.txt?.strings ?? [], discoveryInfo: info,
+                                             firstSeen: i.firstSeen, lastSeen: i.lastSeen, state: i.state,
+                                             firstEvidence: i.firstEvidence, lastEvidence: i.lastEvidence)
+        }.sorted { ($0.firstSeen, $0.service, $0.instance) < ($1.firstSeen, $1.service, $1.instance) }
+        let br = browsers.map { DiscoverySummary.Browser(address: $0.key, services: $0.value.sorted()) }
+            .sorted { $0.address < $1.address }
+        return DiscoverySummary(services: services, instances: insts, browsers: br, messages: messages, malformed: malformed)
+    }
+}

@@ -1,0 +1,115 @@
+import PeerscopeCore
+
+/// mDNS / DNS-SD on UDP 5353 (multicast and unicast, IPv4 and IPv6): decodes every message, prints it
+/// for `peerscope decode`, and turns DNS-SD records into discovery events (browse, announced, resolved,
+/// updated, goodbye, expired, conflicts) with MPC peer identities, teaching the `PeerDirectory`.
+public final class MDNSPlugin: DecoderPlugin {
+    public static let descriptor = PluginDescriptor(
+        id: "mdns",
+        summary: "mDNS / DNS-SD: service browsing, announcements, SRV/TXT/addresses, MPC peer IDs and display names",
+        claims: [.udpPorts(5353 ... 5353)],
+        messageTypes: ["query", "response"]
+    )
+
+    let tracker = DiscoveryTracker()
+
+    public init() {}
+
+    /// A DNS header whose opcode is a defined one (mDNS uses 0) and whose counts are not all zero.
+    public func probe(_ input: PluginInput) -> ProbeResult {
+        let p = input.payload
+        guard let flags = p.u16be(2), let qd = p.u16be(4), let an = p.u16be(6), let ns = p.u16be(8), let ar = p.u16be(10)
+        else { return .reject }
+        let opcode = (flags >> 11) & 0xF
+        guard opcode <= 6, opcode != 3 else { return .reject }
+        return qd == 0 && an == 0 && ns == 0 && ar == 0 && p.count > 12 ? .reject : .accept
+    }
+
+    public func decode(_ input: PluginInput, _ ctx: PluginContext) {
+        let (parsed, problems) = DNSMessage.parse(input.payload)
+        tracker.messages &+= 1
+        if !problems.isEmpty { tracker.malformed &+= 1 }
+        for p in problems {
+            ctx.diagnose(p.id, p.message, offset: p.offset, severity: p.id == "trailing" ? .info : .warning)
+        }
+        guard let msg = parsed else { return }
+        if ctx.wantsMessages {
+            ctx.message(msg.isResponse ? "response" : "query", Self.fields(msg))
+        }
+        tracker.process(msg, input, ctx)
+    }
+
+    public func tick(_ t: Nanos, _ ctx: PluginContext) {
+        tracker.tick(t, ctx)
+    }
+
+    public func finish(_ t: Nanos, _ ctx: PluginContext) {
+        tracker.tick(t, ctx)
+    }
+
+    /// What discovery saw so far: services, instances (with MPC identities), browsers.
+    public func summary() -> DiscoverySummary { tracker.summary() }
+
+    // MARK: - decode output
+
+    /// The `peerscope decode` fields of a message.
+    public static func fields(_ m: DNSMessage) -> [(String, JSONValue)] {
+        var f: [(String, JSONValue)] = [
+            ("id", .uint(UInt64(m.header.id))),
+            ("response", .bool(m.isResponse)),
+        ]
+        if m.header.opcode != 0 { f.append(("opcode", .uint(UInt64(m.header.opcode)))) }
+        if m.header.authoritative { f.append(("authoritative", .bool(true))) }
+        if m.header.truncated { f.append(("truncated", .bool(true))) }
+        if m.header.rcode != 0 { f.append(("rcode", .uint(UInt64(m.header.rcode)))) }
+        f.append(("questions", .array(m.questions.map { q in
+            var o: [(String, JSONValue)] = [("name", .string(q.name.text)), ("type", .string(DNSType.mnemonic(q.type))),
+                                            ("qu", .bool(q.unicastResponse))]
+            if q.qclass != 1 { o.append(("class", .uint(UInt64(q.qclass)))) }
+            return .object(o)
+        })))
+        f.append(("answers", .array(m.answers.map(record))))
+        f.append(("authorities", .array(m.authorities.map(record))))
+        f.append(("additionals", .array(m.additionals.map(record))))
+        if !m.complete { f.append(("complete", .bool(false))) }
+        return f
+    }
+
+    static func record(_ r: DNSRecord) -> JSONValue {
+        var o: [(String, JSONValue)] = [("name", .string(r.name.text)), ("type", .string(DNSType.mnemonic(r.type)))]
+        if r.type == DNSType.opt {
+            o.append(("udpPayloadSize", .uint(UInt64(r.rrclass))))
+            o.append(("extendedRcode", .uint(UInt64(r.ttl >> 24))))
+            o.append(("version", .uint(UInt64((r.ttl >> 16) & 0xFF))))
+        } else {
+            o.append(("ttl", .uint(UInt64(r.ttl))))
+            o.append(("cacheFlush", .bool(r.cacheFlush)))
+            if r.rrclass != 1 { o.append(("class", .uint(UInt64(r.rrclass)))) }
+        }
+        switch r.data {
+        case .a(let a), .aaaa(let a):
+            o.append(("address", .string(a.description)))
+        case .ptr(let n):
+            o.append(("target", .string(n.text)))
+        case .srv(let pr, let w, let port, let target):
+            o.append(("priority", .uint(UInt64(pr))))
+            o.append(("weight", .uint(UInt64(w))))
+            o.append(("port", .uint(UInt64(port))))
+            o.append(("target", .string(target.text)))
+        case .txt(let strings):
+            o.append(("txt", .array(strings.map { .string(DNSText.txtValue($0)) })))
+        case .hinfo(let cpu, let os):
+            o.append(("cpu", .string(DNSText.txtValue(cpu))))
+            o.append(("os", .string(DNSText.txtValue(os))))
+        case .nsec(let next, let types):
+            o.append(("next", .string(next.text)))
+            o.append(("nsec", .array(types.map { .string(DNSType.mnemonic($0)) })))
+        case .opt(let options):
+            o.append(("options", .array(options.map { .object([("code", .uint(UInt64($0.code))), ("length", .int(Int64($0.length)))]) })))
+        case .other(let length):
+            o.append(("rdlength", .int(Int64(length))))
+        }
+        if !r.rdataValid { o.append(("malformed", .bool(true))) }
+        return .object(o)
+    }
+}
