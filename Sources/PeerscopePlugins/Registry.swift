@@ -19,6 +19,10 @@ public enum PluginRegistry {
 
     static var invitation: [any DecoderPlugin.Type] {
         [
+            InvitationFramingPlugin.self,
+            InviteMessagePlugin.self,
+            InviteResponsePlugin.self,
+            InviteConnectPlugin.self,
         ]
     }
 
@@ -40,6 +44,8 @@ public enum PluginRegistry {
 
     static var transport: [any DecoderPlugin.Type] {
         [
+            TCPConnectionPlugin.self,
+            ICMPErrorPlugin.self,
         ]
     }
 }
