@@ -225,3 +225,28 @@ final class InvitationMalformedTests: XCTestCase {
         XCTAssertEqual(probe(Array(smallData.prefix(100))), .needMoreBytes)
     }
 }
+
+final class InvitationHostileStreamTests: XCTestCase {
+    let conn = InvitationExchangeTests.conn
+
+    /// Plausible headers at every 8th byte, each claiming a 60000-byte body that never checks out:
+    /// resynchronisation gives up after a bounded number of CRC attempts instead of grinding.
+    func testResyncWorkIsBounded() {
+        let h = Harness()
+        var s = frame(0x0898, seq: 1) + frame(0x0898, seq: 2, crc: 7)
+        for _ in 0 ..< 20_000 { s += [0x07, 0xD0, 0x00, 0x00, 0x00, 0x00, 0xEA, 0x60] }
+        let start = Date()
+        h.send(conn, .toServer, s, chunk: 4096)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 20)
+        XCTAssertEqual(h.diagnostics.map(\.id), ["mpc-invitation.bad_crc", "mpc-invitation.resync_failed"])
+    }
+
+    /// A large Data frame fed one byte per delivery stays linear.
+    func testDripFeedLargeFrame() {
+        let h = Harness()
+        let body = bplist(.dict([("MCNearbyServiceMessageIDKey", .int(1)), ("MCNearbyServiceInviteIDKey", .int(3)),
+                                 ("MCNearbyServiceInviteContextKey", .data([UInt8](repeating: 0xAB, count: 30_000)))]))
+        h.send(conn, .toServer, frame(0x0898, seq: 0) + frame(0x0834, seq: 1, body: body), chunk: 1)
+        XCTAssertEqual(h.events(.invite).first?.attrs["contextSize"], "30000")
+    }
+}

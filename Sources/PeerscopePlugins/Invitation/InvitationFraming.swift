@@ -139,6 +139,8 @@ public final class InvitationFramingPlugin: DecoderPlugin {
     public static let resyncWaitLimit = 64 * 1024
     /// Framing errors after which a direction is no longer decoded.
     public static let maxFramingErrors = 8
+    /// CRC-checked candidates one resynchronisation may try before the direction is given up.
+    public static let maxResyncCandidates = 32
     /// Messages remembered per direction while their receipts are outstanding.
     public static let maxAwaiting = 256
 
@@ -151,6 +153,7 @@ public final class InvitationFramingPlugin: DecoderPlugin {
         var skip = 0
         var syncing = false
         var syncFrom = 0
+        var candidates = 0
         var stopped = false
         var errors = 0
         var frames = 0
@@ -194,8 +197,10 @@ public final class InvitationFramingPlugin: DecoderPlugin {
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard case .stream(let conn, let dir) = input.delivery else { return }
-        var c = connections[conn.id] ?? Connection()
-        var d = dir == .toServer ? c.toServer : c.toClient
+        // Take the state out of the table so the buffer is uniquely referenced while it grows.
+        var c = connections.removeValue(forKey: conn.id) ?? Connection()
+        var d: Direction
+        if dir == .toServer { d = c.toServer; c.toServer = Direction() } else { d = c.toClient; c.toClient = Direction() }
         if !d.stopped {
             feed(&d, input.payload, ctx)
             drain(&d, &c, conn: conn, dir: dir, ctx)
@@ -260,6 +265,7 @@ public final class InvitationFramingPlugin: DecoderPlugin {
         }
         d.syncing = true
         d.syncFrom = d.streamOffset
+        d.candidates = 0
         consume(&d, 1)
     }
 
@@ -318,6 +324,13 @@ public final class InvitationFramingPlugin: DecoderPlugin {
             if let h = InvitationFrameHeader(view, at: p), h.problem == nil {
                 let total = InvitationFrameHeader.size + Int(h.length)
                 if p + total <= view.count {
+                    d.candidates += 1
+                    if d.candidates > Self.maxResyncCandidates {
+                        ctx.diagnose("resync_failed", "no valid frame among \(Self.maxResyncCandidates) candidates after stream offset \(d.syncFrom); direction no longer decoded",
+                                     offset: d.streamOffset + p, severity: .error)
+                        stop(&d)
+                        return false
+                    }
                     let hdr = view.slice(p, InvitationFrameHeader.size) ?? .empty
                     let body = view.slice(p + InvitationFrameHeader.size, Int(h.length)) ?? .empty
                     if InvitationFrameHeader.crc(header: hdr, body: body) == h.crc {
