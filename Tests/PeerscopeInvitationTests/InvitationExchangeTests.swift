@@ -216,3 +216,38 @@ final class InvitationExchangeTests: XCTestCase {
         XCTAssertThrowsError(try SerializedPeerID.parse(Bytes(be64(1) + [2, 0xC3, 0x28])).get())  // invalid UTF-8
     }
 }
+
+final class InvitationIdentityTests: XCTestCase {
+    typealias X = InvitationExchangeTests
+
+    /// Discovery said the advertiser's port belongs to one peer; the Hello from it names another (a stale
+    /// instance answering): the Hello event says so and a diagnostic explains it.
+    func testStaleIdentifierInHello() throws {
+        let h = Harness()
+        let discovered: UInt64 = 0x1111_2222_3333_4444
+        h.context.directory.learn(peerID: discovered, displayName: "Antani")
+        h.context.directory.learn(peerID: discovered, endpoint: X.conn.server)
+        h.send(X.conn, .toClient, frame(0x07D0, seq: 0, body: helloBody(id: "2d9omqtkz17st", name: "Antani")))
+        let e = try XCTUnwrap(h.events(.invitationHello).first)
+        XCTAssertEqual(e.attrs["identityMismatch"], "true")
+        XCTAssertEqual(e.attrs["expectedIdString"], PeerIdentity.idString(discovered))
+        XCTAssertEqual(h.diagnostics.map(\.id), ["mpc-invitation.hello.unexpected_identity"])
+        XCTAssertEqual(h.diagnostics.first?.offset, 22)
+    }
+
+    func testMatchingIdentityIsQuiet() {
+        let h = Harness()
+        h.context.directory.learn(peerID: X.advertiserID, endpoint: X.conn.server)
+        h.send(X.conn, .toClient, frame(0x07D0, seq: 0, body: helloBody(id: "2d9omqtkz17st", name: "Antani")))
+        XCTAssertTrue(h.diagnostics.isEmpty)
+        XCTAssertNil(h.events(.invitationHello).first?.attrs["identityMismatch"])
+    }
+
+    func testInviteSenderDiffersFromHello() {
+        let h = Harness()
+        h.send(X.conn, .toServer, frame(0x07D0, seq: 0, body: helloBody(id: PeerIdentity.idString(42), name: "Bob"))
+            + frame(0x0834, seq: 1, body: X.invite()))
+        XCTAssertEqual(h.diagnostics.map(\.id), ["mpc-invite.sender_mismatch"])
+        XCTAssertEqual(h.events(.invite).first?.from.peerID, X.browserID)
+    }
+}

@@ -44,6 +44,12 @@ public struct SerializedPeerID: Sendable, Hashable {
 }
 
 enum InvitationText {
+/// The peer the directory knows at exactly this endpoint (not just the address).
+static func exactPeer(_ e: Endpoint, _ directory: PeerDirectory) -> UInt64? {
+    guard let id = directory.peerID(for: e), directory.entries[id]?.endpoints.contains(e) == true else { return nil }
+    return id
+}
+
 static func hex32(_ v: UInt32) -> String {
     let s = String(v, radix: 16)
     return String(repeating: "0", count: max(0, 8 - s.count)) + s

@@ -413,12 +413,21 @@ public final class InvitationFramingPlugin: DecoderPlugin {
                 ctx.diagnose("hello.trailing", "\(body.count - nameEnd) bytes after the name", offset: bodyOffset + nameEnd, severity: .info)
             }
             let flow = ctx.currentInput?.flow
+            var attrs = ["seq": String(h.sequence), "role": role, "idString": hello.idString, "helloFlags": String(hello.flags)]
+            // The browser drops a Hello whose identity is not the peer it discovered at that endpoint
+            // ("Unexpected (possibly stale) identifier"): say so when discovery taught a different peer.
+            if let src = flow?.src, let known = InvitationText.exactPeer(src, ctx.directory), known != hello.peerID {
+                attrs["expectedIdString"] = PeerIdentity.idString(known)
+                attrs["identityMismatch"] = "true"
+                ctx.diagnose("hello.unexpected_identity",
+                             "Hello from \(src) says \(hello.idString), but that endpoint belongs to \(PeerIdentity.idString(known))",
+                             offset: bodyOffset + 6)
+            }
             ctx.directory.learn(peerID: hello.peerID, displayName: hello.displayName)
             if let src = flow?.src { ctx.directory.learn(peerID: hello.peerID, endpoint: src) }
             let from = PeerHint(peerID: hello.peerID, displayName: hello.displayName, endpoint: flow?.src)
             let to = flow.map { ctx.directory.hint(for: $0.dst) } ?? .unknown
-            ctx.event(.invitationHello, from: from, to: to,
-                      attrs: ["seq": String(h.sequence), "role": role, "idString": hello.idString, "helloFlags": String(hello.flags)])
+            ctx.event(.invitationHello, from: from, to: to, attrs: attrs)
             ctx.message("hello", [("seq", .uint(UInt64(h.sequence))), ("crc", .string(InvitationText.hex32(h.crc))),
                                   ("flags", .uint(UInt64(hello.flags))), ("peerID", .string(hello.idString)),
                                   ("participant", .string(PeerIdentity.participantHex(PeerIdentity.participantID(hello.peerID)))),

@@ -97,6 +97,9 @@ enum InvitationMessageDecoding {
         if let cd = m.connectionData {
             for p in cd.problems { ctx.diagnose(p.id, p.message, offset: p.offset, severity: .info) }
         }
+        if let s = m.sender, let src = input.flow?.src, let known = InvitationText.exactPeer(src, ctx.directory), known != s.peerID {
+            ctx.diagnose("sender_mismatch", "message \(id) says sender \(s.idString), but \(src) belongs to \(PeerIdentity.idString(known))")
+        }
         teach(m, input, ctx)
         return m
     }
