@@ -250,3 +250,43 @@ final class InvitationHostileStreamTests: XCTestCase {
         XCTAssertEqual(h.events(.invite).first?.attrs["contextSize"], "30000")
     }
 }
+
+final class InvitationLargeDeliveryTests: XCTestCase {
+    let conn = InvitationExchangeTests.conn
+
+    /// One delivery larger than the buffer bound, made of many small valid frames: all decode.
+    func testHugeDeliveryOfSmallFrames() {
+        typealias X = InvitationExchangeTests
+        let body = bplist(.dict([("MCNearbyServiceMessageIDKey", .int(1)),
+                                 ("MCNearbyServiceSenderPeerIDKey", .data(serializedPeer(X.browserID, "Alice"))),
+                                 ("MCNearbyServiceRecipientPeerIDKey", .data(serializedPeer(X.advertiserID, "Antani"))),
+                                 ("MCNearbyServiceInviteIDKey", .int(1)),
+                                 ("MCNearbyServiceInviteContextKey", .data([UInt8](repeating: 0x11, count: 4000)))]))
+        var s: [UInt8] = []
+        for i in 0 ..< 280 { s += frame(0x0834, seq: UInt32(i), body: body) }
+        XCTAssertGreaterThan(s.count, InvitationFramingPlugin.maxBuffer)
+        let h = Harness()
+        h.send(conn, .toServer, s)
+        XCTAssertEqual(h.events(.invite).count, 280)
+        XCTAssertTrue(h.diagnostics.isEmpty)
+    }
+
+    /// An oversized frame header and its whole body in one delivery, followed by a good frame.
+    func testTooLargeFrameInOneDelivery() {
+        let big = InvitationFramingPlugin.maxBuffer
+        let s = be16(0x0834) + be16(0) + be32(UInt32(big)) + be32(0) + be32(1) + [UInt8](repeating: 0, count: big) + frame(0x0898, seq: 2)
+        let h = Harness()
+        h.send(conn, .toServer, frame(0x0898, seq: 1) + s)
+        XCTAssertEqual(h.diagnostics.map(\.id), ["mpc-invitation.frame_too_large"])
+        XCTAssertEqual(h.events(.invitationAccept).map { $0.attrs["seq"] }, ["1", "2"])
+    }
+
+    /// Garbage with no frame in it, more than the buffer bound: dropped as it is scanned, no overflow, no trap.
+    func testLongGarbageIsScannedAndDropped() {
+        let h = Harness()
+        h.send(conn, .toServer, frame(0x0898, seq: 1) + [0xFF, 0xFF] + [UInt8](repeating: 0x42, count: 1_200_000), chunk: 60_000)
+        XCTAssertEqual(h.diagnostics.map(\.id), ["mpc-invitation.unknown_type"])
+        h.send(conn, .toServer, frame(0x0898, seq: 2))
+        XCTAssertEqual(h.events(.invitationAccept).count, 2)
+    }
+}

@@ -204,6 +204,11 @@ public final class InvitationFramingPlugin: DecoderPlugin {
         if !d.stopped {
             feed(&d, input.payload, ctx)
             drain(&d, &c, conn: conn, dir: dir, ctx)
+            if !d.stopped && d.available > Self.maxBuffer {
+                ctx.diagnose("buffer_overflow", "more than \(Self.maxBuffer) bytes without a complete frame; direction no longer decoded",
+                             offset: d.streamOffset, severity: .error)
+                stop(&d)
+            }
         }
         if dir == .toServer { c.toServer = d } else { c.toClient = d }
         connections[conn.id] = c
@@ -237,11 +242,6 @@ public final class InvitationFramingPlugin: DecoderPlugin {
             d.start = 0
         }
         d.buf.append(contentsOf: p.storage[p.lower ..< p.lower + p.count])
-        if d.available > Self.maxBuffer {
-            ctx.diagnose("buffer_overflow", "more than \(Self.maxBuffer) bytes without a complete frame; direction no longer decoded",
-                         offset: d.streamOffset, severity: .error)
-            stop(&d)
-        }
     }
 
     private func stop(_ d: inout Direction) {
@@ -295,9 +295,9 @@ public final class InvitationFramingPlugin: DecoderPlugin {
                 ctx.diagnose("frame_too_large", "frame \(d.frames + 1): \(h.typeName) body of \(length) bytes not buffered; skipped unchecked",
                              offset: d.streamOffset + 4, severity: .info)
                 d.frames += 1
-                let have = d.available - InvitationFrameHeader.size
-                consume(&d, d.available)
-                d.skip = length - have
+                let present = min(d.available, InvitationFrameHeader.size + length)
+                consume(&d, present)
+                d.skip = InvitationFrameHeader.size + length - present
                 continue
             }
             guard d.available >= InvitationFrameHeader.size + length else { return }
@@ -321,6 +321,12 @@ public final class InvitationFramingPlugin: DecoderPlugin {
     private func resync(_ d: inout Direction, _ view: Bytes, _ ctx: PluginContext) -> Bool {
         var p = 0
         while p + InvitationFrameHeader.size <= view.count {
+            // Every frame type starts with 0x07 or 0x08: skip the rest without reading a header.
+            let first = view.byte(p)
+            if first != 0x07 && first != 0x08 {
+                p += 1
+                continue
+            }
             if let h = InvitationFrameHeader(view, at: p), h.problem == nil {
                 let total = InvitationFrameHeader.size + Int(h.length)
                 if p + total <= view.count {
