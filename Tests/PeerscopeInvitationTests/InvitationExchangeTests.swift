@@ -251,3 +251,23 @@ final class InvitationIdentityTests: XCTestCase {
         XCTAssertEqual(h.events(.invite).first?.from.peerID, X.browserID)
     }
 }
+
+final class ConnectionDataDiagnosticTests: XCTestCase {
+    /// Problems inside the blob are reported at their offset within the plist, and the addresses that
+    /// were readable are still learnt.
+    func testTruncatedBlobOffsets() throws {
+        let blob = Array(connectionData(flags: 0x02, participant: 1, v4: [("192.168.1.20", 16401)], v6: [("fe80::1", 16401)]).prefix(10))
+        let body = bplist(.dict([("MCNearbyServiceMessageIDKey", .int(3)), ("MCNearbyServiceInviteIDKey", .int(1)),
+                                 ("MCNearbyServiceConnectionDataKey", .data(blob))]))
+        // The blob follows its one-byte data marker (0x4A = 10 bytes).
+        let at = try XCTUnwrap((0 ..< body.count - blob.count).first { Array(body[$0 ..< $0 + blob.count]) == blob })
+        XCTAssertEqual(body[at - 1], 0x4A)
+        let h = Harness()
+        h.send(InvitationExchangeTests.conn, .toServer, frame(0x0834, seq: 1, body: body))
+        XCTAssertEqual(h.diagnostics.map(\.id), ["mpc-invite-connect.connection_data.bad_length", "mpc-invite-connect.connection_data.truncated"])
+        XCTAssertEqual(h.diagnostics.map(\.offset), [at + 2, at + 9])
+        let e = try XCTUnwrap(h.events(.inviteConnect).first)
+        XCTAssertEqual(e.attrs["encryption"], "none")
+        XCTAssertNil(e.attrs["udpEndpoints"], "no interface entries survived, so no endpoint is claimed")
+    }
+}

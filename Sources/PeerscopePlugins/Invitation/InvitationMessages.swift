@@ -23,6 +23,8 @@ public struct InvitationMessage: Sendable {
     public var contextSize: Int?
     public var accepted: Bool?
     public var connectionData: ConnectionData?
+    /// Where the connection-data bytes start within the plist.
+    public var connectionDataOffset: Int?
     /// Keys outside the known set (names only).
     public var otherKeys: [String] = []
     public var problems: [(id: String, message: String, offset: Int?)] = []
@@ -51,7 +53,8 @@ public struct InvitationMessage: Sendable {
                 switch SerializedPeerID.parse(d) {
                 case .success(let p): if key == InvitationKey.sender { m.sender = p } else { m.recipient = p }
                 case .failure(let e):
-                    m.problems.append(("peer_id.\(e.rawValue)", "\(key): \(d.count)-byte peer ID unreadable (\(e.rawValue))", nil))
+                    m.problems.append(("peer_id.\(e.rawValue)", "\(key): \(d.count)-byte peer ID unreadable (\(e.rawValue))",
+                                       d.lower - body.lower))
                 }
             case InvitationKey.inviteID:
                 m.inviteID = value.intValue
@@ -64,6 +67,7 @@ public struct InvitationMessage: Sendable {
             case InvitationKey.connectionData:
                 guard let d = value.dataValue else { m.badType(key, value); continue }
                 m.connectionData = ConnectionData(d)
+                m.connectionDataOffset = d.lower - body.lower
             default:
                 m.otherKeys.append(key)
             }
@@ -95,7 +99,8 @@ enum InvitationMessageDecoding {
             ctx.diagnose("missing_key", "message \(id) has no \(key)")
         }
         if let cd = m.connectionData {
-            for p in cd.problems { ctx.diagnose(p.id, p.message, offset: p.offset, severity: .info) }
+            let base = m.connectionDataOffset ?? 0
+            for p in cd.problems { ctx.diagnose(p.id, p.message + " (blob offset \(p.offset))", offset: base + p.offset, severity: .info) }
         }
         if let s = m.sender, let src = input.flow?.src, let known = InvitationText.exactPeer(src, ctx.directory), known != s.peerID {
             ctx.diagnose("sender_mismatch", "message \(id) says sender \(s.idString), but \(src) belongs to \(PeerIdentity.idString(known))")
