@@ -290,3 +290,45 @@ final class InvitationLargeDeliveryTests: XCTestCase {
         XCTAssertEqual(h.events(.invitationAccept).count, 2)
     }
 }
+
+final class InvitationGapTests: XCTestCase {
+    let conn = InvitationExchangeTests.conn
+
+    /// Bytes lost mid-frame: given the stream's gap event, the plugin drops the partial frame and locks
+    /// onto the next valid frame without calling it a CRC error. (Driven directly: the pipeline does not
+    /// forward gaps to stream owners yet.)
+    func testGapResynchronisesQuietly() {
+        typealias X = InvitationExchangeTests
+        let invite = frame(0x0834, seq: 1, body: X.invite())
+        let plugin = InvitationFramingPlugin()
+        let ctx = PluginContext()
+        var ids: [String] = []
+        var kinds: [EventKind] = []
+        ctx.onDiagnostic = { ids.append($0.id) }
+        ctx.onEvent = { kinds.append($0.kind) }
+        ctx.currentPlugin = InvitationFramingPlugin.descriptor.id
+        var n: UInt64 = 0
+        func deliver(_ d: Delivery, _ bytes: [UInt8]) {
+            n += 1
+            let input = PluginInput(frame: FrameInfo(input: 0, number: n, t: Nanos(n), capturedLength: 0, originalLength: 0, linkType: 1),
+                                    delivery: d, flow: conn.flow(.toServer), connection: (conn, .toServer), payload: Bytes(bytes))
+            ctx.currentInput = input
+            plugin.decode(input, ctx)
+        }
+        deliver(.stream(conn, .toServer), frame(0x0898, seq: 0) + Array(invite.prefix(50)))
+        deliver(.tcpEvent(conn, .toServer, .gap), [])
+        deliver(.stream(conn, .toServer), Array(invite.suffix(from: 80)) + frame(0x0898, seq: 2))
+        XCTAssertEqual(ids, ["mpc-invitation.gap", "mpc-invitation.resync"])
+        XCTAssertEqual(kinds, [.invitationAccept, .invitationAccept])
+    }
+
+    func testBadCRCIsAChannelChecksumEvent() throws {
+        let h = Harness()
+        h.send(conn, .toServer, frame(0x0898, seq: 0) + frame(0x0898, seq: 1, crc: 0x1234_5678))
+        let e = try XCTUnwrap(h.events(.checksumError).first)
+        XCTAssertEqual(e.attrs["field"], "12345678")
+        let expected = String(referenceCRC32(be16(0x0898) + be16(0) + be32(0) + be32(0) + be32(1)), radix: 16)
+        XCTAssertEqual(e.attrs["computed"], String(repeating: "0", count: 8 - expected.count) + expected)
+        XCTAssertEqual(e.attrs["frameType"], "accept")
+    }
+}

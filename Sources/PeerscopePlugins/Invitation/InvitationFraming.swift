@@ -196,6 +196,12 @@ public final class InvitationFramingPlugin: DecoderPlugin {
     }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
+        // Not claimed (a `.tcpEvents` claim would run this plugin on every connection's events); handled
+        // when a pipeline forwards a stream's gap to the plugin that owns it.
+        if case .tcpEvent(let conn, let dir, .gap) = input.delivery {
+            gap(conn, dir, ctx)
+            return
+        }
         guard case .stream(let conn, let dir) = input.delivery else { return }
         // Take the state out of the table so the buffer is uniquely referenced while it grows.
         var c = connections.removeValue(forKey: conn.id) ?? Connection()
@@ -210,6 +216,25 @@ public final class InvitationFramingPlugin: DecoderPlugin {
                 stop(&d)
             }
         }
+        if dir == .toServer { c.toServer = d } else { c.toClient = d }
+        connections[conn.id] = c
+    }
+
+    /// Bytes of a direction were lost before capture: what is buffered cannot be trusted to line up with
+    /// what comes next, so drop it and look for the next valid frame (not counted as a framing error).
+    private func gap(_ conn: TCPConnectionInfo, _ dir: TCPDirection, _ ctx: PluginContext) {
+        guard var c = connections[conn.id] else { return }
+        var d = dir == .toServer ? c.toServer : c.toClient
+        guard !d.stopped else { return }
+        ctx.diagnose("gap", "bytes missing in the \(dir == .toServer ? "client" : "server") stream after offset \(d.streamOffset); resynchronising",
+                     offset: d.streamOffset, severity: .info)
+        d.streamOffset += d.available
+        d.buf = []
+        d.start = 0
+        d.skip = 0
+        d.syncing = true
+        d.syncFrom = d.streamOffset
+        d.candidates = 0
         if dir == .toServer { c.toServer = d } else { c.toClient = d }
         connections[conn.id] = c
     }
@@ -306,6 +331,10 @@ public final class InvitationFramingPlugin: DecoderPlugin {
             if crc != h.crc {
                 ctx.diagnose("bad_crc", "frame \(d.frames + 1): \(h.typeName) CRC32 field \(InvitationText.hex32(h.crc)), computed \(InvitationText.hex32(crc))",
                              offset: d.streamOffset + 8)
+                let hints = ctx.hints()
+                ctx.event(.checksumError, from: hints.from, to: hints.to,
+                          attrs: ["protocol": "mpc-invitation", "frameType": h.typeName, "field": InvitationText.hex32(h.crc),
+                                  "computed": InvitationText.hex32(crc)])
                 framingError(&d, ctx)
                 continue
             }
