@@ -271,3 +271,25 @@ final class ConnectionDataDiagnosticTests: XCTestCase {
         XCTAssertNil(e.attrs["udpEndpoints"], "no interface entries survived, so no endpoint is claimed")
     }
 }
+
+final class ConnectionDataReferenceTests: XCTestCase {
+    /// The first 41 bytes of the 89-byte blob quoted in ebowwa/mcwire `docs/mc-protocol.md`
+    /// (`80020059 12 da01a8c0 fe80…1c78b065b483f72c fe80…0cefd5fffe9005c3`), completed with three
+    /// 16-byte entries in the EVS layout (participant/token/ports made up here).
+    func testMCWireQuotedHeader() throws {
+        var blob = Bytes(hex: "80020059 12 da01a8c0 fe80000000000000 1c78b065b483f72c fe80000000000000 0cefd5fffe9005c3")?.array ?? []
+        XCTAssertEqual(blob.count, 41)
+        blob += [0x61] + le32(0x2308_149F) + le32(1) + [0x5A, 0, 0, 0, 0x80] + le16(16402)
+        blob += [0x61] + le32(0x2308_149F) + le32(2) + [0x0A, 0, 0, 0, 0x90] + le16(16402)
+        blob += [0x6A] + le32(0x2308_149F) + le32(3) + [0x0A, 0, 0, 0, 0x91] + le16(16401)
+        XCTAssertEqual(blob.count, 0x59)
+        let cd = ConnectionData(Bytes(blob))
+        XCTAssertTrue(cd.problems.isEmpty, "\(cd.problems)")
+        XCTAssertEqual(cd.encryption, EncryptionPreference.none)
+        XCTAssertEqual(cd.ipv4.map(\.description), ["192.168.1.218"])
+        XCTAssertEqual(cd.ipv6, [IPAddress("fe80::1c78:b065:b483:f72c"), IPAddress("fe80::cef:d5ff:fe90:5c3")].compactMap { $0 })
+        XCTAssertEqual(cd.endpoints.map(\.port), [16402, 16402, 16401])
+        XCTAssertEqual(cd.endpoints.last?.address, IPAddress("fe80::cef:d5ff:fe90:5c3"))
+        XCTAssertEqual(cd.interfaces.map(\.marker), [0x61, 0x61, 0x6A])
+    }
+}

@@ -146,6 +146,8 @@ enum InvitationMessageDecoding {
         if let i = m.inviteID { a["inviteID"] = String(i) }
         if let cd = m.connectionData {
             if let e = cd.encryption { a["encryption"] = e.description }
+            // The raw flags too: DEC reads `flags & 3` as the preference, MCW saw 0x02 on `.optional` pairs.
+            if let f = cd.segments.first(where: \.isMC)?.flags { a["connectionDataFlags"] = "0x" + String(f, radix: 16) }
             if let s = cd.securityIdentity { a["securityIdentity"] = String(s) }
             let eps = cd.endpoints
             if !eps.isEmpty { a["udpEndpoints"] = eps.map(\.description).joined(separator: ",") }
