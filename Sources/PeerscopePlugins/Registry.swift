@@ -20,6 +20,10 @@ public enum PluginRegistry {
 
     static var invitation: [any DecoderPlugin.Type] {
         [
+            InvitationFramingPlugin.self,
+            InviteMessagePlugin.self,
+            InviteResponsePlugin.self,
+            InviteConnectPlugin.self,
         ]
     }
 
@@ -41,6 +45,8 @@ public enum PluginRegistry {
 
     static var transport: [any DecoderPlugin.Type] {
         [
+            TCPConnectionPlugin.self,
+            ICMPErrorPlugin.self,
         ]
     }
 }
