@@ -43,8 +43,14 @@ public final class STUNPlugin: DecoderPlugin {
 
     public init() {}
 
+    /// Strict framing everywhere; on MPC's session ports a cut or mis-sized message that still has
+    /// the magic cookie is taken too, so it is diagnosed instead of dropped.
     public func probe(_ input: PluginInput) -> ProbeResult {
-        STUNMessage.looksLikeSTUN(input.payload) ? .accept : .reject
+        let b = input.payload
+        if STUNMessage.looksLikeSTUN(b) { return .accept }
+        guard let f = input.flow, GCKHeader.mpcPorts.contains(f.src.port) || GCKHeader.mpcPorts.contains(f.dst.port),
+              let t = b.byte(0), t & 0xC0 == 0, b.u32be(4) == STUNMessage.magicCookie else { return .reject }
+        return .accept
     }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
