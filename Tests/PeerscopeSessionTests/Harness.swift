@@ -5,16 +5,16 @@ import XCTest
 
 /// Drives plugins through `PluginPipeline` with transport units built by hand and records what they report.
 final class Harness {
-    static let session: [any DecoderPlugin.Type] = [
+    static var session: [any DecoderPlugin.Type] { [
         STUNPlugin.self, DTLSPlugin.self,
         GCKHelloPlugin.self, GCKDDPlugin.self, GCKLSAPlugin.self, GCKLSAACKPlugin.self,
         GCKDataPlugin.self, GCKHeartbeatPlugin.self, GCKOtherPlugin.self,
-    ]
-    static let app: [any DecoderPlugin.Type] = [
+    ] }
+    static var app: [any DecoderPlugin.Type] { [
         AppJSONPlugin.self, AppHandshakePlugin.self, AppHandshakeResponsePlugin.self, AppKeepAlivePlugin.self,
         AppChatPlugin.self, AppOtherPlugin.self,
-    ]
-    static let all: [any DecoderPlugin.Type] = session + app
+    ] }
+    static var all: [any DecoderPlugin.Type] { session + app }
 
     let pipeline: PluginPipeline
     var messages: [DecodedMessage] = []

@@ -9,7 +9,7 @@ extension EventKind {
 /// DTLS records, plain or with MPC's one-byte `0xD0` prefix: record headers, handshake messages while
 /// in the clear, ChangeCipherSpec, alerts, application data sizes; DTLS 1.3 unified headers recognised.
 /// Per flow it follows the handshake: started, established (CCS and encrypted Finished both ways, or
-/// for DTLS 1.3 application-epoch records both ways), failed (alert) or stalled.
+/// for DTLS 1.3 handshake-epoch records both ways then application-epoch records), failed (alert) or stalled.
 public final class DTLSPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "dtls",
@@ -310,7 +310,8 @@ public final class DTLSPlugin: DecoderPlugin {
         var how: String? = nil
         if st.started && sides.allSatisfy({ $0.ccs && $0.encryptedHandshake }) {
             how = "ccs+finished"
-        } else if st.sawUnified && sides.allSatisfy({ $0.appEpochRecords }) {
+        } else if st.sawUnified && sides.allSatisfy({ $0.encryptedHandshake }) && sides.contains(where: { $0.appEpochRecords }) {
+            // DTLS 1.3: handshake-epoch records both ways, then application-epoch traffic.
             how = "dtls1.3-application-epoch"
         } else if !st.started && sides.allSatisfy({ $0.appData }) {
             how = "application-data (handshake not captured)"
