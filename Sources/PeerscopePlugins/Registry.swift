@@ -31,6 +31,15 @@ public enum PluginRegistry {
 
     static var session: [any DecoderPlugin.Type] {
         [
+            STUNPlugin.self,
+            DTLSPlugin.self,
+            GCKHelloPlugin.self,
+            GCKDDPlugin.self,
+            GCKLSAPlugin.self,
+            GCKLSAACKPlugin.self,
+            GCKDataPlugin.self,
+            GCKHeartbeatPlugin.self,
+            GCKOtherPlugin.self,  // after the typed GCK plugins
         ]
     }
 
@@ -38,6 +47,12 @@ public enum PluginRegistry {
 
     static var appMessages: [any DecoderPlugin.Type] {
         [
+            AppJSONPlugin.self,
+            AppHandshakePlugin.self,
+            AppHandshakeResponsePlugin.self,
+            AppKeepAlivePlugin.self,
+            AppChatPlugin.self,
+            AppOtherPlugin.self,  // claims every app.json hand-off: must stay last
         ]
     }
 
