@@ -49,17 +49,17 @@ struct TCPHalf {
 }
 
 final class TCPConn {
-    var info: TCPConnectionInfo
-    var c2s = TCPHalf()
-    var s2c = TCPHalf()
-    var lastSeen: Nanos
-    var lastFrame: FrameInfo
+    @exclusivity(unchecked) var info: TCPConnectionInfo
+    @exclusivity(unchecked) var c2s = TCPHalf()
+    @exclusivity(unchecked) var s2c = TCPHalf()
+    @exclusivity(unchecked) var lastSeen: Nanos
+    @exclusivity(unchecked) var lastFrame: FrameInfo
     /// Client SYN seen, no answer yet.
-    var synPending = false
-    var synReported = false
-    var established = false
-    var closed = false
-    var closedAt: Nanos = 0
+    @exclusivity(unchecked) var synPending = false
+    @exclusivity(unchecked) var synReported = false
+    @exclusivity(unchecked) var established = false
+    @exclusivity(unchecked) var closed = false
+    @exclusivity(unchecked) var closedAt: Nanos = 0
 
     init(info: TCPConnectionInfo, frame: FrameInfo, t: Nanos) {
         self.info = info
