@@ -181,7 +181,7 @@ final class NetworkLayerTests: XCTestCase {
         let (s, _) = decodeAll([Build.frame(Build.eth6(Build.ipv6("fe80::2", "fe80::1", next: 58, icmp)), iface: "awdl0")])
         let i = s.icmp.first
         XCTAssertEqual(i?.isV6, true)
-        XCTAssertEqual(i?.quoted, FlowKey(.tcp, Endpoint(IPAddress("fe80::1%awdl0")!, 60000), Endpoint(IPAddress("fe80::2%awdl0")!, 7000)))
+        XCTAssertEqual(i?.quoted, FlowKey(.tcp, Endpoint(Build.ip("fe80::1%awdl0"), 60000), Endpoint(Build.ip("fe80::2%awdl0"), 7000)))
         XCTAssertEqual(i?.summary, "port unreachable")
         // Packet too big, quoting UDP behind a destination options header.
         let inner = Build.ipv6("2001:db8::1", "2001:db8::2", next: 60, [17, 0, 1, 4, 0, 0, 0, 0] + Build.udp(1, 2, [0]))
