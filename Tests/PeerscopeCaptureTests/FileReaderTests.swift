@@ -351,6 +351,17 @@ final class FileReaderTests: XCTestCase {
         XCTAssertEqual(order, ["0:1@0", "1:1@5", "0:2@10", "0:3@10", "1:2@10", "0:4@30", "1:3@40"])
         XCTAssertTrue(m.problems.isEmpty)
 
+        // A truncated file stops alone: the other file is read to its end, the problem is kept.
+        let full = Synth.pcap(frames: a, bigEndian: false, nanos: true)
+        let pc = dir.write("c.pcap", Array(full.prefix(full.count - 1)))
+        let m2 = try MergedCaptureReader(paths: [pb, pc], firstInput: 5)
+        var inputs: [Int] = []
+        while let f = m2.next() { inputs.append(f.info.input) }
+        XCTAssertEqual(inputs.filter { $0 == 5 }.count, 3)
+        XCTAssertEqual(inputs.filter { $0 == 6 }.count, 3)
+        XCTAssertEqual(m2.problems.map(\.input), [6])
+        XCTAssertEqual(m2.problems.first?.frame, 4)
+
         XCTAssertThrowsError(try MergedCaptureReader(paths: [pa, dir.path + "/missing"])) { e in
             XCTAssertEqual(e as? CaptureError, .missing(path: dir.path + "/missing"))
         }
