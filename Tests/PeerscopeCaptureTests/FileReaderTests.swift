@@ -333,6 +333,58 @@ final class FileReaderTests: XCTestCase {
         XCTAssertEqual(p.diagnostic.evidence, .frame(input: 0, frame: 2))
     }
 
+    // MARK: hostile input
+
+    /// Every prefix of a pcapng file: never a crash, frames only grow with the prefix, and a problem
+    /// unless the cut falls on a block boundary.
+    func testEveryPrefixOfAPcapngFile() throws {
+        let dir = TempDir()
+        let (bytes, expected) = makePcapng(bigEndian: true)
+        var lastCount = 0
+        var clean = 0
+        let shbLength = Int(bytes[4]) << 24 | Int(bytes[5]) << 16 | Int(bytes[6]) << 8 | Int(bytes[7])
+        XCTAssertThrowsError(try CaptureFileReader(path: dir.write("h.pcapng", Array(bytes.prefix(shbLength - 1)))))
+        for cut in Array(stride(from: shbLength, through: bytes.count, by: 5)) + [bytes.count] {
+            let path = dir.write("p.pcapng", Array(bytes.prefix(cut)))
+            let (r, got) = try readAll(path)
+            XCTAssertGreaterThanOrEqual(got.count, lastCount, "cut \(cut)")
+            XCTAssertEqual(got.map(\.data.array), expected.prefix(got.count).map(\.data), "cut \(cut)")
+            lastCount = got.count
+            if r.problem == nil { clean += 1 } else {
+                XCTAssertEqual(r.problem?.kind, .truncated, "cut \(cut): \(String(describing: r.problem))")
+            }
+        }
+        XCTAssertEqual(lastCount, expected.count)
+        XCTAssertLessThan(clean, 10, "only block boundaries read cleanly")
+    }
+
+    /// Random byte corruption (deterministic): the reader ends every file without trapping.
+    func testRandomCorruptionNeverTraps() throws {
+        let dir = TempDir()
+        let (ng, _) = makePcapng(bigEndian: false)
+        let classic = Synth.pcap(frames: (0 ..< 20).map { SynthFrame(t: base + Int64($0), data: Synth.payload($0, 50), origLen: 50) },
+                                 bigEndian: true, nanos: false)
+        var rng = SplitMix(seed: 42)
+        for (name, original) in [("ng", ng), ("classic", classic)] {
+            for round in 0 ..< 150 {
+                var b = original
+                for _ in 0 ..< 1 + Int(rng.next() % 6) {
+                    let i = 4 + Int(rng.next() % UInt64(b.count - 4))  // keep the magic
+                    b[i] = UInt8(truncatingIfNeeded: rng.next())
+                }
+                let path = dir.write("\(name)\(round)", b)
+                guard let r = try? CaptureFileReader(path: path) else { continue }
+                var n = 0
+                while let f = r.next() {
+                    n += 1
+                    XCTAssertLessThanOrEqual(f.data.count, CaptureFileReader.maxCapturedLength)
+                    XCTAssertLessThan(n, 1000, "\(name) round \(round): runaway")
+                    if n >= 1000 { break }
+                }
+            }
+        }
+    }
+
     // MARK: merge
 
     func testMergeOrdersByTimeThenInputThenFrame() throws {
@@ -383,5 +435,18 @@ final class FileReaderTests: XCTestCase {
         XCTAssertEqual(TimestampScale(resolution: 9, offsetSeconds: 0).nanos(UInt64.max), Int64.max)
         XCTAssertEqual(TimestampScale(resolution: 9, offsetSeconds: Int64.max).nanos(1), Int64.max)
         XCTAssertEqual(TimestampScale(resolution: 9, offsetSeconds: Int64.min).nanos(1), Int64.min)
+    }
+}
+
+/// Small deterministic PRNG for the corruption test.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
