@@ -14,6 +14,7 @@ public struct CaptureInterface: Sendable, Equatable {
     /// Snap length (0 = unlimited).
     public var snapLength: UInt32
 
+    /// An interface with a link type, an optional name and a snap length (0 = unlimited).
     public init(linkType: UInt32, name: String? = nil, snapLength: UInt32 = 0) {
         self.linkType = linkType
         self.name = name
