@@ -208,6 +208,34 @@ final class FileReaderTests: XCTestCase {
         XCTAssertLessThan(grown, 32 << 20, "peak memory grew by \(grown >> 20) MiB reading a 96 MiB file")
     }
 
+    /// A FIFO cannot seek: the reader must stream it (as it does standard input, `-`).
+    func testReadsFromAFifo() throws {
+        let dir = TempDir()
+        let (bytes, expected) = makePcapng(bigEndian: false)
+        let gz = Synth.gzipStored(bytes)
+        for (name, data) in [("plain", bytes), ("gz", gz)] {
+            let fifo = dir.path + "/fifo-" + name
+            XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+            let writer = Thread {
+                let fd = open(fifo, O_WRONLY)
+                guard fd >= 0 else { return }
+                // Dribble it in small pieces so reads come back short.
+                var i = 0
+                while i < data.count {
+                    let n = min(37, data.count - i)
+                    _ = data[i ..< i + n].withUnsafeBytes { write(fd, $0.baseAddress, n) }
+                    i += n
+                }
+                close(fd)
+            }
+            writer.start()
+            let (r, got) = try readAll(fifo)
+            XCTAssertNil(r.problem, name)
+            XCTAssertEqual(got.map(\.info.t), expected.map(\.t), name)
+            XCTAssertEqual(got.map(\.data.array), expected.map(\.data), name)
+        }
+    }
+
     // MARK: errors
 
     func testMissingDirectoryUnreadableNotCapture() throws {
