@@ -208,6 +208,27 @@ final class FileReaderTests: XCTestCase {
         XCTAssertLessThan(grown, 32 << 20, "peak memory grew by \(grown >> 20) MiB reading a 96 MiB file")
     }
 
+    /// A 3 MiB block of an unknown type is skipped across several buffer refills.
+    func testSkipsBlocksLargerThanTheBuffer() throws {
+        let dir = TempDir()
+        var w = ByteWriter(bigEndian: false)
+        let ifc = Synth.Iface(linkType: 1, name: "x", tsresol: 9)
+        Synth.shb(&w); Synth.idb(&w, ifc)
+        let f1 = SynthFrame(t: base + 1, data: Synth.payload(1, 99), origLen: 99)
+        let f2 = SynthFrame(t: base + 2, data: Synth.payload(2, 77), origLen: 77)
+        Synth.epb(&w, f1, ifc)
+        Synth.block(&w, type: 0x0000_0BAD, body: [UInt8](repeating: 0xAB, count: 3 << 20))
+        Synth.epb(&w, f2, ifc)
+        let path = dir.write("big-skip.pcapng", w.bytes)
+        let (r, got) = try readAll(path)
+        XCTAssertNil(r.problem)
+        XCTAssertEqual(got.map(\.data.array), [f1.data, f2.data])
+        // Cut inside the big block: truncated, reported at the block's start.
+        let (r2, got2) = try readAll(dir.write("cut.pcapng", Array(w.bytes.prefix(2 << 20))))
+        XCTAssertEqual(got2.count, 1)
+        XCTAssertEqual(r2.problem?.kind, .truncated)
+    }
+
     /// A FIFO cannot seek: the reader must stream it (as it does standard input, `-`).
     func testReadsFromAFifo() throws {
         let dir = TempDir()
