@@ -12,8 +12,19 @@ final class ByteSource {
     /// The error zlib or the OS reported, once a read failed.
     private(set) var errorMessage: String?
 
-    /// Opens `path`, turning the usual failures into one-line errors that name the file.
+    /// Opens `path` (`-` is standard input), turning the usual failures into one-line errors that
+    /// name the file. Pipes and FIFOs work: nothing seeks.
     init(path: String) throws(CaptureError) {
+        if path == "-" {
+            let fd = dup(STDIN_FILENO)
+            guard fd >= 0, let g = gzdopen(fd, "rb") else {
+                if fd >= 0 { close(fd) }
+                throw .unreadable(path: path, reason: "cannot read standard input")
+            }
+            gzbuffer(g, 128 * 1024)
+            gz = g
+            return
+        }
         var st = stat()
         if stat(path, &st) != 0 {
             let e = errno

@@ -57,6 +57,7 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable, Equatable {
 
 /// Why reading a file stopped before its end. The frames before the problem were delivered.
 public struct CaptureProblem: Sendable, Equatable, CustomStringConvertible {
+    /// What kind of trouble stopped the file.
     public enum Kind: String, Sendable {
         /// The file ends in the middle of a record or block.
         case truncated
@@ -66,9 +67,11 @@ public struct CaptureProblem: Sendable, Equatable, CustomStringConvertible {
         case readError
     }
 
+    /// The file, as given to the reader.
     public var path: String
     /// The input index given to the reader.
     public var input: Int
+    /// What kind of trouble it was.
     public var kind: Kind
     /// Number of frames delivered from this file before the problem.
     public var framesRead: UInt64
@@ -77,6 +80,7 @@ public struct CaptureProblem: Sendable, Equatable, CustomStringConvertible {
     /// What went wrong, e.g. "captured length 300000 exceeds 262144".
     public var detail: String
 
+    /// Describes trouble met after `framesRead` frames, in the record or block at `byteOffset`.
     public init(path: String, input: Int, kind: Kind, framesRead: UInt64, byteOffset: Int64, detail: String) {
         self.path = path
         self.input = input

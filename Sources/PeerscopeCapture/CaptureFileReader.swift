@@ -14,6 +14,7 @@ public struct CaptureInterface: Sendable, Equatable {
     /// Snap length (0 = unlimited).
     public var snapLength: UInt32
 
+    /// An interface with a link type, an optional name and a snap length (0 = unlimited).
     public init(linkType: UInt32, name: String? = nil, snapLength: UInt32 = 0) {
         self.linkType = linkType
         self.name = name
@@ -38,8 +39,8 @@ public final class CaptureFileReader {
     // All parsing state lives in one struct: one exclusivity check per `next()` instead of one per field.
     private var state: ReaderState
 
-    /// Opens `path` and reads its header. Throws for files that cannot be read at all; later
-    /// trouble becomes `problem`. `input` is stamped on every frame.
+    /// Opens `path` (`-` reads standard input; pipes and FIFOs work) and reads its header. Throws for
+    /// files that cannot be read at all; later trouble becomes `problem`. `input` is stamped on every frame.
     public init(path: String, input: Int = 0) throws(CaptureError) {
         state = try ReaderState(path: path, input: input)
     }

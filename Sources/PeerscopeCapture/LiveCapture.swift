@@ -14,6 +14,7 @@ public struct LiveCaptureOptions: Sendable, Equatable {
     public var filter: String?
     /// Bytes kept per packet.
     public var snapLength: Int32
+    /// Put the interface in promiscuous mode (see traffic not addressed to this host).
     public var promiscuous: Bool
     /// Deliver packets as they arrive instead of when the kernel buffer fills.
     public var immediate: Bool
@@ -26,6 +27,7 @@ public struct LiveCaptureOptions: Sendable, Equatable {
     /// Input index stamped on every frame (`FrameInfo.input`).
     public var input: Int
 
+    /// Options with libpcap-friendly defaults: full snap length, promiscuous, immediate, no limits.
     public init(interface: String, filter: String? = nil, snapLength: Int32 = 262_144, promiscuous: Bool = true,
                 immediate: Bool = true, bufferSize: Int32? = nil, duration: Nanos? = nil, count: UInt64? = nil,
                 input: Int = 0) {
@@ -43,6 +45,7 @@ public struct LiveCaptureOptions: Sendable, Equatable {
 
 /// What a finished live capture did.
 public struct LiveCaptureSummary: Sendable, Equatable {
+    /// Why `run` returned.
     public enum StopReason: String, Sendable {
         /// `count` frames were delivered.
         case count
@@ -52,6 +55,7 @@ public struct LiveCaptureSummary: Sendable, Equatable {
         case requested
     }
 
+    /// Why `run` returned.
     public var stopReason: StopReason
     /// Frames handed to `onFrame`.
     public var frames: UInt64
@@ -73,6 +77,7 @@ public struct LiveCaptureSummary: Sendable, Equatable {
 public struct LiveCaptureStopHandle: Sendable {
     let fd: Int32
 
+    /// Makes the running (or next) `run` return with `.requested`.
     public func requestStop() {
         var b: UInt8 = 1
         _ = write(fd, &b, 1)
@@ -87,6 +92,7 @@ public struct LiveCaptureStopHandle: Sendable {
 /// `pcap_next_ex` can block forever on an idle interface. Not thread-safe apart from `requestStop()`
 /// and `stopHandle`: call `run` from one thread.
 public final class LiveCapture {
+    /// The options the capture was opened with.
     public let options: LiveCaptureOptions
     /// LINKTYPE_* of the interface.
     public let linkType: UInt32

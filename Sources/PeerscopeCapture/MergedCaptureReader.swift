@@ -60,4 +60,7 @@ public final class MergedCaptureReader {
 
     /// Problems of the files that stopped early, in input order (complete once `next()` returned nil).
     public var problems: [CaptureProblem] { readers.compactMap(\.problem) }
+
+    /// Non-fatal findings of every file (e.g. `capture.timestamp.clamped`), in input order.
+    public var diagnostics: [Diagnostic] { readers.flatMap(\.diagnostics) }
 }

@@ -22,6 +22,15 @@ extension PacketDecoder {
             if snapped { return truncated("ipv4.truncated", "IPv4 header of \(ihl) bytes, \(p.count) captured", off) }
             return diag("ipv4.bad_ihl", .warning, "IPv4 header length \(ihl) exceeds the \(p.count) bytes of the packet", off)
         }
+        if options.verifyIPv4Checksum {
+            var sum: UInt32 = 0
+            var i = 0
+            while i < ihl, let w = p.u16be(i) { sum &+= UInt32(w); i += 2 }
+            while sum > 0xFFFF { sum = (sum & 0xFFFF) &+ (sum >> 16) }
+            if sum != 0xFFFF {
+                diag("ipv4.bad_checksum", .info, "IPv4 header checksum does not match (checksum offload on the capturing host?)", off + 10)
+            }
+        }
         var total = Int(total16)
         if total == 0 {
             // Segmentation offload on the capturing host leaves the length zero: use what is there.

@@ -20,6 +20,9 @@ public struct PacketOptions: Sendable {
     public var maxReassemblies: Int = 1024
     /// Largest reassembled datagram (IP payload bytes).
     public var maxDatagram: Int = 65_535
+    /// Check IPv4 header checksums (`ipv4.bad_checksum`, info). Off by default: captures taken on a
+    /// sending host with checksum offload carry unfilled checksums.
+    public var verifyIPv4Checksum = false
     /// Diagnostics reported per id and run; the rest are counted and summed up at `finish`.
     public var maxDiagnosticsPerID: Int = 1000
     /// How often (capture time) idle flows and stale fragments are looked for.

@@ -49,17 +49,17 @@ struct TCPHalf {
 }
 
 final class TCPConn {
-    var info: TCPConnectionInfo
-    var c2s = TCPHalf()
-    var s2c = TCPHalf()
-    var lastSeen: Nanos
-    var lastFrame: FrameInfo
+    @exclusivity(unchecked) var info: TCPConnectionInfo
+    @exclusivity(unchecked) var c2s = TCPHalf()
+    @exclusivity(unchecked) var s2c = TCPHalf()
+    @exclusivity(unchecked) var lastSeen: Nanos
+    @exclusivity(unchecked) var lastFrame: FrameInfo
     /// Client SYN seen, no answer yet.
-    var synPending = false
-    var synReported = false
-    var established = false
-    var closed = false
-    var closedAt: Nanos = 0
+    @exclusivity(unchecked) var synPending = false
+    @exclusivity(unchecked) var synReported = false
+    @exclusivity(unchecked) var established = false
+    @exclusivity(unchecked) var closed = false
+    @exclusivity(unchecked) var closedAt: Nanos = 0
 
     init(info: TCPConnectionInfo, frame: FrameInfo, t: Nanos) {
         self.info = info
@@ -139,9 +139,9 @@ extension PacketDecoder {
             return
         }
         if dir == .toServer {
-            segment(c, dir, &c.c2s, other: c.s2c, seq: seq, flags: flags, payload: payload, missing: missing, off: off)
+            segment(c, dir, &c.c2s, otherSawData: c.s2c.sawData, seq: seq, flags: flags, payload: payload, missing: missing, off: off)
         } else {
-            segment(c, dir, &c.s2c, other: c.c2s, seq: seq, flags: flags, payload: payload, missing: missing, off: off)
+            segment(c, dir, &c.s2c, otherSawData: c.c2s.sawData, seq: seq, flags: flags, payload: payload, missing: missing, off: off)
         }
         if ACK {
             if dir == .toServer { acknowledged(c, .toClient, &c.s2c, ack: ackNumber) } else { acknowledged(c, .toServer, &c.c2s, ack: ackNumber) }
@@ -154,7 +154,7 @@ extension PacketDecoder {
     }
 
     /// One segment of direction `dir` (whose state is `h`).
-    private func segment(_ c: TCPConn, _ dir: TCPDirection, _ h: inout TCPHalf, other: TCPHalf, seq: UInt32, flags: UInt8,
+    private func segment(_ c: TCPConn, _ dir: TCPDirection, _ h: inout TCPHalf, otherSawData: Bool, seq: UInt32, flags: UInt8,
                          payload: Bytes, missing: Int, off: Int?) {
         let SYN = flags & 0x02 != 0, FIN = flags & 0x01 != 0, ACK = flags & 0x10 != 0
         if SYN {
@@ -187,7 +187,7 @@ extension PacketDecoder {
         if !payload.isEmpty || missing > 0 {
             if !h.sawData {
                 h.sawData = true
-                if !c.established && other.sawData {
+                if !c.established && otherSawData {
                     c.established = true
                     out.append(.tcpEvent(frame: cur, connection: c.info, direction: dir, event: .established))
                 }

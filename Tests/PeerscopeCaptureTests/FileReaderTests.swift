@@ -142,7 +142,7 @@ final class FileReaderTests: XCTestCase {
     func testStreamingAcrossBufferRefillsKeepsEarlierFramesIntact() throws {
         let dir = TempDir()
         var frames: [SynthFrame] = []
-        for i in 0 ..< 9000 {
+        for i in 0 ..< 5000 {
             let n = 1 + (i * 131) % 1400  // odd sizes, so records straddle buffer boundaries
             frames.append(SynthFrame(t: base + Int64(i) * 1_000_000, data: Synth.payload(i, n), origLen: n))
         }
@@ -151,7 +151,7 @@ final class FileReaderTests: XCTestCase {
         Synth.shb(&w); Synth.idb(&w, ifc)
         for f in frames { Synth.epb(&w, f, ifc) }
         for (name, bytes) in [("s.pcap", Synth.pcap(frames: frames, bigEndian: true, nanos: true)), ("s.pcapng", w.bytes)] {
-            XCTAssertGreaterThan(bytes.count, 5 << 20)
+            XCTAssertGreaterThan(bytes.count, 3 << 20)
             let (r, got) = try readAll(dir.write(name, bytes))
             XCTAssertNil(r.problem)
             XCTAssertEqual(got.count, frames.count, name)
@@ -206,6 +206,55 @@ final class FileReaderTests: XCTestCase {
         XCTAssertNotNil(last)
         let grown = peakRSS() - before
         XCTAssertLessThan(grown, 32 << 20, "peak memory grew by \(grown >> 20) MiB reading a 96 MiB file")
+    }
+
+    /// A 3 MiB block of an unknown type is skipped across several buffer refills.
+    func testSkipsBlocksLargerThanTheBuffer() throws {
+        let dir = TempDir()
+        var w = ByteWriter(bigEndian: false)
+        let ifc = Synth.Iface(linkType: 1, name: "x", tsresol: 9)
+        Synth.shb(&w); Synth.idb(&w, ifc)
+        let f1 = SynthFrame(t: base + 1, data: Synth.payload(1, 99), origLen: 99)
+        let f2 = SynthFrame(t: base + 2, data: Synth.payload(2, 77), origLen: 77)
+        Synth.epb(&w, f1, ifc)
+        Synth.block(&w, type: 0x0000_0BAD, body: [UInt8](repeating: 0xAB, count: 3 << 20))
+        Synth.epb(&w, f2, ifc)
+        let path = dir.write("big-skip.pcapng", w.bytes)
+        let (r, got) = try readAll(path)
+        XCTAssertNil(r.problem)
+        XCTAssertEqual(got.map(\.data.array), [f1.data, f2.data])
+        // Cut inside the big block: truncated, reported at the block's start.
+        let (r2, got2) = try readAll(dir.write("cut.pcapng", Array(w.bytes.prefix(2 << 20))))
+        XCTAssertEqual(got2.count, 1)
+        XCTAssertEqual(r2.problem?.kind, .truncated)
+    }
+
+    /// A FIFO cannot seek: the reader must stream it (as it does standard input, `-`).
+    func testReadsFromAFifo() throws {
+        let dir = TempDir()
+        let (bytes, expected) = makePcapng(bigEndian: false)
+        let gz = Synth.gzipStored(bytes)
+        for (name, data) in [("plain", bytes), ("gz", gz)] {
+            let fifo = dir.path + "/fifo-" + name
+            XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+            let writer = Thread {
+                let fd = open(fifo, O_WRONLY)
+                guard fd >= 0 else { return }
+                // Dribble it in small pieces so reads come back short.
+                var i = 0
+                while i < data.count {
+                    let n = min(37, data.count - i)
+                    _ = data[i ..< i + n].withUnsafeBytes { write(fd, $0.baseAddress, n) }
+                    i += n
+                }
+                close(fd)
+            }
+            writer.start()
+            let (r, got) = try readAll(fifo)
+            XCTAssertNil(r.problem, name)
+            XCTAssertEqual(got.map(\.info.t), expected.map(\.t), name)
+            XCTAssertEqual(got.map(\.data.array), expected.map(\.data), name)
+        }
     }
 
     // MARK: errors
@@ -333,6 +382,58 @@ final class FileReaderTests: XCTestCase {
         XCTAssertEqual(p.diagnostic.evidence, .frame(input: 0, frame: 2))
     }
 
+    // MARK: hostile input
+
+    /// Every prefix of a pcapng file: never a crash, frames only grow with the prefix, and a problem
+    /// unless the cut falls on a block boundary.
+    func testEveryPrefixOfAPcapngFile() throws {
+        let dir = TempDir()
+        let (bytes, expected) = makePcapng(bigEndian: true)
+        var lastCount = 0
+        var clean = 0
+        let shbLength = Int(bytes[4]) << 24 | Int(bytes[5]) << 16 | Int(bytes[6]) << 8 | Int(bytes[7])
+        XCTAssertThrowsError(try CaptureFileReader(path: dir.write("h.pcapng", Array(bytes.prefix(shbLength - 1)))))
+        for cut in Array(stride(from: shbLength, through: bytes.count, by: 5)) + [bytes.count] {
+            let path = dir.write("p.pcapng", Array(bytes.prefix(cut)))
+            let (r, got) = try readAll(path)
+            XCTAssertGreaterThanOrEqual(got.count, lastCount, "cut \(cut)")
+            XCTAssertEqual(got.map(\.data.array), expected.prefix(got.count).map(\.data), "cut \(cut)")
+            lastCount = got.count
+            if r.problem == nil { clean += 1 } else {
+                XCTAssertEqual(r.problem?.kind, .truncated, "cut \(cut): \(String(describing: r.problem))")
+            }
+        }
+        XCTAssertEqual(lastCount, expected.count)
+        XCTAssertLessThan(clean, 10, "only block boundaries read cleanly")
+    }
+
+    /// Random byte corruption (deterministic): the reader ends every file without trapping.
+    func testRandomCorruptionNeverTraps() throws {
+        let dir = TempDir()
+        let (ng, _) = makePcapng(bigEndian: false)
+        let classic = Synth.pcap(frames: (0 ..< 20).map { SynthFrame(t: base + Int64($0), data: Synth.payload($0, 50), origLen: 50) },
+                                 bigEndian: true, nanos: false)
+        var rng = SplitMix(seed: 42)
+        for (name, original) in [("ng", ng), ("classic", classic)] {
+            for round in 0 ..< 80 {
+                var b = original
+                for _ in 0 ..< 1 + Int(rng.next() % 6) {
+                    let i = 4 + Int(rng.next() % UInt64(b.count - 4))  // keep the magic
+                    b[i] = UInt8(truncatingIfNeeded: rng.next())
+                }
+                let path = dir.write("\(name)\(round)", b)
+                guard let r = try? CaptureFileReader(path: path) else { continue }
+                var n = 0
+                while let f = r.next() {
+                    n += 1
+                    XCTAssertLessThanOrEqual(f.data.count, CaptureFileReader.maxCapturedLength)
+                    XCTAssertLessThan(n, 1000, "\(name) round \(round): runaway")
+                    if n >= 1000 { break }
+                }
+            }
+        }
+    }
+
     // MARK: merge
 
     func testMergeOrdersByTimeThenInputThenFrame() throws {
@@ -350,6 +451,17 @@ final class FileReaderTests: XCTestCase {
         while let f = m.next() { order.append("\(f.info.input):\(f.info.number)@\(f.info.t - base)") }
         XCTAssertEqual(order, ["0:1@0", "1:1@5", "0:2@10", "0:3@10", "1:2@10", "0:4@30", "1:3@40"])
         XCTAssertTrue(m.problems.isEmpty)
+
+        // A truncated file stops alone: the other file is read to its end, the problem is kept.
+        let full = Synth.pcap(frames: a, bigEndian: false, nanos: true)
+        let pc = dir.write("c.pcap", Array(full.prefix(full.count - 1)))
+        let m2 = try MergedCaptureReader(paths: [pb, pc], firstInput: 5)
+        var inputs: [Int] = []
+        while let f = m2.next() { inputs.append(f.info.input) }
+        XCTAssertEqual(inputs.filter { $0 == 5 }.count, 3)
+        XCTAssertEqual(inputs.filter { $0 == 6 }.count, 3)
+        XCTAssertEqual(m2.problems.map(\.input), [6])
+        XCTAssertEqual(m2.problems.first?.frame, 4)
 
         XCTAssertThrowsError(try MergedCaptureReader(paths: [pa, dir.path + "/missing"])) { e in
             XCTAssertEqual(e as? CaptureError, .missing(path: dir.path + "/missing"))
@@ -372,5 +484,18 @@ final class FileReaderTests: XCTestCase {
         XCTAssertEqual(TimestampScale(resolution: 9, offsetSeconds: 0).nanos(UInt64.max), Int64.max)
         XCTAssertEqual(TimestampScale(resolution: 9, offsetSeconds: Int64.max).nanos(1), Int64.max)
         XCTAssertEqual(TimestampScale(resolution: 9, offsetSeconds: Int64.min).nanos(1), Int64.min)
+    }
+}
+
+/// Small deterministic PRNG for the corruption test.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

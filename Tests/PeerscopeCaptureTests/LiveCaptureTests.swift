@@ -161,6 +161,16 @@ final class LiveCaptureTests: XCTestCase {
         XCTAssertTrue(LiveCapture.interfaces().contains(loopback))
     }
 
+    func testPermissionMessageSaysHowToGrantIt() {
+        let text = "\(CaptureError.permissionDenied(interface: "en0", message: "You don't have permission"))"
+        XCTAssertTrue(text.hasPrefix("en0: permission denied"), text)
+        #if os(Linux)
+        XCTAssertTrue(text.contains("sudo setcap cap_net_raw,cap_net_admin=eip $(which peerscope)"), text)
+        #else
+        XCTAssertTrue(text.contains("ChmodBPF") && text.contains("access_bpf"), text)
+        #endif
+    }
+
     func testBadFilterQuotesLibpcap() throws {
         do {
             _ = try LiveCapture(LiveCaptureOptions(interface: loopback, filter: "udp port banana"))

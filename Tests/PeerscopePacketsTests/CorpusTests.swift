@@ -102,6 +102,17 @@ final class CorpusTests: XCTestCase {
         XCTAssertEqual(d.activeConnections, 0, "finish forgets every flow")
     }
 
+    /// Total TCP bytes delivered equal tshark's sum of `tcp.len` over segments that are not
+    /// retransmissions (`tcp.len>0 && !tcp.analysis.retransmission`): each byte once, none lost.
+    func testTCPByteTotalsMatchTshark() throws {
+        for (name, total) in [("sv-macos-lo0-null-smb.pcap", 717_465), ("ndpi-whatsapp-login-call.pcap", 56966),
+                              ("sanders-http-espn-fail.pcapng", 318_310)] {
+            let (s, _) = try decode(name)
+            XCTAssertEqual(s.stream(.toServer).count + s.stream(.toClient).count, total, name)
+            XCTAssertFalse(s.events.contains { $0.0 == .gap }, name)
+        }
+    }
+
     func testHandshakeOverSLLNanosecond() throws {
         let (s, _) = try decode("tcpdump-tcp-handshake-nano-sll.pcap")
         XCTAssertEqual(s.eventNames, ["syn/toServer", "established/toClient"])

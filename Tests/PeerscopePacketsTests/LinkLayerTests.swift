@@ -63,8 +63,8 @@ final class LinkLayerTests: XCTestCase {
         }
         for lt in [LinkType.raw, LinkType.ipv6] {
             let s = decode(udp6, link: lt, iface: "utun0")
-            XCTAssertEqual(s.udp.first?.0, FlowKey(.udp, Endpoint(IPAddress("fe80::1%utun0")!, 5353),
-                                                   Endpoint(IPAddress("ff02::fb")!, 5353)), "raw \(lt)")
+            XCTAssertEqual(s.udp.first?.0, FlowKey(.udp, Endpoint(Build.ip("fe80::1%utun0"), 5353),
+                                                   Endpoint(Build.ip("ff02::fb"), 5353)), "raw \(lt)")
         }
     }
 

@@ -116,6 +116,18 @@ final class NetworkLayerTests: XCTestCase {
         XCTAssertEqual(decodeAll([Build.frame(Build.eth4(opt))]).0.udp.first?.1.array, [1, 2])
     }
 
+    func testIPv4ChecksumWhenAskedFor() {
+        // 45 00 00 73 00 00 40 00 40 11 b8 61 c0 a8 00 01 c0 a8 00 c7: the classic example header, checksum b861.
+        var ip = [UInt8](Bytes(hex: "450000730000400040 11b861c0a80001c0a800c7")?.array ?? [])
+        ip += Build.udp(1, 2, [UInt8](repeating: 0, count: 0x73 - 28))
+        var opts = PacketOptions()
+        opts.verifyIPv4Checksum = true
+        XCTAssertEqual(decodeAll([Build.frame(Build.eth4(ip))], options: opts).0.diags.count, 0)
+        ip[11] = 0x62
+        XCTAssertEqual(decodeAll([Build.frame(Build.eth4(ip))], options: opts).0.diagIDs(), ["ipv4.bad_checksum"])
+        XCTAssertEqual(decodeAll([Build.frame(Build.eth4(ip))]).0.diags.count, 0, "off by default")
+    }
+
     func testUDPLengthChecks() {
         let bad = Build.ipv4("10.0.0.1", "10.0.0.2", proto: 17, Build.udp(1, 2, [1, 2, 3], length: 40))
         let (s, _) = decodeAll([Build.frame(Build.eth4(bad))])
@@ -169,7 +181,7 @@ final class NetworkLayerTests: XCTestCase {
         let (s, _) = decodeAll([Build.frame(Build.eth6(Build.ipv6("fe80::2", "fe80::1", next: 58, icmp)), iface: "awdl0")])
         let i = s.icmp.first
         XCTAssertEqual(i?.isV6, true)
-        XCTAssertEqual(i?.quoted, FlowKey(.tcp, Endpoint(IPAddress("fe80::1%awdl0")!, 60000), Endpoint(IPAddress("fe80::2%awdl0")!, 7000)))
+        XCTAssertEqual(i?.quoted, FlowKey(.tcp, Endpoint(Build.ip("fe80::1%awdl0"), 60000), Endpoint(Build.ip("fe80::2%awdl0"), 7000)))
         XCTAssertEqual(i?.summary, "port unreachable")
         // Packet too big, quoting UDP behind a destination options header.
         let inner = Build.ipv6("2001:db8::1", "2001:db8::2", next: 60, [17, 0, 1, 4, 0, 0, 0, 0] + Build.udp(1, 2, [0]))

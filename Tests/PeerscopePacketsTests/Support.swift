@@ -12,6 +12,12 @@ enum Build {
         }
     }
 
+    /// A parsed address (a test failure, and 0.0.0.0, when the text is bad).
+    static func ip(_ s: String) -> IPAddress {
+        guard let a = IPAddress(s) else { XCTFail("bad address \(s)"); return .v4(0) }
+        return a
+    }
+
     static func be16(_ v: UInt16) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xFF)] }
     static func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)] }
     static func le32(_ v: UInt32) -> [UInt8] { be32(v).reversed() }
