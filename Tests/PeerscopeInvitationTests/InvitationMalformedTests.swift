@@ -332,3 +332,61 @@ final class InvitationGapTests: XCTestCase {
         XCTAssertEqual(e.attrs["frameType"], "accept")
     }
 }
+
+/// Seeded mutation runs: whatever the bytes, decoding ends without a trap and every diagnostic has an id
+/// under the plugin that reported it.
+final class InvitationMutationTests: XCTestCase {
+    typealias X = InvitationExchangeTests
+
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    func checkDiagnostics(_ h: Harness, _ label: String) {
+        let owners = ["mpc-invitation.", "mpc-invite.", "mpc-invite-response.", "mpc-invite-connect."]
+        for d in h.diagnostics {
+            XCTAssertTrue(owners.contains { d.id.hasPrefix($0) }, "\(label): \(d.id)")
+            XCTAssertNotNil(d.evidence, "\(label): \(d.id)")
+        }
+    }
+
+    /// Message plists with random byte changes, framed with correct CRCs so the message plugins see them.
+    func testMutatedMessagesInValidFrames() {
+        var rng = SplitMix(state: 0x5EED)
+        let bodies = [X.invite(), X.response(accept: true), X.response(accept: false), X.connect()]
+        for i in 0 ..< 400 {
+            var body = bodies[i % bodies.count]
+            for _ in 0 ..< Int.random(in: 1 ... 4, using: &rng) {
+                body[Int.random(in: 0 ..< body.count, using: &rng)] = UInt8.random(in: 0 ... 255, using: &rng)
+            }
+            let h = Harness()
+            h.send(X.conn, .toServer, frame(0x0834, seq: 1, body: body), chunk: Int.random(in: 1 ... 64, using: &rng))
+            checkDiagnostics(h, "case \(i)")
+            XCTAssertEqual(h.messages("data").count, 1, "case \(i): the frame itself is fine")
+        }
+    }
+
+    /// The whole exchange with random byte changes anywhere (headers included) and random chunking.
+    func testMutatedStreams() {
+        var rng = SplitMix(state: 0xC0FFEE)
+        for i in 0 ..< 150 {
+            let h = Harness()
+            for (dir, turn) in X.exchange() {
+                var bytes = turn
+                if Int.random(in: 0 ..< 3, using: &rng) == 0 {
+                    bytes[Int.random(in: 0 ..< bytes.count, using: &rng)] ^= UInt8.random(in: 1 ... 255, using: &rng)
+                }
+                h.send(X.conn, dir, bytes, chunk: Int.random(in: 1 ... 40, using: &rng))
+            }
+            h.tcpEvent(X.conn, .toClient, .closed)
+            checkDiagnostics(h, "case \(i)")
+        }
+    }
+}

@@ -94,4 +94,13 @@ final class InvitationVectorTests: XCTestCase {
         XCTAssertEqual(probe(bad), .reject, "CRC must decide once the frame is whole")
         XCTAssertEqual(probe(try XCTUnwrap(v["receipt"])), .accept)
     }
+
+    /// Constants quoted in ebowwa/mcwire `docs/mc-protocol.md` as byte-identical in every captured run:
+    /// the advertiser's Accept ("0898 caps (2dc347ff)") and the advertiser's Data receipt ("ack 73e2f9bb").
+    /// Our header layout reproduces both with flags 0 / seq 1 and flags 1 / seq 1.
+    func testMCWireQuotedConstants() {
+        XCTAssertEqual(InvitationFrameHeader.crc(header: Bytes(frame(0x0898, seq: 1)), body: .empty), 0x2DC3_47FF)
+        XCTAssertEqual(InvitationFrameHeader.crc(header: Bytes(frame(0x0834, flags: 1, seq: 1)), body: .empty), 0x73E2_F9BB)
+        XCTAssertEqual(InvitationFrameHeader(Bytes(frame(0x0898, seq: 1)))?.crc, 0x2DC3_47FF, "the test writer agrees")
+    }
 }

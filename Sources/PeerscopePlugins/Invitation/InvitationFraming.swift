@@ -157,6 +157,8 @@ public final class InvitationFramingPlugin: DecoderPlugin {
         var stopped = false
         var errors = 0
         var frames = 0
+        /// The frame that delivered the latest bytes (evidence once the connection is gone).
+        var lastFrame: FrameInfo?
         var available: Int { buf.count - start }
     }
 
@@ -208,6 +210,7 @@ public final class InvitationFramingPlugin: DecoderPlugin {
         var d: Direction
         if dir == .toServer { d = c.toServer; c.toServer = Direction() } else { d = c.toClient; c.toClient = Direction() }
         if !d.stopped {
+            d.lastFrame = input.frame
             feed(&d, input.payload, ctx)
             drain(&d, &c, conn: conn, dir: dir, ctx)
             if !d.stopped && d.available > Self.maxBuffer {
@@ -242,8 +245,10 @@ public final class InvitationFramingPlugin: DecoderPlugin {
     public func streamEnded(_ connection: TCPConnectionInfo, _ ctx: PluginContext) {
         guard let c = connections.removeValue(forKey: connection.id) else { return }
         for (d, name) in [(c.toServer, "client"), (c.toClient, "server")] where !d.stopped && d.available > 0 {
-            ctx.diagnose("truncated", "connection ended with \(d.available) bytes of an incomplete frame from the \(name) (\(connection))",
-                         offset: d.streamOffset, severity: .info)
+            // No input is current when a stream ends: the evidence is the frame that brought the last bytes.
+            ctx.onDiagnostic(Diagnostic(id: "\(Self.descriptor.id).truncated", severity: .info,
+                                        message: "connection ended with \(d.available) bytes of an incomplete frame from the \(name) (\(connection))",
+                                        evidence: d.lastFrame?.evidence, offset: d.streamOffset, t: ctx.now))
         }
     }
 
