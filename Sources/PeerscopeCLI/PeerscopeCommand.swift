@@ -36,7 +36,7 @@ struct PeerscopeCommand: ParsableCommand {
           peerscope plugins
         """,
         version: "0.1.0",
-        subcommands: [Decode.self, Plugins.self]
+        subcommands: [Analyze.self, Check.self, Capture.self, Decode.self, Plugins.self, Simulate.self]
     )
 
     static func main() {

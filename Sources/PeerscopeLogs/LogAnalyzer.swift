@@ -90,7 +90,7 @@ public struct LogReadResult: Sendable {
         unknownCounts.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value) \($0.value == 1 ? "entry" : "entries") not understood" }
     }
 
-    mutating func merge(_ o: LogReadResult) {
+    public mutating func merge(_ o: LogReadResult) {
         events += o.events
         for (k, v) in o.unknownCounts { unknownCounts[k, default: 0] += v }
         unknownLines += o.unknownLines

@@ -124,7 +124,8 @@ extension PacketDecoder {
                 diag(pfx + ".frag.too_many", .warning, "more than 1024 fragments for one datagram; dropped", off)
                 return nil
             }
-            buf.pieces.append(contentsOf: fresh)
+            // Copied: a slice would keep the capture reader's whole 1 MiB chunk alive while it waits.
+            buf.pieces.append(contentsOf: fresh.map { ($0.0, Bytes($0.1.array)) })
             buf.pieces.sort { $0.lo < $1.lo }
         }
         guard buf.complete, let total = buf.total else { return nil }

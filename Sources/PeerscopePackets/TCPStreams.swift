@@ -259,7 +259,8 @@ extension PacketDecoder {
         while i < h.segs.count, h.segs[i].start < end {
             let e = h.segs[i]
             if e.start > cursor, let piece = bytes.slice(Int(cursor - start), Int(e.start - cursor)) {
-                pieces.append(TCPSegment(start: cursor, data: piece))
+                // Copied: a slice would keep the reader's whole 1 MiB chunk alive while it waits.
+                pieces.append(TCPSegment(start: cursor, data: Bytes(piece.array)))
             }
             overlapped = true
             if !conflict {
@@ -274,7 +275,7 @@ extension PacketDecoder {
             i += 1
         }
         if cursor < end, let piece = bytes.slice(Int(cursor - start), Int(end - cursor)) {
-            pieces.append(TCPSegment(start: cursor, data: piece))
+            pieces.append(TCPSegment(start: cursor, data: Bytes(piece.array)))
         }
         if overlapped { counters.tcpRetransmissions += 1 }
         if conflict {
