@@ -8,7 +8,9 @@ enum Scenarios {
         case "healthy-pair-encrypted": return healthyPair(w, encrypted: true, awdl: true)
         case "group-8": return group(w, count: options.peers ?? 8, encrypted: encrypted)
         case "handshake-timeout-ice": return handshakeTimeoutICE(w, encrypted: encrypted)
+        case "handshake-timeout-dtls": return handshakeTimeoutDTLS(w)
         case "handshake-timeout-app": return handshakeTimeoutApp(w, encrypted: encrypted)
+        case "declined-invitation": return declinedInvitation(w, encrypted: encrypted)
         case "keepalive-timeout": return keepAliveTimeout(w, encrypted: encrypted)
         case "duplicate-connection": return duplicateConnection(w, encrypted: encrypted)
         case "channel-error-dtls-alert": return dtlsAlert(w)
@@ -137,6 +139,24 @@ enum Scenarios {
         w.stateChange(a, b, timeout + w.ms(1), from: "Connecting", to: "Not Connected")
         return [finding("handshake-timeout", peer: b, observer: a, time: timeout, tolerance: 3, phase: "ice",
                         detail: "ICE connectivity checks from \(a.name) to \(b.name) go unanswered; the 10 s ICE timer fires on channel 0")]
+    }
+
+    static func handshakeTimeoutDTLS(_ w: World) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "en0", linkType: .ethernet, family: .v4, description: "Wi-Fi")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's MacBook Pro", platform: "macOS", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.3)])
+        let rtt = w.rtt(iface)
+        let inv = w.invite(w.at(1.5), browser: a, advertiser: b, outcome: .accept, encrypted: true, rtt: rtt)
+        guard let l = inv.link else { return [] }
+        w.listenLogs(inv.end + w.ms(2), l)
+        let t = w.iceConnect(inv.end + w.ms(6, spread: 2), l, rtt: rtt)
+        let timeout = w.dtlsUnanswered(t + w.ms(2, spread: 1), l)
+        w.stateChange(a, b, timeout + w.ms(1), from: "Connecting", to: "Not Connected")
+        w.log(b, timeout + w.ms(40, spread: 10), "GCKSession", "Perform DTLS Handshake for participant [\(a.pidHex)] on channel [\(l.channel)] failed with hResult [-2146828288].")
+        w.stateChange(b, a, timeout + w.ms(42, spread: 10), from: "Connecting", to: "Not Connected")
+        return [finding("handshake-timeout", peer: b, observer: a, time: timeout, tolerance: 3, phase: "dtls",
+                        detail: "ICE succeeds but \(b.name) never answers \(a.name)'s DTLS ClientHello (retransmitted 1, 2, 4 s apart); the 10 s DTLS handshake timer fires")]
     }
 
     static func handshakeTimeoutApp(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
@@ -352,6 +372,22 @@ enum Scenarios {
                     detail: "\(failed) failed re-invitations to \(b.name)'s stale port \(oldPort) (TCP SYN answered by RST) at back-off 0, 1, 2, 3, 4, 5, 5 s "
                         + "between \(LogTime.iso(firstAttempt)) and \(LogTime.iso(last)); attempt 8 reaches the relaunched app on port \(b.srvPort)"),
         ]
+    }
+
+    // MARK: declined invitation
+
+    static func declinedInvitation(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "en0", linkType: .ethernet, family: .v4, description: "Wi-Fi")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's iPad", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.3)])
+        let rtt = w.rtt(iface)
+        let inv = w.invite(w.at(1.5), browser: a, advertiser: b, outcome: .decline, encrypted: encrypted, rtt: rtt,
+                           declineReason: "User declined the invitation from \(a.name)")
+        var f = finding("declined-invitation", peer: b, observer: a, time: inv.end - 2 * rtt, tolerance: 2,
+                        detail: "\(b.name) answers \(a.name)'s Invite with MCNearbyServiceAcceptInviteKey = false (no connection data)")
+        f.evidence.append("log:\(b.slug)")
+        return [f]
     }
 
     // MARK: identity collision

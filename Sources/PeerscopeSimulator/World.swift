@@ -683,6 +683,26 @@ final class World {
         return deadline
     }
 
+    /// A ClientHello nobody answers, retransmitted 1, 2, 4 s apart, until the 10 s DTLS handshake timer fires.
+    func dtlsUnanswered(_ t0: Int64, _ l: GCKLink) -> Int64 {
+        for d in [l.a, l.b] { log(d, t0 - ms(0.3), "GCKSession", "DTLS Settings: authentication [0] encryption [1] certificate length [0].") }
+        let hello = DTLSRecord.handshake(type: 1, messageSeq: 0, body: DTLSRecord.clientHello(random: rng.bytes(32)))
+        var t = t0
+        var gap: Int64 = 1_000_000_000
+        let deadline = t0 + 10_000_000_000
+        while t < deadline {
+            let rec = DTLSRecord.wrapped(.handshake, epoch: 0, sequence: l.nextDTLS(l.a), fragment: hello)
+            udp(t, iface: l.interface, from: l.a, sport: l.aPort, to: l.b, dport: l.bPort, payload: rec)
+            t += gap + ms(0, spread: 5)
+            gap *= 2
+        }
+        let b = l.b
+        log(l.a, deadline, "GCKSession", "DTLS Handshake timeout expired for participant [\(b.pidHex)] on channel [\(l.channel)] DTLS state [DTLSNotConnected].")
+        log(l.a, deadline + ms(0.1), "GCKSession", "Not in connected state, so giving up for participant [\(b.pidHex)] on channel [\(l.channel)].")
+        log(l.a, deadline + ms(0.3), "GCKSession", "Closing connection to participant [\(b.pidHex)] on channel [\(l.channel)].")
+        return deadline
+    }
+
     /// DTLS 1.0 handshake behind the 0xD0 prefix (anonymous ECDH, suite c019). Returns the end time.
     func dtlsHandshake(_ t0: Int64, _ l: GCKLink, rtt: Int64) -> Int64 {
         let a = l.a, b = l.b

@@ -107,6 +107,11 @@ final class ScenarioTests: XCTestCase {
         let iceLog = try observerLog(ice, fi)
         XCTAssertTrue(iceLog.contains("[GCKSession] ICE timeout expired for participant [\(fi.participant)] on channel [0] state [ICE]."))
         XCTAssertTrue(iceLog.contains("[GCKSession] Not in connected state, so giving up for participant [\(fi.participant)] on channel [0]."))
+        let dtls = try Simulator.run("handshake-timeout-dtls")
+        let fdt = try XCTUnwrap(dtls.findings.first)
+        XCTAssertEqual(fdt.phase, "dtls")
+        XCTAssertTrue(try observerLog(dtls, fdt).contains(
+            "[GCKSession] DTLS Handshake timeout expired for participant [\(fdt.participant)] on channel [0] DTLS state [DTLSNotConnected]."))
         let keep = try Simulator.run("keepalive-timeout")
         let fk = try XCTUnwrap(keep.findings.first)
         XCTAssertTrue(try observerLog(keep, fk).contains("Keep-alive timeout for peer: \(fk.peer)"))
