@@ -25,7 +25,7 @@ enum Scenarios {
     static func finding(_ kind: String, peer: SimDevice, observer: SimDevice, time: Int64, tolerance: Double,
                         phase: String? = nil, attempts: Int? = nil, detail: String, capture: Bool = true) -> ExpectedFinding {
         ExpectedFinding(kind: kind, peer: peer.name, peerIdString: peer.peer.idString, participant: peer.pidHex,
-                        observer: observer.name, time: time, toleranceSeconds: tolerance, phase: phase, detail: detail,
+                        observer: observer.name, observerIdString: observer.peer.idString, time: time, toleranceSeconds: tolerance, phase: phase, detail: detail,
                         evidence: (capture ? ["capture"] : []) + ["log:\(observer.slug)"], attempts: attempts)
     }
 
@@ -346,7 +346,8 @@ enum Scenarios {
         b.processID += 17
         b.threadID += 311
         w.earlierSRVPorts[b.slug, default: []].append(oldPort)
-        b.srvPort = UInt16(truncatingIfNeeded: Int(oldPort) + 1 + w.rng.int(1 ... 900))
+        let delta = 1 + w.rng.int(1 ... 900)
+        b.srvPort = UInt16(Int(oldPort) + delta <= 65_535 ? Int(oldPort) + delta : Int(oldPort) - delta)
         b.nextUDPPort = 16402
         w.app(b, tr - w.ms(50), "Application: active")
         w.startAdvertisingAndBrowsing(b, tr)
@@ -406,10 +407,10 @@ enum Scenarios {
         let st = w.steady(hs.end, l, until: max(hs.end, inv.end) + w.ms(8_000), rtt: rtt, keepAlives: true)
         w.app(host, st.end + w.ms(100), "User ended the chat")
         w.disconnect(st.end + w.ms(100), l, by: host, rtt: rtt)
-        var f = finding("declined-invitation", peer: second, observer: host, time: inv.end - 2 * rtt, tolerance: 2,
+        var f = finding("declined-invitation", peer: host, observer: second, time: inv.end - 2 * rtt, tolerance: 2,
                         detail: "two devices advertise the display name \"\(second.name)\" (\(first.peer.idString), \(second.peer.idString)); "
-                            + "\(host.name) declines the second one's invitation (MCNearbyServiceAcceptInviteKey = false)")
-        f.evidence.append("log:\(second.slug)")
+                            + "\(host.name), already connected to the first, declines the second one's invitation (MCNearbyServiceAcceptInviteKey = false)")
+        f.evidence.append("log:\(host.slug)")
         return [f]
     }
 }

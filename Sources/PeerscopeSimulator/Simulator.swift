@@ -45,8 +45,9 @@ public struct ExpectedFinding: Sendable, Equatable {
     public var peer: String
     public var peerIdString: String
     public var participant: String
-    /// The device whose capture/log shows it.
+    /// The device whose capture/log shows it (display name and instance name: names can collide).
     public var observer: String
+    public var observerIdString: String
     /// Capture time in nanoseconds since the Unix epoch.
     public var time: Int64
     public var toleranceSeconds: Double
@@ -228,7 +229,8 @@ enum ExpectedJSON {
                              "      \"peer\": \(str(f.peer)),",
                              "      \"peerIdString\": \(str(f.peerIdString)),",
                              "      \"participant\": \(str(f.participant)),",
-                             "      \"observer\": \(str(f.observer)),"]
+                             "      \"observer\": \(str(f.observer)),",
+                             "      \"observerIdString\": \(str(f.observerIdString)),"]
                 if let p = f.phase { lines.append("      \"phase\": \(str(p)),") }
                 if let n = f.attempts { lines.append("      \"attempts\": \(n),") }
                 lines.append("      \"time\": \(str(LogTime.iso(f.time))),")

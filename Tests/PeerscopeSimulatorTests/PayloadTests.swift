@@ -91,6 +91,23 @@ final class PayloadTests: XCTestCase {
         XCTAssertEqual(Array(serverHello[14 + 12 + 2 + 32 + 1 ..< 14 + 12 + 2 + 32 + 3]), [0xC0, 0x19])
     }
 
+    func testEncryptedFlagTurnsAPlaintextScenarioIntoDTLSWithTheSameFindings() throws {
+        let plain = try Simulator.run("keepalive-timeout")
+        let enc = try Simulator.run("keepalive-timeout", options: SimulationOptions(encrypted: true))
+        XCTAssertFalse(plain.encrypted)
+        XCTAssertTrue(enc.encrypted)
+        let (udp, tcp) = try dump(enc)
+        XCTAssertEqual(udp.filter { $0.first == 0xC1 }.count, 0)
+        XCTAssertGreaterThan(udp.filter { $0.first == 0xD0 }.count, 20)
+        XCTAssertEqual(plain.findings.map(\.kind), enc.findings.map(\.kind))
+        XCTAssertEqual(plain.findings.map(\.peer), enc.findings.map(\.peer))
+        // The Response's connection data announces .required (flags & 3 == 1).
+        let joined = tcp.flatMap(\.payload)
+        let key = Array("MCNearbyServiceConnectionDataKey".utf8)
+        XCTAssertTrue(joined.indices.contains { i in i + key.count <= joined.count && Array(joined[i ..< i + key.count]) == key })
+        XCTAssertTrue(zip(joined, joined.dropFirst()).contains { $0 == 0x80 && $1 == 0x01 }, "MC segment 0x80 with preference 1")
+    }
+
     func testInvitationChannelFramesAndPlists() throws {
         guard let python = TestSupport.which("python3") else { throw XCTSkip("python3 not installed") }
         let r = try Simulator.run("healthy-pair")

@@ -124,8 +124,11 @@ final class ScenarioTests: XCTestCase {
         XCTAssertTrue(try observerLog(dup, fd).contains("Ignoring duplicate connection from \(fd.peer)"))
         let col = try Simulator.run("identity-collision")
         let fc = try XCTUnwrap(col.findings.first)
-        XCTAssertTrue(try observerLog(col, fc).contains("Invitation declined (accept=0, session=(null))."))
-        XCTAssertEqual(col.devices.filter { $0.name == fc.peer }.count, 2, "two devices share the display name")
+        XCTAssertTrue(try observerLog(col, fc).contains("Handle declined invitation from peer with peerID [\(fc.peer),\(fc.participant)]."))
+        let decliner = try XCTUnwrap(col.logs.first { $0.device == fc.peer })
+        XCTAssertTrue(decliner.text.contains("Invitation declined (accept=0, session=(null))."))
+        XCTAssertEqual(col.devices.filter { $0.name == fc.observer }.count, 2, "two devices share the inviter's display name")
+        XCTAssertEqual(col.devices.filter { $0.idString == fc.observerIdString }.count, 1)
     }
 
     func testOptionsAreValidated() {
