@@ -22,6 +22,8 @@ final class SimDevice {
     var logs: [(time: Int64, order: Int, line: String)] = []
     var pointerBase: UInt64
     var socketCounter = 11
+    /// GCK neighbours currently up (for "My routing table: %d nodes.").
+    var neighbors = 0
 
     init(peer: SimPeerID, slug: String, platform: String, processID: Int, threadID: Int, mac: [UInt8],
          ipv4: [UInt8], ipv6: [UInt8], hostName: String, srvPort: UInt16, interfaces: [Int], ipID: UInt16, pointerBase: UInt64) {
@@ -756,8 +758,9 @@ final class World {
         sendGCK(t, l, from: b, packet: GCKPacket.lsaAck(source: pb, destination: pa, sequence: 0))
         t += rtt / 2 + ms(0.5)
         for d in [a, b] {
+            d.neighbors += 1
             log(d, t, "GCKSession", "Updated routing table.")
-            log(d, t + ms(0.1), "GCKSession", "My routing table: 2 nodes.")
+            log(d, t + ms(0.1), "GCKSession", "My routing table: \(d.neighbors + 1) nodes.")
         }
         return t + ms(1)
     }
@@ -798,6 +801,8 @@ final class World {
     /// Tears down the session on both sides (app-initiated disconnect by `by`).
     func disconnect(_ t: Int64, _ l: GCKLink, by d: SimDevice, rtt: Int64, remoteNotices: Bool = true) {
         let other = l.other(d)
+        d.neighbors = max(0, d.neighbors - 1)
+        other.neighbors = max(0, other.neighbors - 1)
         log(d, t + ms(0.3), "GCKSession", "Disconnecting participant [\(other.pidHex)].")
         log(d, t + ms(0.5), "GCKSession", "Closing connection to participant [\(other.pidHex)] on channel [\(l.channel)].")
         stateChange(d, other, t + ms(1), from: "Connected", to: "Not Connected")

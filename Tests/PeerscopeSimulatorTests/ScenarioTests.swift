@@ -51,6 +51,12 @@ final class ScenarioTests: XCTestCase {
             compared += 1
         }
         XCTAssertGreaterThanOrEqual(compared, Simulator.scenarios.count * 3)
+        // Nothing stale: every committed file but the README is one the simulator writes.
+        let committed = fm.enumerator(atPath: samples.path)?.compactMap { $0 as? String } ?? []
+        let fresh = Set(files)
+        for rel in committed where rel != "README.md" && (rel.hasSuffix(".pcapng") || rel.hasSuffix(".json") || rel.hasSuffix(".log")) {
+            XCTAssertTrue(fresh.contains(rel), "Samples/\(rel) is not written by the simulator any more")
+        }
     }
 
     // MARK: logs and findings
