@@ -264,7 +264,7 @@ enum Scenarios {
         let ip: [UInt8]
         if l.encrypted {
             let rec = DTLSRecord.wrapped(.applicationData, epoch: 1, sequence: l.nextDTLS(a), fragment: w.rng.bytes(DTLSRecord.cbcSize(packet.count)))
-            ip = w.udp(tf, iface: l.interface, from: a, sport: l.aPort == l.port(a) ? l.port(a) : l.port(a), to: b, dport: l.port(b), payload: rec)
+            ip = w.udp(tf, iface: l.interface, from: a, sport: l.port(a), to: b, dport: l.port(b), payload: rec)
         } else {
             ip = w.udp(tf, iface: l.interface, from: a, sport: l.port(a), to: b, dport: l.port(b), payload: packet)
         }

@@ -413,11 +413,9 @@ final class World {
     // MARK: invitation channel
 
     private func frameTrailer(_ c: TCPConnection, client: Bool) -> String {
-        let d = client ? c.client : c.server
         let other = client ? c.server : c.client
         let ptr = client ? c.clientPtr : c.serverPtr
         let s = client ? c.clientStreams : c.serverStreams
-        _ = d
         return "ptr [\(ptr)] inputStream [\(s.0)] outputStream [\(s.1)] remote [\(other.peer.idString)+\(other.name)]."
     }
 
@@ -430,7 +428,6 @@ final class World {
         let frame = InvitationFrame.encode(type: type, sequence: seq, body: body)
         let crc = Hex.upper8(UInt32(frame[8]) << 24 | UInt32(frame[9]) << 16 | UInt32(frame[10]) << 8 | UInt32(frame[11]))
         let sender = fromClient ? c.client : c.server
-        let receiver = fromClient ? c.server : c.client
         log(sender, t0 - ms(0.2), "MCNearbyDiscoveryPeerConnection",
             "Made message #\(seq) with length [len=\(body.count)] and crc [=\(crc)] - \(frameTrailer(c, client: fromClient))")
         log(sender, t0 - ms(0.1), "MCNearbyDiscoveryPeerConnection",
@@ -442,7 +439,6 @@ final class World {
         let t2 = t1 + rtt / 2 + ms(0.3, spread: 0.1)
         log(sender, t2, "MCNearbyDiscoveryPeerConnection",
             "Got receipt #\(seq) for message #\(seq) with length [len=\(body.count)] and crc [=\(crc)] - \(frameTrailer(c, client: fromClient))")
-        _ = receiver
         return t2 + ms(0.5, spread: 0.2)
     }
 
