@@ -41,6 +41,9 @@ public final class GCKDDPlugin: DecoderPlugin {
                 GCKDecoding.diagnose(ctx, "gck.dd.body", "DD body not fully read as \(n) node record(s); \(c.remaining) bytes left",
                                      offset: GCKHeader.size + c.offset, severity: .info)
             }
+        } else {
+            GCKDecoding.diagnose(ctx, "gck.dd.body", "DD body of \(h.body.count) bytes, expected at least 2",
+                                 offset: GCKHeader.size, severity: .info)
         }
         ctx.message("dd", GCKDecoding.common(h, input.payload) + [
             ("nodes", .array(records.map(\.json))), ("bodyHex", .string(h.body.prefix(64).hex)),
