@@ -291,6 +291,10 @@ final class MalformedInputTests: XCTestCase {
         }
         h.finish(after: 60 * CaptureTime.second)
         XCTAssertGreaterThan(h.diagnostics.count, 100)
+        // Every message type is one its plugin declares (peerscope plugins prints them).
+        let declared = Dictionary(uniqueKeysWithValues: Harness.all.map { ($0.descriptor.id, Set($0.descriptor.messageTypes)) })
+        for m in h.messages { XCTAssertTrue(declared[m.plugin]?.contains(m.type) ?? false, "\(m.plugin) emitted \(m.type)") }
+        XCTAssertTrue(h.messages.contains { $0.type == "bad-crc" })
         // Stable dotted ids from these plugins only; those raised while decoding a frame name it.
         let families = ["stun.", "dtls.", "gck.", "app-json.", "app-"]
         XCTAssertTrue(h.diagnostics.allSatisfy { d in families.contains { d.id.hasPrefix($0) } }, "\(Set(h.diagnostics.map(\.id)))")
