@@ -175,3 +175,16 @@ final class AppMessageTests: XCTestCase {
         XCTAssertEqual(appEvents(h).map(\.kind), [.appHandshake, .appKeepAlive])
     }
 }
+
+final class AppBroadcastTests: XCTestCase {
+    func testBroadcastJSONIsNotAnAppMessage() {
+        let h = Harness()
+        let src = Endpoint(v4(192, 168, 2, 1), 17500)
+        h.udp(Array(Seeds.handshake.utf8), src, Endpoint(v4(192, 168, 2, 255), 17500))
+        h.udp(Array(Seeds.handshake.utf8), src, Endpoint(v4(255, 255, 255, 255), 17500))
+        h.udp(Array(Seeds.handshake.utf8), src, Endpoint(v4(224, 0, 0, 251), 5353))
+        XCTAssertTrue(h.events.isEmpty)
+        h.udp(Array(Seeds.handshake.utf8), src, Endpoint(v4(192, 168, 2, 17), 17500))
+        XCTAssertEqual(h.events.map(\.kind), [.appHandshake])
+    }
+}

@@ -64,10 +64,19 @@ public final class AppJSONPlugin: DecoderPlugin {
             while let c = b.byte(i), Self.isSpace(c) { i += 1 }
             guard b.byte(i) == UInt8(ascii: "{") else { return .reject }
             if case .carried = input.delivery { return .accept }
+            // MPC sessions are unicast: JSON broadcast on the LAN (Dropbox LAN sync on 17500, ...) is not an app message.
+            if let dst = input.flow?.dst.address, Self.isBroadcastLike(dst) { return .reject }
             var j = b.count - 1
             while let c = b.byte(j), Self.isSpace(c) || c == 0 { j -= 1 }
             return b.byte(j) == UInt8(ascii: "}") ? .accept : .reject
         }
+    }
+
+    /// Multicast, or IPv4 limited/subnet broadcast (last octet 255: a heuristic).
+    static func isBroadcastLike(_ a: IPAddress) -> Bool {
+        if a.isMulticast { return true }
+        if case .v4(let v) = a { return v & 0xFF == 0xFF }
+        return false
     }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
