@@ -219,10 +219,20 @@ final class MalformedInputTests: XCTestCase {
         for k in 1 ..< full.count {
             let h = Harness()
             h.udp(gckData(Array(full.prefix(k))), s, d)
-            XCTAssertEqual(h.diagnostics.map(\.id), ["app-json.invalid"], "cut at \(k)")
+            XCTAssertTrue(h.diagnostics.isEmpty, "kept while a continuation may follow (cut at \(k))")
+            h.finish()
+            XCTAssertEqual(h.diagnostics.map(\.id), ["app-json.incomplete"], "cut at \(k)")
+            XCTAssertEqual(h.diagnostics.first?.severity, .info)
             XCTAssertTrue(h.events.filter { $0.kind.family == "app" }.isEmpty)
             XCTAssertEqual(h.events(.gckData).count, 1)
         }
+    }
+
+    func testAppJSONBrokenInsideGCKData() {
+        let h = Harness()
+        h.udp(gckData(Array(#"{"type":"keep_alive",]"#.utf8)), s, d)
+        XCTAssertEqual(h.diagnostics.map(\.id), ["app-json.invalid"])
+        XCTAssertEqual(h.diagnostics.first?.offset, 21)   // the "]"
     }
 
     func testAppJSONBadInputs() {

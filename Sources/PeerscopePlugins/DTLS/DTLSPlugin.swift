@@ -155,8 +155,9 @@ public final class DTLSPlugin: DecoderPlugin {
         case 22:
             markStarted(&st, input)
             if !clear {
+                // The first encrypted handshake message after a CCS is the Finished.
+                let name = side.ccs && !side.encryptedHandshake ? "Finished" : "encrypted handshake"
                 side.encryptedHandshake = true
-                let name = side.ccs ? "Finished" : "encrypted handshake"
                 st.lastMessage = name
                 ctx.message("record", fields + [("handshake", .string(name)), ("encrypted", .bool(true))])
                 ctx.event(.dtlsHandshake, from: h.from, to: h.to, attrs: ["message": name, "encrypted": "true", "epoch": String(rec.epoch)])
