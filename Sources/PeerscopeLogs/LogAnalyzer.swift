@@ -654,7 +654,7 @@ struct EventBuilder {
             if let i = lastState[key], events[i].attrs["to"] == to, e.t &- events[i].t <= options.duplicateStateWindow, e.t >= events[i].t {
                 // The same change printed again (MCSession prints two lines; apps print their own).
                 if events[i].attrs["from"] == nil, let f = attrs["from"] { events[i].attrs["from"] = f }
-                mergeHint(&events[i].from, m.from)
+                EventBuilder.mergeHint(&events[i].from, m.from)
                 events[i].attrs["lines"] = String((Int(events[i].attrs["lines", default: "1"]) ?? 1) + 1)
                 return
             }
@@ -665,7 +665,7 @@ struct EventBuilder {
         events.append(PeerEvent(kind: kind, t: e.t, evidence: e.evidence, from: m.from, to: m.to, source: source, attrs: attrs))
     }
 
-    func mergeHint(_ a: inout PeerHint, _ b: PeerHint) {
+    static func mergeHint(_ a: inout PeerHint, _ b: PeerHint) {
         if a.peerID == nil { a.peerID = b.peerID }
         if a.participantID == nil { a.participantID = b.participantID }
         if a.displayName == nil { a.displayName = b.displayName }
