@@ -347,11 +347,42 @@ struct InputReader {
             return nil
         }
         let slice = Array(b[r])
-        if String(validating: slice, as: UTF8.self) == nil {
+        if !InputReader.isValidUTF8(slice) {
             problems.add("log.line.encoding", .warning, "not UTF-8; invalid bytes replaced", ev(lineNo))
             return Array(String(decoding: slice, as: UTF8.self).utf8)
         }
         return slice
+    }
+
+    /// Strict UTF-8 check (no overlongs, no surrogates), without the macOS 15-only `String(validating:)`.
+    static func isValidUTF8(_ b: [UInt8]) -> Bool {
+        var i = 0
+        let n = b.count
+        while i < n {
+            let c = b[i]
+            if c < 0x80 { i += 1; continue }
+            let len: Int
+            var lo: UInt8 = 0x80, hi: UInt8 = 0xBF
+            switch c {
+            case 0xC2...0xDF: len = 2
+            case 0xE0: len = 3; lo = 0xA0
+            case 0xE1...0xEC, 0xEE...0xEF: len = 3
+            case 0xED: len = 3; hi = 0x9F
+            case 0xF0: len = 4; lo = 0x90
+            case 0xF1...0xF3: len = 4
+            case 0xF4: len = 4; hi = 0x8F
+            default: return false
+            }
+            guard i + len <= n else { return false }
+            guard b[i + 1] >= lo, b[i + 1] <= hi else { return false }
+            var k = 2
+            while k < len {
+                guard b[i + k] & 0xC0 == 0x80 else { return false }
+                k += 1
+            }
+            i += len
+        }
+        return true
     }
 
     // MARK: time
