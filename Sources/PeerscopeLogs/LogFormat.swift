@@ -14,6 +14,9 @@ public enum LogFormat: String, Sendable, CaseIterable, Hashable, CustomStringCon
     case logJSON = "log-json"
     /// `log show|stream --style ndjson`: one JSON object per line.
     case logNDJSON = "log-ndjson"
+    /// Console.app's copied rows: tab-separated columns (type, time, process, [subsystem, category,] message)
+    /// in whatever order and subset the window showed; the message is the last column.
+    case consoleApp = "console-app"
     /// App prints (`print`), with or without a leading timestamp.
     case plain
 
@@ -28,6 +31,7 @@ public enum LogFormat: String, Sendable, CaseIterable, Hashable, CustomStringCon
         case "log-syslog", "syslog": self = .logSyslog
         case "log-json", "json": self = .logJSON
         case "log-ndjson", "ndjson", "jsonl": self = .logNDJSON
+        case "console-app", "consoleapp", "console.app", "tsv": self = .consoleApp
         case "plain", "print", "text": self = .plain
         default: return nil
         }
@@ -70,6 +74,7 @@ enum LineParsers {
         case .logDefault: logDefault(b)
         case .logCompact: compact(b)
         case .logSyslog: syslog(b)
+        case .consoleApp: consoleApp(b)
         case .plain, .logJSON, .logNDJSON: plainStamp(b)
         }
     }
@@ -208,6 +213,45 @@ enum LineParsers {
         return h
     }
 
+    static let levelWords: Set<String> = ["default", "info", "debug", "error", "fault", "notice", "activity", "signpost",
+                                           "Default", "Info", "Debug", "Error", "Fault", "Notice", "Activity", "Signpost"]
+
+    /// A Console.app row: at least three tab-separated columns, one of the first four a timestamp.
+    static func consoleApp(_ b: Buf) -> LineHeader? {
+        var cols: [Range<Int>] = []
+        var s = 0
+        for i in 0..<b.count where b[i] == 9 {
+            cols.append(s..<i)
+            s = i + 1
+        }
+        cols.append(s..<b.count)
+        guard cols.count >= 3, let last = cols.last else { return nil }
+        var h = LineHeader(messageStart: last.lowerBound)
+        var stampCol: Int? = nil
+        for (i, c) in cols.prefix(4).enumerated() where !c.isEmpty {
+            let col = UnsafeBufferPointer(rebasing: b[c])
+            if let st = StampParser.parse(col, allowTimeOnly: true), st.length == c.count {
+                h.stamp = st
+                stampCol = i
+                break
+            }
+        }
+        guard let stampCol else { return nil }
+        for (i, c) in cols.dropLast().enumerated() where i != stampCol && !c.isEmpty {
+            let v = str(b, c)
+            if levelWords.contains(v), h.level == nil {
+                h.level = v.prefix(1).uppercased() + v.dropFirst()
+            } else if v.contains("."), !v.contains(" "), h.subsystem == nil, v.split(separator: ".").count >= 2 {
+                h.subsystem = v
+            } else if h.subsystem != nil, h.category == nil {
+                h.category = v
+            } else if h.process == nil {
+                h.process = v
+            }
+        }
+        return h
+    }
+
     /// An app print's own timestamp: `2024-05-01 12:00:00.123[zone] msg`, `12:00:00.123 msg`,
     /// `[2024-05-01T12:00:00Z] msg`, `[12:00:00.123] msg`.
     static func plainStamp(_ b: Buf) -> LineHeader? {
@@ -239,7 +283,7 @@ enum LineParsers {
 }
 
 enum FormatDetector {
-    static let textFormats: [LogFormat] = [.logDefault, .logCompact, .logSyslog, .xcode]
+    static let textFormats: [LogFormat] = [.logDefault, .logCompact, .logSyslog, .xcode, .consoleApp]
 
     /// Picks the format that explains most of the first lines; `plain` when none does.
     static func detect(_ lines: [Substring]) -> LogFormat {

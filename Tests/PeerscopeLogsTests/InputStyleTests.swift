@@ -104,6 +104,15 @@ final class InputStyleTests: XCTestCase {
         XCTAssertTrue(r.problems.isEmpty, "\(r.problems)")
     }
 
+    func testConsoleAppCopiedRows() throws {
+        // Console.app copies the visible columns tab-separated; the column set varies.
+        let a = "default\t19:02:55.002888+0100\tApp\tcom.apple.multipeerconnectivity\tGCKSession\t\(Self.msg)"
+        let r = try read(a, LogOptions(baseDate: LogDate(year: 2018, month: 9, day: 15)))
+        assertGivingUp(r, at: Self.t0, format: .consoleApp)
+        let b = "2018-09-15 19:02:55.002888+0100\terror\tApp\t\(Self.msg)"
+        assertGivingUp(try read(b), at: Self.t0, format: .consoleApp)
+    }
+
     func testTimeZonesGiveTheSameInstant() throws {
         let a = try read("2018-09-15 19:02:55.002888+0100 App[1:2] \(Self.msg)")
         let b = try read("2018-09-15 10:02:55.002888-0800 App[1:2] \(Self.msg)")
