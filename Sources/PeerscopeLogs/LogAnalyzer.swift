@@ -190,6 +190,10 @@ public enum LogAnalyzer {
             }
             result.recognized[source, default: 0] += 1
             for l in m.learn { directory.learn(peerID: l.peerID, displayName: l.displayName) }
+            // Any line naming both an idString and a display name teaches the directory.
+            for h in [m.from, m.to] {
+                if let id = h.peerID, let n = h.displayName { directory.learn(peerID: id, displayName: n) }
+            }
             if let kind = m.kind { builder.add(kind: kind, match: m, entry: e, source: source) }
         }
         result.events = builder.events.sorted { ($0.t, $0.evidence) < ($1.t, $1.evidence) }
@@ -434,6 +438,14 @@ struct InputReader {
 
     // MARK: text styles
 
+    static let closers: Set<UInt8> = [UInt8(ascii: "}"), UInt8(ascii: ")"), UInt8(ascii: "]")]
+
+    /// The text so far ends in `{`, `[`, `(`, `,` or `=` (a structure printed over several lines).
+    static func endsOpen(_ s: [UInt8]) -> Bool {
+        guard let last = s.last(where: { $0 != 32 && $0 != 9 }) else { return false }
+        return "{[(,=".utf8.contains(last)
+    }
+
     static func opens(_ s: [UInt8]) -> Int {
         var depth = 0
         var inString = false
@@ -454,6 +466,7 @@ struct InputReader {
         var cur: LogEntry? = nil
         var curBytes: [UInt8] = []
         var depth = 0
+        var joining = false
         func close(_ cur: inout LogEntry?, _ bytes: inout [UInt8]) {
             if var e = cur {
                 e.message = String(decoding: bytes, as: UTF8.self)
@@ -479,15 +492,19 @@ struct InputReader {
                                subsystem: h.subsystem, category: h.category, level: h.level, message: "")
                 curBytes = Array(line[min(h.messageStart, line.count)...])
                 depth = InputReader.opens(curBytes)
+                joining = false
                 continue
             }
             // A continuation of the entry above: indented, closing a bracket, or inside an open one.
+            // (An open bracket alone is not enough: a print such as "failed (code 3" must not swallow the next
+            // lines; the entry must end in an opener, a comma or `=` for unindented lines to join it.)
             if var e = cur, e.lineCount < options.maxEntryLines,
-               depth > 0 || trimmed.count < line.count || [UInt8(ascii: "}"), UInt8(ascii: ")"), UInt8(ascii: "]")].contains(line[0]) {
+               trimmed.count < line.count || InputReader.closers.contains(line[0]) || (depth > 0 && (joining || InputReader.endsOpen(curBytes))) {
                 curBytes.append(10)
                 curBytes.append(contentsOf: line)
                 e.lineCount += 1
                 cur = e
+                joining = true
                 depth += InputReader.opens(line)
                 continue
             }
@@ -508,6 +525,7 @@ struct InputReader {
             cur = LogEntry(input: input, line: lineNo, t: t, timeKnown: known, message: "")
             curBytes = Array(line[min(start, line.count)...])
             depth = InputReader.opens(curBytes)
+            joining = false
         }
         close(&cur, &curBytes)
         return out

@@ -181,6 +181,23 @@ final class InputStyleTests: XCTestCase {
         XCTAssertEqual(r.unknownCounts, [:])
     }
 
+    func testAnOpenBracketInAPrintDoesNotSwallowTheNextLines() throws {
+        let text = """
+        Handshake rejected (code 3
+        Ignoring duplicate connection from Carol
+        Received data from Carol: {
+        type = "keep_alive";
+        deviceId = Carol;
+        }
+        Keep-alive timeout for peer: Carol
+        """
+        let r = try read(text)
+        XCTAssertEqual(r.events.map(\.kind), [.appDuplicateIgnored, .appKeepAlive, .appTimeout])
+        XCTAssertEqual(r.events.map(\.evidence), [.logLine(input: 0, line: 2), .logLine(input: 0, line: 3), .logLine(input: 0, line: 7)])
+        XCTAssertEqual(r.unknownCounts, ["plain": 1])   // "Handshake rejected (code 3" is not the seed's line
+        XCTAssertEqual(r.entries, 4)
+    }
+
     func testSwiftPrintsBetweenConsoleLinesTakeThePreviousTime() throws {
         let text = """
         2024-03-03 10:00:00.000000+0000 App[1:2] [MCSession] PeerID [Dan] change state from [Connecting] to [Not Connected].
