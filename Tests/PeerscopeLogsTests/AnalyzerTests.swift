@@ -59,6 +59,30 @@ final class AnalyzerTests: XCTestCase {
         XCTAssertEqual(r.events.first?.attrs["lines"], "2")
     }
 
+    func testHandshakeTimeoutSignatureKeepsItsKindsApart() throws {
+        // One participant, two channels: scheduled, ICE timeout, giving up: three events with two channels each.
+        let lines = [
+            Self.console(0, "Scheduling ICE connection timeout for participant [2308149F] on channel [0]."),
+            Self.console(1, "Scheduling ICE connection timeout for participant [2308149F] on channel [1]."),
+            Self.console(10_000, "ICE timeout expired for participant [2308149F] on channel [0] state [ICE]."),
+            Self.console(10_000, "Not in connected state, so giving up for participant [2308149F] on channel [0]."),
+            Self.console(10_001, "ICE timeout expired for participant [2308149F] on channel [1] state [Connecting]."),
+            Self.console(10_001, "Not in connected state, so giving up for participant [2308149F] on channel [1]."),
+        ]
+        let r = try read(lines.joined(separator: "\n"))
+        XCTAssertEqual(r.events.map(\.kind), [.logICEScheduled, .iceTimeout, .gckGivingUp])
+        XCTAssertEqual(r.events.map { $0.attrs["channels"] }, ["0,1", "0,1", "0,1"])
+        XCTAssertEqual(r.events[1].t &- r.events[0].t, 10 * CaptureTime.second)
+    }
+
+    func testAnyLineNamingIDStringAndNameTeachesTheDirectory() throws {
+        let dir = PeerDirectory()
+        _ = try LogAnalyzer.read(text: "Invite timeout for peer [<MCPeerID: 0x1> idString[1ddatjp8m3xy7] pid64[5A2DDCB42308149F] displayName[the-air]] fired.",
+                                 directory: dir)
+        XCTAssertEqual(dir.peerIDs(named: "the-air"), [0x5A2D_DCB4_2308_149F])
+        XCTAssertEqual(dir.hint(forParticipant: 0x2308_149F).displayName, "the-air")
+    }
+
     // MARK: unknown lines
 
     func testUnknownLinesAreCountedPerFormatAndListedOnRequest() throws {
