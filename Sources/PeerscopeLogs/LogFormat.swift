@@ -273,7 +273,10 @@ enum LineParsers {
 
     /// Lines `log` prints around the entries (headers, notes, statistics).
     static func isMeta(_ line: Substring) -> Bool {
-        if line.hasPrefix("Timestamp ") || line.hasPrefix("Filtering the log data") || line.hasPrefix("Skipping info and debug")
+        if line.hasPrefix("Timestamp "), line.contains("Thread") || line.contains(" Ty ") || line.contains("(process)") || line.contains("Process[") {
+            return true
+        }
+        if line.hasPrefix("Filtering the log data") || line.hasPrefix("Skipping info and debug")
             || line.hasPrefix("Log      -") || line.hasPrefix("Activity -") || line.hasPrefix("Signpost -")
             || line.hasPrefix("Boundary -") || line.hasPrefix("Ttl      -") || line.hasPrefix("---") && line.allSatisfy({ $0 == "-" }) {
             return true
