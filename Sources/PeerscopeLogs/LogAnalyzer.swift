@@ -400,6 +400,23 @@ struct InputReader {
         var days: Int64
         if let d = st.days {
             days = d
+        } else if let md = st.monthDay {
+            // The year: the date option's, the reference time's, else the year of the line before.
+            let year = options.baseDate?.year ?? options.referenceTime.map { LogDate(utcDayOf: $0).year } ?? lastDays.map { LogDate(daysSinceEpoch: $0).year }
+            guard let year else {
+                if !missingDateReported {
+                    problems.add("log.time.no_date", .warning, "dates without a year and no --date given: year 1970 assumed", ev(lineNo))
+                    missingDateReported = true
+                }
+                guard LogDate.valid(year: 1970, month: md.month, day: md.day) else { return nil }
+                days = LogDate(year: 1970, month: md.month, day: md.day).daysSinceEpoch
+                return finish(days, st)
+            }
+            guard LogDate.valid(year: year, month: md.month, day: md.day) else {
+                problems.add("log.time.invalid", .warning, "no such day \(md.month)/\(md.day) in \(year)", ev(lineNo))
+                return nil
+            }
+            days = LogDate(year: year, month: md.month, day: md.day).daysSinceEpoch
         } else if let d = lastDays {
             days = d
             if let last = lastNanosOfDay, st.nanosOfDay + 12 * 3_600_000_000_000 < last { days += 1 }  // past midnight
@@ -414,6 +431,10 @@ struct InputReader {
             }
             days = 0
         }
+        return finish(days, st)
+    }
+
+    private mutating func finish(_ days: Int64, _ st: Stamp) -> Nanos {
         let offset = st.offset ?? options.utcOffsetSeconds ?? lastOffset ?? 0
         if let o = st.offset { lastOffset = o }
         lastDays = days

@@ -14,6 +14,9 @@ public enum LogFormat: String, Sendable, CaseIterable, Hashable, CustomStringCon
     case logJSON = "log-json"
     /// `log show|stream --style ndjson`: one JSON object per line.
     case logNDJSON = "log-ndjson"
+    /// A device's syslog relayed by `idevicesyslog` (libimobiledevice) or old syslog files:
+    /// `Sep 15 19:02:55 iPhone App(MultipeerConnectivity)[25100] <Notice>: message` (no year, no zone).
+    case deviceSyslog = "device-syslog"
     /// Console.app's copied rows: tab-separated columns (type, time, process, [subsystem, category,] message)
     /// in whatever order and subset the window showed; the message is the last column.
     case consoleApp = "console-app"
@@ -31,6 +34,7 @@ public enum LogFormat: String, Sendable, CaseIterable, Hashable, CustomStringCon
         case "log-syslog", "syslog": self = .logSyslog
         case "log-json", "json": self = .logJSON
         case "log-ndjson", "ndjson", "jsonl": self = .logNDJSON
+        case "device-syslog", "idevicesyslog", "bsd-syslog": self = .deviceSyslog
         case "console-app", "consoleapp", "console.app", "tsv": self = .consoleApp
         case "plain", "print", "text": self = .plain
         default: return nil
@@ -75,6 +79,7 @@ enum LineParsers {
         case .logCompact: compact(b)
         case .logSyslog: syslog(b)
         case .consoleApp: consoleApp(b)
+        case .deviceSyslog: deviceSyslog(b)
         case .plain, .logJSON, .logNDJSON: plainStamp(b)
         }
     }
@@ -213,6 +218,40 @@ enum LineParsers {
         return h
     }
 
+    /// `Sep 15 19:02:55 host process(Library)[pid] <Level>: message`; `(Library)` and `<Level>` optional.
+    static func deviceSyslog(_ b: Buf) -> LineHeader? {
+        guard let st = StampParser.parseMonthDay(b) else { return nil }
+        var p = st.length
+        guard token(b, &p) != nil else { return nil }  // device name
+        skipSpaces(b, &p)
+        let ps = p
+        // process, optional (Library), [pid]
+        while p < b.count, b[p] != UInt8(ascii: "["), b[p] != UInt8(ascii: "("), !isSpace(b[p]), p - ps < 128 { p += 1 }
+        guard p > ps, p < b.count else { return nil }
+        var h = LineHeader(stamp: st, process: str(b, ps..<p), messageStart: p)
+        if b[p] == UInt8(ascii: "(") {  // the sender library, e.g. (MultipeerConnectivity)
+            while p < b.count, b[p] != UInt8(ascii: ")") { p += 1 }
+            guard p < b.count else { return nil }
+            p += 1
+        }
+        guard p < b.count, b[p] == UInt8(ascii: "[") else { return nil }
+        var q = p + 1
+        var pid = 0
+        while q < b.count, isDigit(b[q]), q - p < 11 { pid = pid * 10 + Int(b[q] - 48); q += 1 }
+        guard q > p + 1, q < b.count, b[q] == UInt8(ascii: "]") else { return nil }
+        h.pid = pid
+        p = q + 1
+        skipSpaces(b, &p)
+        if p < b.count, b[p] == UInt8(ascii: "<"), let close = find(Array(">".utf8), in: b, from: p, end: min(b.count, p + 16)) {
+            h.level = str(b, (p + 1)..<close)
+            p = close + 1
+        }
+        if p < b.count, b[p] == UInt8(ascii: ":") { p += 1 }
+        subsystemPrefix(b, &p, into: &h)
+        h.messageStart = p
+        return h
+    }
+
     static let levelWords: Set<String> = ["default", "info", "debug", "error", "fault", "notice", "activity", "signpost",
                                            "Default", "Info", "Debug", "Error", "Fault", "Notice", "Activity", "Signpost"]
 
@@ -286,7 +325,7 @@ enum LineParsers {
 }
 
 enum FormatDetector {
-    static let textFormats: [LogFormat] = [.logDefault, .logCompact, .logSyslog, .xcode, .consoleApp]
+    static let textFormats: [LogFormat] = [.logDefault, .logCompact, .logSyslog, .xcode, .consoleApp, .deviceSyslog]
 
     /// Picks the format that explains most of the first lines; `plain` when none does.
     static func detect(_ lines: [Substring]) -> LogFormat {
