@@ -3,10 +3,9 @@ import PeerscopeCore
 import XCTest
 
 final class UserPatternTests: XCTestCase {
-    var dir: URL!
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerscope-patterns-\(getpid())-\(UUID().uuidString)")
 
     override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerscope-patterns-\(getpid())-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     }
 
