@@ -144,6 +144,18 @@ final class AnalyzerTests: XCTestCase {
         }
     }
 
+    func testHostileLinesStayFast() throws {
+        // Thousands of partial matches for formats with several `%@`.
+        let hostile = String(repeating: "Peer [x] changed state from [", count: 500)
+        // Every literal present, in order, many times: only the end does not fit.
+        let ambiguous = String(repeating: "Peer [a] changed state from [b] to [c]; pd(d) d(e) prop(1).", count: 200) + " X"
+        let many = (0..<100).map { _ in Self.console(0, hostile) + "\n" + Self.console(0, ambiguous) }.joined(separator: "\n")
+        let start = Date()
+        let r = try read(many)
+        XCTAssertEqual(r.unknownCounts["xcode"], 200)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 20)
+    }
+
     func testBinaryFloodIsCapped() {
         let bytes = [UInt8]((0..<200).flatMap { _ in [0x00, 0x01, 0x0A] })
         let r = LogAnalyzer.read(bytes: bytes, path: "bin", input: 0, options: LogOptions(), directory: PeerDirectory(), engine: .builtin)
