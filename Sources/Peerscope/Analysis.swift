@@ -32,6 +32,27 @@ public struct Analysis {
 }
 
 public enum PeerscopeAnalysis {
+    /// Splits files given without `--log` into captures and logs by their first bytes: pcap, pcapng
+    /// and gzip magics are captures; readable text is a log. Anything else stays a capture, so the
+    /// capture reader reports it ("not a capture file").
+    public static func classify(_ paths: [String]) -> (captures: [String], logs: [String]) {
+        var captures: [String] = [], logs: [String] = []
+        for p in paths {
+            guard let h = FileHandle(forReadingAtPath: p) else { captures.append(p); continue }
+            let head = [UInt8](h.readData(ofLength: 512))
+            try? h.close()
+            let magics: [[UInt8]] = [[0xD4, 0xC3, 0xB2, 0xA1], [0xA1, 0xB2, 0xC3, 0xD4], [0x4D, 0x3C, 0xB2, 0xA1],
+                                     [0xA1, 0xB2, 0x3C, 0x4D], [0x0A, 0x0D, 0x0D, 0x0A], [0x1F, 0x8B]]
+            if head.isEmpty || magics.contains(where: { head.starts(with: $0) }) {
+                captures.append(p)
+                continue
+            }
+            let text = head.filter { $0 == 0x09 || $0 == 0x0A || $0 == 0x0D || ($0 >= 0x20 && $0 != 0x7F) }.count
+            if text * 100 >= head.count * 95, !head.contains(0) { logs.append(p) } else { captures.append(p) }
+        }
+        return (captures, logs)
+    }
+
     /// Captures and logs through the whole pipeline into one report. Inputs that cannot be read are
     /// reported (`report.inputProblems`, `complete == false`) and the rest still analysed; it throws
     /// only when no input at all can be read.
@@ -81,6 +102,9 @@ public enum PeerscopeAnalysis {
             throw InputError(path: options.logs[0], message: run.inputProblems.first ?? "\(options.logs[0]): cannot read")
         }
         // Read the readable logs together (dates are shared between them), keeping their input indexes.
+        var logOptions = options.logOptions
+        // Time-only and untimed log lines are anchored on the capture when there is one.
+        if logOptions.referenceTime == nil { logOptions.referenceTime = run.stats.firstT }
         if !logPaths.isEmpty {
             do {
                 var all = LogReadResult()
@@ -88,7 +112,7 @@ public enum PeerscopeAnalysis {
                 var group: [(Int, String)] = []
                 func flush() throws(LogInputError) {
                     guard let first = group.first else { return }
-                    let r = try LogAnalyzer.read(paths: group.map(\.1), firstInput: first.0, options: options.logOptions,
+                    let r = try LogAnalyzer.read(paths: group.map(\.1), firstInput: first.0, options: logOptions,
                                                  directory: run.directory)
                     all.merge(r)
                     group = []

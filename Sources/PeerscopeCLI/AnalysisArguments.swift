@@ -82,6 +82,14 @@ struct AnalysisArguments: ParsableArguments {
         return c
     }
 
+    /// Options for `files` given on the command line: text files among them are taken as logs.
+    func analysisOptions(files: [String]) throws -> AnalysisOptions {
+        let (captures, autoLogs) = PeerscopeAnalysis.classify(files)
+        var o = try analysisOptions(captures: captures)
+        o.logs = autoLogs + o.logs
+        return o
+    }
+
     func analysisOptions(captures: [String]) throws -> AnalysisOptions {
         var logOptions = LogOptions()
         logOptions.format = logFormat.flatMap { LogFormat(name: $0) }

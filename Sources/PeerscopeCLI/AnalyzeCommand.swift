@@ -24,12 +24,13 @@ struct Analyze: ParsableCommand {
         Examples:
           peerscope analyze Samples/keepalive-timeout.pcapng
           peerscope analyze en0.pcapng awdl0.pcapng.gz --log device.log --format html -o report.html
-          peerscope analyze --log Samples/logs/keepalive-timeout/*.log --date 2026-01-15
+          peerscope analyze Samples/logs/keepalive-timeout/*.log
+          peerscope analyze Samples/keepalive-timeout.pcapng Samples/logs/keepalive-timeout/*.log
           peerscope analyze session.pcapng --threshold keepalive-timeout.app=8 --ignore declined-invitation
         """
     )
 
-    @Argument(help: ArgumentHelp("Capture files (pcap or pcapng, optionally gzip-compressed).", valueName: "file"))
+    @Argument(help: ArgumentHelp("Capture files (pcap or pcapng, optionally gzip-compressed); text files among them are read as logs.", valueName: "file"))
     var files: [String] = []
 
     @OptionGroup var analysis: AnalysisArguments
@@ -42,7 +43,7 @@ struct Analyze: ParsableCommand {
     func run() throws {
         let result: Analysis
         do {
-            result = try PeerscopeAnalysis.analyze(try analysis.analysisOptions(captures: files))
+            result = try PeerscopeAnalysis.analyze(try analysis.analysisOptions(files: files))
         } catch let e as InputError {
             throw CommandFailure(message: e.description, status: ExitStatus.input)
         }
@@ -73,7 +74,7 @@ struct Check: ParsableCommand {
         """
     )
 
-    @Argument(help: ArgumentHelp("Capture files (pcap or pcapng, optionally gzip-compressed).", valueName: "file"))
+    @Argument(help: ArgumentHelp("Capture files (pcap or pcapng, optionally gzip-compressed); text files among them are read as logs.", valueName: "file"))
     var files: [String] = []
 
     @Option(name: .customLong("fail-on"), help: ArgumentHelp("Lowest severity that fails the check: info, warning, error, critical.", valueName: "severity"))
@@ -94,7 +95,7 @@ struct Check: ParsableCommand {
     func run() throws {
         let result: Analysis
         do {
-            result = try PeerscopeAnalysis.analyze(try analysis.analysisOptions(captures: files))
+            result = try PeerscopeAnalysis.analyze(try analysis.analysisOptions(files: files))
         } catch let e as InputError {
             throw CommandFailure(message: e.description, status: ExitStatus.input)
         }
