@@ -122,8 +122,8 @@ struct ReportArguments: ParsableArguments {
         case .text:
             let useColour = colour == .always || (colour == .auto && output == nil && standardOutputIsTerminal)
             return TextReportWriter.render(report, colour: useColour, showAllTimeline: fullTimeline)
-        case .json: return JSONReportWriter.render(report) + "\n"
-        case .sarif: return SARIFWriter.render(report) + "\n"
+        case .json: return JSONReportWriter.render(report)
+        case .sarif: return SARIFWriter.render(report)
         case .junit: return JUnitWriter.render(report)
         case .html: return HTMLReportWriter.render(report)
         }
