@@ -46,7 +46,7 @@ public struct ChannelErrorDetector: Detector {
         var sendOrder: [String] = []
 
         for e in input.timelines.events {
-            let scope = input.scope(e)
+            var scope: String { input.scope(e) }
             switch e.kind {
             case .invitationHello, .invitationAccept, .invite, .inviteConnect, .invitationReceipt:
                 if let f = e.flow { invitationFlows.insert(f.canonical) }
@@ -127,7 +127,7 @@ public struct ChannelErrorDetector: Detector {
                                              "\(input.label(e.from)) sent data to \(input.label(e.to)) before the secure channel was established",
                                              evidence: [e.evidence], key: "\(kind)|before-secure|\(s)",
                                              details: ["case": "data-before-secure"]))
-                } else if e.kind.family == "app", !e.establishedBefore, !inst.startedBeforeInput,
+                } else if e.kind.isIn("app"), !e.establishedBefore, !inst.startedBeforeInput,
                           [.connecting, .iceChecks, .secureHandshake, .gckHandshake].contains(where: { st in
                               inst.milestone(st).map { $0.t <= e.t } ?? false
                           }) {
@@ -149,9 +149,9 @@ public struct ChannelErrorDetector: Detector {
                 var peer = e.from
                 if case .logOwner? = peer { peer = e.to }
                 let k = "\(kind)|send|\(scope)"
-                if var (f, n) = sendErrors[k] {
+                if var (f, n) = sendErrors.removeValue(forKey: k) {
                     n &+= 1
-                    f.evidence.append(e.evidence)
+                    if f.evidence.count < Finding.maxEvidence { f.evidence.append(e.evidence) }
                     f.message = "\(n) send errors to \(input.label(peer)) (first at \(input.at(f.t)))"
                     f.details["count"] = String(n)
                     sendErrors[k] = (f, n)

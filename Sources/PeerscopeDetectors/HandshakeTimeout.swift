@@ -74,6 +74,7 @@ public struct HandshakeTimeoutDetector: Detector {
         var out: [Finding] = []
         var pending: [Key: Pending] = [:]
         var order: [Key] = []
+        var bySession: [SessionKey: [Key]] = [:]
 
         func begin(_ phase: Phase, _ e: ResolvedEvent, requester: PeerRef, responder: PeerRef, session: SessionKey,
                    keyResponder: PeerRef?) {
@@ -88,6 +89,7 @@ public struct HandshakeTimeoutDetector: Detector {
             pending[k] = Pending(phase: phase, session: session, requester: requester, responder: responder,
                                  start: e.t, evidence: [e.evidence], count: 1)
             order.append(k)
+            bySession[session, default: []].append(k)
         }
 
         func complete(_ k: Key, _ e: ResolvedEvent) {
@@ -104,7 +106,7 @@ public struct HandshakeTimeoutDetector: Detector {
         }
 
         func completeAll(_ phases: [Phase], session: SessionKey, _ e: ResolvedEvent) {
-            for k in order where phases.contains(k.phase) && k.session == session && pending[k] != nil {
+            for k in bySession[session] ?? [] where phases.contains(k.phase) && pending[k] != nil {
                 complete(k, e)
             }
         }
@@ -119,7 +121,7 @@ public struct HandshakeTimeoutDetector: Detector {
                 complete(Key(phase: .invitation, session: s, responder: from), e)
             case .tcpReset, .tcpRefused, .tcpClosed:
                 // The channel is gone: channel-error reports it; the invite is no longer waiting.
-                for k in order where k.phase == .invitation && k.session == s { pending.removeValue(forKey: k) }
+                for k in bySession[s] ?? [] where k.phase == .invitation { pending.removeValue(forKey: k) }
             case .iceRequest:
                 begin(.ice, e, requester: from, responder: to, session: s, keyResponder: to)
             case .iceSuccess:

@@ -39,7 +39,7 @@ public struct KeepaliveTimeoutDetector: Detector {
     }
 
     private static let appKinds: Set<EventKind> = [.appHandshake, .appHandshakeResponse, .appKeepAlive, .appChat, .appOther]
-    private static let sessionFamilies: Set<Substring> = ["gck", "dtls", "ice", "app"]
+    private static let sessionFamilies = ["gck", "dtls", "ice", "app"]
 
     private struct Direction: Hashable {
         var session: SessionKey
@@ -67,12 +67,12 @@ public struct KeepaliveTimeoutDetector: Detector {
                 appTimes[d, default: []].append((e.t, e.evidence))
                 if e.kind == .appKeepAlive, keepAliveStart[s] == nil { keepAliveStart[s] = e.t }
             }
-            if case .frame = e.evidence, KeepaliveTimeoutDetector.sessionFamilies.contains(e.kind.family) {
+            if case .frame = e.evidence, KeepaliveTimeoutDetector.sessionFamilies.contains(where: { e.kind.isIn($0) }) {
                 packetTimes[d, default: []].append((e.t, e.evidence))
             }
         }
 
-        var appGaps: [Gap] = []
+        var appGaps: [Direction: [Gap]] = [:]
         for inst in input.timelines.sessions {
             guard let established = inst.established else { continue }
             let stop = inst.endOr(input.end)
@@ -83,7 +83,7 @@ public struct KeepaliveTimeoutDetector: Detector {
                 for d in dirs {
                     let times = appTimes[d] ?? []
                     for g in gaps(times, clockStart: kaStart, stop: stop, limit: appLimit) {
-                        appGaps.append(Gap(dir: d, start: g.start, end: g.end))
+                        appGaps[d, default: []].append(Gap(dir: d, start: g.start, end: g.end))
                         out.append(finding(input, inst, d, g, level: "app", limit: appLimit, ended: ended))
                     }
                 }
@@ -91,7 +91,7 @@ public struct KeepaliveTimeoutDetector: Detector {
             for d in dirs {
                 guard let times = packetTimes[d], !times.isEmpty else { continue }
                 for g in gaps(times, clockStart: established, stop: stop, limit: sessionLimit) {
-                    let covered = appGaps.contains { $0.dir == d && $0.start < g.end && g.start < $0.end }
+                    let covered = (appGaps[d] ?? []).contains { $0.start < g.end && g.start < $0.end }
                     if covered { continue }
                     out.append(finding(input, inst, d, g, level: "session", limit: sessionLimit, ended: ended))
                 }

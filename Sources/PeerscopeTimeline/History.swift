@@ -41,12 +41,20 @@ public struct HistoryBuilder: Sendable, Hashable {
     public static let trafficLetters: Set<Character> = ["Q", "J", "E", "O", "K", "B", "D"]
 
     public static func isTraffic(_ c: Character) -> Bool {
-        trafficLetters.contains(Character(c.uppercased()))
+        trafficLetters.contains(cased(c, upper: true))
+    }
+
+    /// ASCII case change without allocating (other characters unchanged).
+    static func cased(_ c: Character, upper: Bool) -> Character {
+        guard let v = c.asciiValue else { return c }
+        if upper, v >= 0x61, v <= 0x7A { return Character(Unicode.Scalar(v - 0x20)) }
+        if !upper, v >= 0x41, v <= 0x5A { return Character(Unicode.Scalar(v + 0x20)) }
+        return c
     }
 
     /// Adds `letter` in upper case when `sent` (this side sent it), lower case otherwise.
     public mutating func add(_ letter: Character, sent: Bool) {
-        let c = sent ? Character(letter.uppercased()) : Character(letter.lowercased())
+        let c = HistoryBuilder.cased(letter, upper: sent)
         if HistoryBuilder.isTraffic(c) {
             let n = (counts[c] ?? 0) &+ 1
             counts[c] = n

@@ -90,6 +90,15 @@ public struct TimelineEntry: Sendable, Hashable {
     }
 }
 
+extension EventKind {
+    /// True when the kind is in `family` (`dtls`, `app`...): a cheap `family == x` without splitting.
+    @inlinable public func isIn(_ family: String) -> Bool {
+        let r = rawValue.utf8, f = family.utf8
+        guard r.count > f.count, r.starts(with: f) else { return false }
+        return r[r.index(r.startIndex, offsetBy: f.count)] == UInt8(ascii: ".")
+    }
+}
+
 /// How each event kind shows in a timeline.
 public enum TimelineMapping {
     /// Attribute keys safe to show as detail (names, states, codes; never payloads).
