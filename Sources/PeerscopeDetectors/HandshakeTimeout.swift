@@ -201,7 +201,8 @@ public struct HandshakeTimeoutDetector: Detector {
             let w = squash(e.event.attrs["wait"])
             if w.contains("dtls") { return .dtls }
             if w.contains("hello") || w.contains("dd") || w.contains("lsa") { return .gck }
-            return .ice
+            if w.contains("ice") { return .ice }
+            return nil  // "gave up" after whichever timeout came before: see `logFinding`
         case .gckTimeout:
             let w = squash(e.event.attrs["wait"])
             if w.contains("heartbeat") { return nil }
@@ -216,16 +217,17 @@ public struct HandshakeTimeoutDetector: Detector {
     }
 
     private func logFinding(_ e: ResolvedEvent, _ input: DetectorInput) -> Finding? {
-        guard let phase = HandshakeTimeoutDetector.logPhase(e), !saysConnected(e.event.attrs) else { return nil }
-        var peer = e.from
-        if case .logOwner? = peer { peer = e.to }
+        let phase = HandshakeTimeoutDetector.logPhase(e)
+        guard phase != nil || e.kind == .gckGivingUp, !saysConnected(e.event.attrs) else { return nil }
+        let phaseName = phase?.rawValue ?? "gave-up"
+        let peer = input.subject(e)
         let scope = e.session.map { "\($0)" } ?? peer.map { "\($0)" } ?? "?"
-        let what = e.kind == .gckGivingUp ? "gave up setting up the session (not connected after the \(phase.what) timeout)"
-            : "\(phase.what) timed out"
-        var d = ["phase": phase.rawValue, "outcome": "log", "source": e.event.source]
+        let what = e.kind == .gckGivingUp ? "GCK gave up setting up the session (not connected in time)"
+            : "\(phase?.what ?? "session setup") timed out"
+        var d = ["phase": phaseName, "outcome": "log", "source": e.event.source]
         if let c = e.event.attrs["channel"] { d["channel"] = c }
         return input.finding(HandshakeTimeoutDetector.kind, .error, peer: peer, t: e.t,
                              "log: \(what) with \(input.label(peer))", evidence: [e.evidence],
-                             key: "\(HandshakeTimeoutDetector.kind)|log|\(phase.rawValue)|\(scope)", details: d)
+                             key: "\(HandshakeTimeoutDetector.kind)|log|\(phaseName)|\(scope)", details: d)
     }
 }

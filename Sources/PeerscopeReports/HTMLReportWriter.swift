@@ -125,7 +125,9 @@ public enum HTMLReportWriter {
         for p in peers {
             h += "<tr><td>\(esc(p.peer.label))</td><td>\(esc(p.peer.idString ?? ""))</td><td>\(esc(p.peer.participantHex ?? ""))</td><td>\(esc(p.peer.addresses.map { "\($0)" }.joined(separator: " ")))</td><td><code>\(esc(p.history))</code></td></tr>\n"
         }
-        h += "</table>\n</body>\n</html>\n"
+        h += "</table>\n<p class=\"legend\">History letters (upper case = this peer sent it, lower case = the other side): "
+            + HistoryBuilder.legend.map { "<code>\(esc(String($0.letter)))</code> \(esc($0.meaning))" }.joined(separator: ", ")
+            + ".</p>\n</body>\n</html>\n"
         return h
     }
 

@@ -81,7 +81,7 @@ public enum JSONReportWriter {
     static func diagnostics(_ r: Report) -> JSONValue {
         let c = r.diagnosticCounts
         return .object([
-            ("total", .int(Int64(r.diagnostics.count))),
+            ("total", .int(Int64(c.reduce(0) { $0 + $1.count }))),
             ("counts", .object(c.map { ($0.id, .int(Int64($0.count))) })),
             ("items", .array(c.map { d in
                 .object([

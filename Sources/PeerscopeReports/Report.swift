@@ -90,6 +90,10 @@ public struct Report: Sendable {
         public var message: String
     }
 
+    /// Exact counts per diagnostic id when `diagnostics` holds only the first few of each (the engine
+    /// keeps a bounded sample); nil when `diagnostics` is complete.
+    public var diagnosticTotals: [String: Int]?
+
     /// Diagnostics counted by id (worst severity, first evidence), most frequent first.
     public var diagnosticCounts: [DiagnosticCount] {
         var m: [String: DiagnosticCount] = [:]
@@ -101,6 +105,11 @@ public struct Report: Sendable {
                 m[d.id] = c
             } else {
                 m[d.id] = DiagnosticCount(id: d.id, severity: d.severity, count: 1, first: d.evidence, message: d.message)
+            }
+        }
+        if let totals = diagnosticTotals {
+            for (id, n) in totals {
+                if var c = m[id] { c.count = max(c.count, n); m[id] = c }
             }
         }
         return m.values.sorted { $0.count != $1.count ? $0.count > $1.count : $0.id < $1.id }

@@ -40,6 +40,17 @@ public struct HistoryBuilder: Sendable, Hashable {
 
     public static let trafficLetters: Set<Character> = ["Q", "J", "E", "O", "K", "B", "D"]
 
+    /// The letters and what they mean (upper case; lower case is the same from the other side).
+    public static let legend: [(letter: Character, meaning: String)] = [
+        ("V", "discovered (announced, resolved, updated, found)"), ("L", "lost (goodbye, expired, browser lost)"),
+        ("S", "invitation channel opened"), ("I", "invitation sent"), ("A", "invitation accepted"),
+        ("N", "invitation declined"), ("C", "connection data sent"), ("P", "connecting"), ("Q", "ICE check"),
+        ("J", "ICE check answered"), ("E", "DTLS handshake message"), ("U", "secure channel up"),
+        ("O", "GCK Hello/DD/LSA/LSAACK"), ("G", "connected"), ("W", "app handshake"), ("H", "app handshake response"),
+        ("K", "app keep-alive"), ("B", "GCK heartbeat"), ("D", "data"), ("T", "timeout (log)"), ("X", "disconnected"),
+        ("R", "TCP reset or refused"), ("F", "TCP closed"), ("!", "error (alert, ICMP, checksum, send error, mismatch)"),
+    ]
+
     public static func isTraffic(_ c: Character) -> Bool {
         trafficLetters.contains(cased(c, upper: true))
     }

@@ -92,6 +92,8 @@ public final class TimelineBuilder {
     /// Traffic after a finished instance opens a new one only when it comes this long after the end
     /// (stragglers of the old session attach to it instead).
     public var reopenGap: Nanos = 5 * CaptureTime.second
+    /// Tie log inputs to the peer that wrote them when the packets make it unambiguous.
+    public var inferLogOwners = true
 
     private let directory: PeerDirectory
     private var pending: [PeerEvent] = []
@@ -165,14 +167,20 @@ public final class TimelineBuilder {
     }
 
     public func finish(at end: Nanos? = nil) -> Timelines {
-        var events = pending
+        var events = pending.map { e -> PeerEvent in
+            var e = e
+            e.from = PeerResolver.normalized(e.from)
+            e.to = PeerResolver.normalized(e.to)
+            return e
+        }
         if !zip(events, events.dropFirst()).allSatisfy({ $0.t <= $1.t }) {
             // Stable: events with equal times keep their input order.
             let order = events.indices.sorted { events[$0].t != events[$1].t ? events[$0].t < events[$1].t : $0 < $1 }
-            events = order.map { pending[$0] }
+            events = order.map { events[$0] }
         }
         pending = []
-        let resolver = PeerResolver(directory: directory, events: events)
+        var resolver = PeerResolver(directory: directory, events: events)
+        if inferLogOwners { resolver.inferLogOwners(events) }
         var resolved: [ResolvedEvent] = []
         resolved.reserveCapacity(events.count)
         for e in events {
@@ -381,6 +389,7 @@ public final class TimelineBuilder {
         case .inviteResponse where TimelineMapping.isAccepted(e.attrs) == false: close(si, at: e, reason: "declined")
         case .connectionDecision where state == .invitationDeclined: close(si, at: e, reason: "declined")
         case .inviteTimeout: close(si, at: e, reason: "invitation timed out")
+        case .icmpUnreachable: close(si, at: e, reason: "peer unreachable (ICMP)")
         case .iceTimeout, .dtlsTimeout, .gckGivingUp, .gckTimeout:
             let st = (e.attrs["state"] ?? "").lowercased().filter { $0.isLetter }
             let wait = (e.attrs["wait"] ?? "").lowercased()

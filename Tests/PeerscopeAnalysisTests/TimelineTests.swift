@@ -52,6 +52,21 @@ final class TimelineTests: XCTestCase {
         XCTAssertEqual(h.text, "KKKIiK", "a control letter restarts the traffic counts")
     }
 
+    func testLegendCoversEveryLetterTheMappingProduces() {
+        let kinds: [EventKind] = [.announced, .resolved, .updated, .goodbye, .expired, .found, .lost, .nameConflict,
+                                  .invitationHello, .invite, .inviteResponse, .inviteConnect, .inviteTimeout, .iceRequest,
+                                  .iceSuccess, .iceError, .iceTimeout, .dtlsHandshake, .dtlsChangeCipherSpec, .dtlsEstablished,
+                                  .dtlsAlert, .dtlsApplicationData, .gckHello, .gckHeartbeat, .gckData, .gckTimeout,
+                                  .appHandshake, .appHandshakeResponse, .appKeepAlive, .appChat, .disconnected, .reconnectAttempt,
+                                  .tcpReset, .tcpClosed, .icmpUnreachable, .sendError, .checksumError]
+        let legend = Set(HistoryBuilder.legend.map(\.letter))
+        for k in kinds {
+            let e = PeerEvent(kind: k, t: 0, evidence: .frame(input: 0, frame: 1), source: "t")
+            if let l = TimelineMapping.classify(e).1 { XCTAssertTrue(legend.contains(l), "\(k) -> \(l)") }
+        }
+        XCTAssertTrue(HistoryBuilder.trafficLetters.isSubset(of: legend))
+    }
+
     func testSessionsAreNumberedOnReconnect() throws {
         let s = Script()
         s.connect(A, B, at: 0)
