@@ -32,7 +32,7 @@ public enum TimelineState: String, Sendable, Hashable, CaseIterable, Comparable 
     /// States whose repeats are folded into one entry (first/last/count per run).
     public var aggregates: Bool {
         switch self {
-        case .keepAlive, .heartbeat, .data, .iceChecks, .secureHandshake, .gckHandshake: true
+        case .keepAlive, .heartbeat, .data, .iceChecks, .secureHandshake, .gckHandshake, .discovered, .updated, .other: true
         default: false
         }
     }
@@ -170,6 +170,10 @@ public enum TimelineMapping {
         case .iceError, .dtlsAlert, .icmpUnreachable, .sendError, .checksumError, .encryptionIncompatible,
              .permissionError:
             return (.error, "!")
+        case "log.ice_scheduled": return (.iceChecks, nil)
+        case "log.channel_closed": return (.channelClosed, nil)
+        case "log.cleanup_timeout": return (.timeout, "T")
+        case "log.dtls_failed", "log.stale_identifier", "log.mesh_failed", "log.certificate_rejected": return (.error, "!")
         default: return (.other, nil)
         }
     }
