@@ -102,6 +102,24 @@ final class HandshakeTimeoutTests: XCTestCase {
         XCTAssertEqual(f.first?.peer, "Bob")
     }
 
+    func testLogLineConfirmsThePacketFinding() throws {
+        let s = Script()
+        s.packet(.iceRequest, 0, A, B)
+        s.packet(.iceRequest, 1, A, B)
+        // Alice's log (its own side implicit) names Bob's participant: ICE timeout, then giving up.
+        let bobP = PeerHint(participantID: PeerIdentity.participantID(0x0FED_CBA9_8765_4321))
+        s.log(.iceTimeout, 10.2, bobP, attrs: ["state": "ICE"])
+        s.log(.gckGivingUp, 10.3, bobP)
+        let f = s.findings(end: 12).of("handshake-timeout")
+        XCTAssertEqual(f.count, 1, "\(f.map(\.message))")
+        let x = try XCTUnwrap(f.first)
+        XCTAssertEqual(x.peer, "Bob")
+        XCTAssertTrue(x.evidence.contains(.frame(input: 0, frame: 1)))
+        XCTAssertTrue(x.evidence.contains(.logLine(input: 1, line: 1)))
+        XCTAssertTrue(x.evidence.contains(.logLine(input: 1, line: 2)))
+        XCTAssertEqual(x.details["confirmedByLog"], "true")
+    }
+
     func testLogTimeoutsAreFindingsAndBurstsMerge() throws {
         let s = Script()
         let bobP = PeerHint(participantID: PeerIdentity.participantID(0x0FED_CBA9_8765_4321))

@@ -137,6 +137,30 @@ final class TimelineTests: XCTestCase {
         XCTAssertNil(resolver.resolve(.unknown, evidence: .frame(input: 0, frame: 1)))
     }
 
+    func testLogOwnerIsInferredFromThePackets() throws {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        s.connect(B, C, at: 0.5)
+        // Alice's log: names Bob often and Alice once (its own peer); the implicit side is Alice.
+        s.log(.stateChange, 1, B, attrs: ["to": "Connected"])
+        s.log(.appKeepAlive, 2, B)
+        s.log(.appKeepAlive, 4, B)
+        s.log(EventKind("log.peer_created"), 0.1, A)
+        let tl = s.timelines()
+        XCTAssertEqual(tl.resolver.logOwners[1], .id(0x0123_4567_89AB_CDEF))
+        XCTAssertNil(tl.peers.first { if case .logOwner = $0.peer.ref { return true } else { return false } })
+        let ab = tl.sessions.first { $0.pair == PeerPair(.id(0x0123_4567_89AB_CDEF), .id(0x0FED_CBA9_8765_4321)) }
+        XCTAssertEqual(ab?.eventCount, 7, "4 packets and 3 log lines in one session")
+    }
+
+    func testIdStringPlusNameHints() {
+        let s = Script()
+        let id: UInt64 = 0x0000_0000_00AB_CDEF
+        s.log(.found, 1, PeerHint(displayName: PeerIdentity.idString(id) + "+Zoe"))
+        let tl = s.timelines()
+        XCTAssertEqual(tl.peer(.id(id))?.displayName, "Zoe")
+    }
+
     func testPeerIDsLearntFromEventsResolveEarlierLogLines() {
         let s = Script()
         let zed: UInt64 = 0x0000_1234_5678_9ABC
