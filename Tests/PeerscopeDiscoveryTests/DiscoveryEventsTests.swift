@@ -1,6 +1,6 @@
 import PeerscopeCore
 import XCTest
-@testable import PeerscopePlugins
+import PeerscopePlugins
 
 /// Drives `MDNSPlugin` through `PluginPipeline` with synthetic packets at explicit capture times.
 final class DiscoveryEventsTests: XCTestCase {

@@ -110,6 +110,10 @@ public enum DNSRData: Sendable, Equatable {
     public struct OptOption: Sendable, Hashable {
         public var code: UInt16
         public var length: Int
+        public init(code: UInt16, length: Int) {
+            self.code = code
+            self.length = length
+        }
     }
 }
 
@@ -212,6 +216,7 @@ public struct DNSMessage: Sendable, Equatable {
         /// which rules out loops: every jump goes to a smaller offset.
         mutating func name(at start: Int, limit: Int, _ problems: inout [DNSProblem]) -> (DNSName, Int, Int)? {
             var labels: [String] = []
+            var text = ""
             var pos = start
             var segmentStart = start
             var lim = limit
@@ -225,7 +230,7 @@ public struct DNSMessage: Sendable, Equatable {
                 switch len & 0xC0 {
                 case 0x00:
                     if len == 0 {
-                        return (DNSName(labels: labels), end ?? (pos + 1), wireLength)
+                        return (DNSName(labels: labels, text: text), end ?? (pos + 1), wireLength)
                     }
                     let l = Int(len)
                     guard pos + 1 + l <= lim, let label = bytes.slice(pos + 1, l) else {
@@ -239,7 +244,10 @@ public struct DNSMessage: Sendable, Equatable {
                                                    "name longer than \(DNSMessage.maxNameLength) bytes", offset: start))
                         return nil
                     }
-                    labels.append(DNSText.format(label))
+                    let l1 = DNSText.format(label)
+                    if !labels.isEmpty { text.append(".") }
+                    text.append(l1)
+                    labels.append(l1)
                     pos += 1 + l
                 case 0xC0:
                     guard pos + 2 <= lim, let lo = bytes.byte(pos + 1) else {
@@ -271,7 +279,8 @@ public struct DNSMessage: Sendable, Equatable {
                                                        "name longer than \(DNSMessage.maxNameLength) bytes", offset: start))
                             return nil
                         }
-                        let name = labels.isEmpty ? cached.0 : DNSName(labels: labels + cached.0.labels)
+                        let name = labels.isEmpty || cached.0.isRoot ? (labels.isEmpty ? cached.0 : DNSName(labels: labels, text: text))
+                            : DNSName(labels: labels + cached.0.labels, text: text + "." + cached.0.text)
                         return (name, end ?? (pos + 2), total)
                     }
                     segmentStart = target
