@@ -52,6 +52,7 @@ let testTargets: [(String, [Target.Dependency])] = [
     ("PeerscopeCoreTests", ["PeerscopeCore"]),
     ("PeerscopeCaptureTests", ["PeerscopeCapture", "PeerscopeCore"]),
     ("PeerscopePacketsTests", ["PeerscopePackets", "PeerscopeCore"]),
+    ("PeerscopePipelineTests", ["PeerscopePlugins", "PeerscopeCore"]),
     ("PeerscopeDiscoveryTests", ["PeerscopePlugins", "PeerscopeCore"]),
     ("PeerscopeInvitationTests", ["PeerscopePlugins", "PeerscopeCore"]),
     ("PeerscopeSessionTests", ["PeerscopePlugins", "PeerscopeCore"]),

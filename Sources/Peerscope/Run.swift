@@ -1,4 +1,5 @@
 import PeerscopeCore
+import PeerscopeCapture
 
 /// The outcome of reading inputs through the pipeline: counts, diagnostics and peer events.
 public struct RunResult {
@@ -14,10 +15,13 @@ public struct RunResult {
     public var inputProblems: [String]
     /// What discovery and invitations taught about peers.
     public var directory: PeerDirectory
+    /// Every diagnostic counted by id (`diagnostics` keeps only the first few of each).
+    public var diagnosticCounts: [String: Int]
 
     public init(inputs: [String], stats: CaptureStats = CaptureStats(), diagnostics: [Diagnostic] = [],
                 events: [PeerEvent] = [], complete: Bool = true, inputProblems: [String] = [],
-                directory: PeerDirectory = PeerDirectory()) {
+                directory: PeerDirectory = PeerDirectory(), diagnosticCounts: [String: Int] = [:]) {
+        self.diagnosticCounts = diagnosticCounts
         self.inputs = inputs
         self.stats = stats
         self.diagnostics = diagnostics
@@ -31,20 +35,53 @@ public struct RunResult {
 /// An input that cannot be read at all (missing, unreadable, not a capture).
 public struct InputError: Error, CustomStringConvertible {
     public var path: String
-    public var reason: String
-    public init(path: String, reason: String) {
+    /// One line that names the file and the cause.
+    public var message: String
+    public init(path: String, message: String) {
         self.path = path
-        self.reason = reason
+        self.message = message
     }
-    public var description: String { "\(path): \(reason)" }
+    public var description: String { message }
 }
 
 public enum PeerscopeRun {
     /// Reads capture files through capture -> packets -> plugins, calling `onMessage` for each decoded
-    /// message in capture order (several files are merged by time).
+    /// message in capture order (several files are merged by time). Inputs that cannot be opened are
+    /// reported in `inputProblems` and the rest are still analysed; only when none can be opened does
+    /// it throw.
     public static func decode(paths: [String], options: DecodeOptions = DecodeOptions(wantsMessages: true),
-                              onMessage: (DecodedMessage) -> Void = { _ in }) throws(InputError) -> RunResult {
-        // Wired up once the capture and packet layers land (see issue 2).
-        throw InputError(path: paths.first ?? "", reason: "the pipeline is not wired yet")
+                              collectEvents: Bool = true,
+                              onMessage: @escaping (DecodedMessage) -> Void = { _ in }) throws(InputError) -> RunResult {
+        var engineOptions = EngineOptions(decode: options)
+        engineOptions.collectEvents = collectEvents
+        return try run(paths: paths, engine: Engine(options: engineOptions, onMessage: onMessage))
+    }
+
+    /// Runs `engine` over the capture files at `paths`.
+    public static func run(paths: [String], engine: Engine) throws(InputError) -> RunResult {
+        var problems: [String] = []
+        var readers: [CaptureFileReader] = []
+        var firstError: InputError?
+        for (i, p) in paths.enumerated() {
+            do {
+                readers.append(try CaptureFileReader(path: p, input: i))
+            } catch {
+                let e = InputError(path: p, message: error.description)
+                problems.append(e.description)
+                engine.record(Diagnostic(id: "input.unreadable", severity: .error, message: error.description))
+                if firstError == nil { firstError = e }
+            }
+        }
+        if readers.isEmpty, let firstError { throw firstError }
+        let reader = MergedCaptureReader(readers: readers)
+        while let frame = reader.next() { engine.process(frame) }
+        for p in reader.problems {
+            problems.append(p.description)
+            engine.record(p.diagnostic)
+        }
+        engine.finish()
+        return RunResult(inputs: paths, stats: engine.stats, diagnostics: engine.diagnostics, events: engine.events,
+                         complete: problems.isEmpty, inputProblems: problems, directory: engine.directory,
+                         diagnosticCounts: engine.diagnosticCounts)
     }
 }

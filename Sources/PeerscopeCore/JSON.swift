@@ -85,7 +85,7 @@ public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, 
         case .uint(let v): out += String(v)
         case .double(let d):
             if d.isFinite {
-                if d.rounded() == d && abs(d) < 1e15 { out += String(Int64(d)) } else { out += "\(d)" }
+                out += "\(d)"  // Swift prints integral doubles as "150.0": they stay doubles when read back
             } else { out += "null" }
         case .string(let s): JSONValue.escape(s, into: &out)
         case .array(let a):

@@ -20,6 +20,10 @@ public enum PluginRegistry {
 
     static var invitation: [any DecoderPlugin.Type] {
         [
+            InvitationFramingPlugin.self,
+            InviteMessagePlugin.self,
+            InviteResponsePlugin.self,
+            InviteConnectPlugin.self,
         ]
     }
 
@@ -27,6 +31,15 @@ public enum PluginRegistry {
 
     static var session: [any DecoderPlugin.Type] {
         [
+            STUNPlugin.self,
+            DTLSPlugin.self,
+            GCKHelloPlugin.self,
+            GCKDDPlugin.self,
+            GCKLSAPlugin.self,
+            GCKLSAACKPlugin.self,
+            GCKDataPlugin.self,
+            GCKHeartbeatPlugin.self,
+            GCKOtherPlugin.self,  // after the typed GCK plugins
         ]
     }
 
@@ -34,6 +47,12 @@ public enum PluginRegistry {
 
     static var appMessages: [any DecoderPlugin.Type] {
         [
+            AppJSONPlugin.self,
+            AppHandshakePlugin.self,
+            AppHandshakeResponsePlugin.self,
+            AppKeepAlivePlugin.self,
+            AppChatPlugin.self,
+            AppOtherPlugin.self,  // claims every app.json hand-off: must stay last
         ]
     }
 
@@ -41,6 +60,8 @@ public enum PluginRegistry {
 
     static var transport: [any DecoderPlugin.Type] {
         [
+            TCPConnectionPlugin.self,
+            ICMPErrorPlugin.self,
         ]
     }
 }

@@ -1,0 +1,121 @@
+import Foundation
+import PeerscopeCore
+import PeerscopeDetectors
+import PeerscopeLogs
+import PeerscopeReports
+
+/// Everything `peerscope analyze` / `check` can be asked for.
+public struct AnalysisOptions {
+    /// Capture files, merged by time. Their input indexes come first.
+    public var captures: [String]
+    /// Log files; their input indexes follow the captures'.
+    public var logs: [String]
+    public var engine: EngineOptions
+    public var logOptions: LogOptions
+    public var detectors: DetectorConfig
+
+    public init(captures: [String] = [], logs: [String] = [], engine: EngineOptions = EngineOptions(),
+                logOptions: LogOptions = LogOptions(), detectors: DetectorConfig = .defaults) {
+        self.captures = captures
+        self.logs = logs
+        self.engine = engine
+        self.logOptions = logOptions
+        self.detectors = detectors
+    }
+}
+
+/// The outcome: the report, plus what the run saw on the way (for unknown-line listings etc.).
+public struct Analysis {
+    public var report: Report
+    public var run: RunResult
+    public var logs: LogReadResult?
+}
+
+public enum PeerscopeAnalysis {
+    /// Captures and logs through the whole pipeline into one report. Inputs that cannot be read are
+    /// reported (`report.inputProblems`, `complete == false`) and the rest still analysed; it throws
+    /// only when no input at all can be read.
+    public static func analyze(_ options: AnalysisOptions) throws(InputError) -> Analysis {
+        let engine = Engine(options: options.engine)
+        var run: RunResult
+        if options.captures.isEmpty {
+            engine.finish()
+            run = RunResult(inputs: [], directory: engine.directory)
+        } else {
+            do {
+                run = try PeerscopeRun.run(paths: options.captures, engine: engine)
+            } catch {
+                if options.logs.isEmpty { throw error }
+                // Logs may still tell the story: carry on with them.
+                engine.finish()
+                run = RunResult(inputs: options.captures, complete: false, inputProblems: [error.description],
+                                directory: engine.directory)
+            }
+        }
+        return try finish(engine: engine, run: run, options: options)
+    }
+
+    /// Adds the logs of `options` to a finished capture run (file or live) and builds the report.
+    public static func finish(engine: Engine, run capture: RunResult, options: AnalysisOptions) throws(InputError) -> Analysis {
+        var run = capture
+        run.inputs = options.captures + options.logs
+        var events = run.events
+        var logResult: LogReadResult?
+        var logPaths: [(Int, String)] = []
+        for (i, p) in options.logs.enumerated() {
+            if FileManager.default.isReadableFile(atPath: p) {
+                var isDir: ObjCBool = false
+                if FileManager.default.fileExists(atPath: p, isDirectory: &isDir), isDir.boolValue {
+                    run.inputProblems.append("\(p): is a directory, not a log file")
+                    run.complete = false
+                    continue
+                }
+                logPaths.append((options.captures.count + i, p))
+            } else {
+                let why = FileManager.default.fileExists(atPath: p) ? "cannot read the file (permission denied)" : "no such file"
+                run.inputProblems.append("\(p): \(why)")
+                run.complete = false
+            }
+        }
+        if options.captures.isEmpty && logPaths.isEmpty && !options.logs.isEmpty {
+            throw InputError(path: options.logs[0], message: run.inputProblems.first ?? "\(options.logs[0]): cannot read")
+        }
+        // Read the readable logs together (dates are shared between them), keeping their input indexes.
+        if !logPaths.isEmpty {
+            do {
+                var all = LogReadResult()
+                // Contiguous runs of indexes read together; a gap (unreadable file) splits the run.
+                var group: [(Int, String)] = []
+                func flush() throws(LogInputError) {
+                    guard let first = group.first else { return }
+                    let r = try LogAnalyzer.read(paths: group.map(\.1), firstInput: first.0, options: options.logOptions,
+                                                 directory: run.directory)
+                    all.merge(r)
+                    group = []
+                }
+                for entry in logPaths {
+                    if let last = group.last, last.0 + 1 != entry.0 { try flush() }
+                    group.append(entry)
+                }
+                try flush()
+                logResult = all
+                run.stats.logLines &+= UInt64(max(0, all.lines))
+                for d in all.problems {
+                    run.diagnostics.append(d)
+                    run.diagnosticCounts[d.id, default: 0] += 1
+                }
+                events += all.events
+                events.sort { a, b in a.t != b.t ? a.t < b.t : a.evidence < b.evidence }
+            } catch {
+                throw InputError(path: error.path, message: error.description)
+            }
+        }
+        run.events = events
+        let end = max(run.stats.lastT ?? Int64.min, events.last?.t ?? Int64.min)
+        var report = Report.analyze(inputs: run.inputs, events: events, directory: run.directory, stats: run.stats,
+                                    diagnostics: run.diagnostics, complete: run.complete, inputProblems: run.inputProblems,
+                                    config: options.detectors, end: end == Int64.min ? nil : end)
+        report.diagnosticTotals = run.diagnosticCounts
+        return Analysis(report: report, run: run, logs: logResult)
+    }
+}

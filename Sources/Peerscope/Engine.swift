@@ -1,0 +1,110 @@
+import PeerscopeCore
+import PeerscopeCapture
+import PeerscopePackets
+import PeerscopePlugins
+
+/// Settings for one pass through capture -> packets -> plugins.
+public struct EngineOptions {
+    public var decode: DecodeOptions
+    public var packets: PacketOptions
+    /// The decoder plugins, in dispatch order.
+    public var plugins: [any DecoderPlugin.Type]
+    /// Keep peer events (analysis needs them; `decode` does not).
+    public var collectEvents: Bool
+    /// Diagnostics kept in full per id; the rest are counted.
+    public var diagnosticsKeptPerID: Int
+    /// How often plugins and flow tables see capture time move on.
+    public var tickInterval: Nanos
+
+    public init(decode: DecodeOptions = DecodeOptions(), packets: PacketOptions = PacketOptions(),
+                plugins: [any DecoderPlugin.Type] = PluginRegistry.decoders, collectEvents: Bool = true,
+                diagnosticsKeptPerID: Int = 50, tickInterval: Nanos = CaptureTime.second) {
+        self.decode = decode
+        self.packets = packets
+        self.plugins = plugins
+        self.collectEvents = collectEvents
+        self.diagnosticsKeptPerID = diagnosticsKeptPerID
+        self.tickInterval = tickInterval
+    }
+}
+
+/// The streaming core shared by file analysis and live capture: frames go in one at a time, in
+/// capture order; messages go out as they are decoded; counts, diagnostics and events accumulate.
+/// Memory depends on active flows and on the events kept, not on the number of frames.
+public final class Engine {
+    public let options: EngineOptions
+    public let context: PluginContext
+    public let pipeline: PluginPipeline
+    private let packets: PacketDecoder
+
+    public private(set) var stats = CaptureStats()
+    /// The first `diagnosticsKeptPerID` diagnostics of each id, in order.
+    public private(set) var diagnostics: [Diagnostic] = []
+    /// Every diagnostic counted by id.
+    public private(set) var diagnosticCounts: [String: Int] = [:]
+    public private(set) var events: [PeerEvent] = []
+
+    private var lastTick: Nanos?
+    private var lastT: Nanos = 0
+    private var frameHadDiagnostic = false
+    private var finished = false
+
+    public init(options: EngineOptions = EngineOptions(), onMessage: @escaping (DecodedMessage) -> Void = { _ in }) {
+        self.options = options
+        context = PluginContext(directory: PeerDirectory(), options: options.decode)
+        pipeline = PluginPipeline(plugins: options.plugins, context: context)
+        packets = PacketDecoder(options: options.packets)
+        context.onMessage = onMessage
+        context.onDiagnostic = { [unowned self] d in self.record(d) }
+        if options.collectEvents {
+            context.onEvent = { [unowned self] e in self.events.append(e) }
+        }
+    }
+
+    public var directory: PeerDirectory { context.directory }
+
+    /// Record a diagnostic from any layer (also used for input problems).
+    public func record(_ d: Diagnostic) {
+        frameHadDiagnostic = true
+        let n = diagnosticCounts[d.id, default: 0]
+        diagnosticCounts[d.id] = n + 1
+        if n < options.diagnosticsKeptPerID { diagnostics.append(d) }
+    }
+
+    /// Feed one frame (frames must come in capture order across all inputs).
+    public func process(_ frame: RawFrame) {
+        let t = frame.info.t
+        stats.count(frame.info)
+        frameHadDiagnostic = false
+        if t > lastT { lastT = t }
+        if let last = lastTick {
+            if t &- last >= options.tickInterval {
+                tick(t)
+            }
+        } else {
+            lastTick = t
+        }
+        packets.decode(frame, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
+        if frameHadDiagnostic { stats.framesWithDiagnostics &+= 1 }
+    }
+
+    private func tick(_ t: Nanos) {
+        lastTick = t
+        packets.advance(to: t, { [pipeline] unit in pipeline.process(unit) })
+        pipeline.tick(t)
+    }
+
+    /// End of input: flush flows and plugin timers at the last capture time.
+    public func finish() {
+        guard !finished else { return }
+        finished = true
+        packets.finish(at: lastT, { [pipeline] unit in pipeline.process(unit) })
+        pipeline.finish(lastT)
+        stats.plugins = pipeline.framesPerPlugin
+        stats.undecoded = pipeline.unclaimed
+        // Plugins may report timer events (expiry) after later frames: keep events in time order.
+        events = events.enumerated().sorted { a, b in
+            a.element.t != b.element.t ? a.element.t < b.element.t : a.offset < b.offset
+        }.map(\.element)
+    }
+}

@@ -1,0 +1,140 @@
+import ArgumentParser
+import Foundation
+import Peerscope
+import PeerscopeCapture
+import PeerscopeCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Read by the SIGINT handler only; written once before the handler is installed.
+nonisolated(unsafe) var liveStopHandle: LiveCaptureStopHandle?
+
+struct Capture: ParsableCommand {
+    static let defaultFilter = "udp port 5353 or udp portrange 16384-16402 or (tcp and not port 80 and not port 443) or icmp or icmp6"
+
+    static let configuration = CommandConfiguration(
+        abstract: "Capture live on an interface and analyse as packets arrive.",
+        discussion: """
+        Opens IFACE with libpcap and runs the same pipeline as `analyze` on each packet as it arrives. \
+        Stops after --duration seconds, --count packets, or Ctrl-C, then prints the final report. \
+        --write saves everything captured as pcapng (nanosecond timestamps) for later `analyze`. \
+        --decode prints each decoded message as a JSON line while capturing.
+
+        The default filter keeps what MultipeerConnectivity uses:
+          \(defaultFilter)
+        mDNS discovery (UDP 5353), the GCK session ports (UDP 16384-16402), the TCP invitation channel \
+        (its port is ephemeral, announced in mDNS, so TCP is kept apart from web ports) and ICMP errors. \
+        --filter replaces it with any BPF expression (tcpdump syntax).
+
+        Permissions: capturing needs root or CAP_NET_RAW on Linux (`sudo setcap \
+        cap_net_raw,cap_net_admin=eip $(command -v peerscope)`), and sudo or access to /dev/bpf* on macOS. \
+        On a Mac capture en0 and awdl0 (peer-to-peer Wi-Fi); for an iPhone use `rvictl -s UDID` and rvi0.
+
+        Examples:
+          sudo peerscope capture -i awdl0 --duration 120 --write awdl0.pcapng
+          sudo peerscope capture -i en0 --count 5000 --format json -o report.json
+          sudo peerscope capture -i rvi0 --decode --filter 'udp portrange 16384-16402'
+          sudo peerscope capture -i lo --filter 'udp port 9999' --count 10
+        """
+    )
+
+    @Option(name: [.customShort("i"), .customLong("interface")], help: ArgumentHelp("Interface to capture on (en0, awdl0, rvi0, eth0, lo, any).", valueName: "iface"))
+    var interface: String
+
+    @Option(help: ArgumentHelp("BPF capture filter (tcpdump syntax). Default: the MPC filter above.", valueName: "bpf"))
+    var filter: String?
+
+    @Option(name: .customLong("snaplen"), help: ArgumentHelp("Bytes kept per packet.", valueName: "bytes"))
+    var snapLength: Int32 = 262_144
+
+    @Flag(inversion: .prefixedNo, help: "Put the interface in promiscuous mode.")
+    var promiscuous = true
+
+    @Flag(inversion: .prefixedNo, help: "Immediate mode: deliver packets as they arrive instead of in kernel-buffered batches.")
+    var immediate = true
+
+    @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
+    var duration: Double?
+
+    @Option(help: ArgumentHelp("Stop after this many packets.", valueName: "n"))
+    var count: UInt64?
+
+    @Option(help: ArgumentHelp("Also save what was captured to this pcapng file.", valueName: "file"))
+    var write: String?
+
+    @Flag(help: "Print each decoded message as a JSON line while capturing.")
+    var decode = false
+
+    @OptionGroup var analysis: AnalysisArguments
+    @OptionGroup var report: ReportArguments
+
+    func validate() throws {
+        if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
+        if count == 0 { throw ValidationError("--count must be positive") }
+        if snapLength < 64 { throw ValidationError("--snaplen must be at least 64") }
+    }
+
+    func run() throws {
+        let options = LiveCaptureOptions(
+            interface: interface, filter: filter ?? Self.defaultFilter, snapLength: snapLength, promiscuous: promiscuous,
+            immediate: immediate, duration: duration.map { CaptureTime.nanos(seconds: $0) }, count: count)
+        let live: LiveCapture
+        do { live = try LiveCapture(options) } catch {
+            throw CommandFailure(message: error.description, status: ExitStatus.input)
+        }
+        if let w = live.warning { printError("\(interface): \(w)") }
+        var writer: PcapngWriter?
+        if let write {
+            do { writer = try PcapngWriter(path: write) } catch {
+                throw CommandFailure(message: error.description, status: ExitStatus.input)
+            }
+        }
+        var analysisOptions = try analysis.analysisOptions(captures: [])
+        let live_out = try OutputSink(path: nil, lineBuffered: true)
+        analysisOptions.engine.decode.wantsMessages = decode
+        let engine = Engine(options: analysisOptions.engine) { m in live_out.line(m.json(includeInput: false).jsonText) }
+
+        liveStopHandle = live.stopHandle
+        signal(SIGINT) { _ in liveStopHandle?.requestStop() }
+        signal(SIGTERM) { _ in liveStopHandle?.requestStop() }
+        defer {
+            signal(SIGINT, SIG_DFL)
+            signal(SIGTERM, SIG_DFL)
+        }
+        printError("capturing on \(interface) (filter: \(filter ?? Self.defaultFilter)); Ctrl-C stops")
+        var writeError: String?
+        let summary: LiveCaptureSummary
+        do {
+            summary = try live.run { frame in
+                engine.process(frame)
+                if let w = writer, writeError == nil {
+                    do { try w.write(frame) } catch { writeError = "\(error)" }
+                }
+            }
+        } catch {
+            throw CommandFailure(message: "\(error)", status: ExitStatus.input)
+        }
+        do { try writer?.close() } catch { writeError = writeError ?? error.description }
+        live_out.finish()
+        engine.finish()
+        var stopped = "stopped (\(summary.stopReason.rawValue)) after \(summary.frames) packet(s)"
+        if let d = summary.dropped, d > 0 { stopped += "; \(d) dropped by the kernel buffer" }
+        printError(stopped)
+        var run = RunResult(inputs: ["live:\(interface)"], stats: engine.stats, diagnostics: engine.diagnostics,
+                            events: engine.events, complete: writeError == nil, directory: engine.directory,
+                            diagnosticCounts: engine.diagnosticCounts)
+        if let writeError { run.inputProblems.append(writeError) }
+        var opts = analysisOptions
+        opts.captures = ["live:\(interface)"]
+        let result: Analysis
+        do { result = try PeerscopeAnalysis.finish(engine: engine, run: run, options: opts) } catch {
+            throw CommandFailure(message: error.description, status: ExitStatus.input)
+        }
+        if !decode || report.output != nil { try report.write(result.report) }
+        reportSideNotes(result, showUnknown: analysis.showUnknown)
+        if writeError != nil { throw ExitCode(ExitStatus.input) }
+    }
+}

@@ -1,0 +1,82 @@
+import ArgumentParser
+import Peerscope
+import PeerscopeCore
+
+struct Decode: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print every decoded message as one JSON object per line (JSON Lines).",
+        discussion: """
+        Like `tshark -T json`, but flat: each line has `frame` (1-based, per input), `t` (capture time, \
+        integer nanoseconds since the Unix epoch), `plugin` (the decoder plugin's id, see `peerscope \
+        plugins`), `type` (the message type), `proto`/`src`/`dst` when the message came over UDP or TCP, \
+        then the decoded fields. With several inputs, frames are merged by capture time and each line \
+        also has `input` (0-based index of the file on the command line).
+
+        Message contents (chat text) are replaced by their size unless --show-payloads is given.
+        Problems with the input (truncated file, malformed packets) go to standard error; decoding goes \
+        on where it can.
+
+        Examples:
+          peerscope decode Samples/healthy-pair.pcapng
+          peerscope decode Samples/healthy-pair.pcapng --plugin mdns --plugin stun
+          peerscope decode a.pcapng b.pcapng.gz | jq -c 'select(.type == "Heartbeat")'
+        """
+    )
+
+    @Argument(help: ArgumentHelp("Capture files (pcap or pcapng, optionally gzip-compressed).", valueName: "file"))
+    var files: [String]
+
+    @Option(name: .customLong("plugin"), help: ArgumentHelp("Only print messages of this plugin id (repeatable).", valueName: "id"))
+    var plugins: [String] = []
+
+    @Flag(name: .customLong("show-payloads"), help: "Include message contents (chat text) in the output.")
+    var showPayloads = false
+
+    @Flag(name: .customLong("diagnostics"), help: "Also print each diagnostic (malformed input) as a JSON line with \"plugin\": \"diagnostic\".")
+    var printDiagnostics = false
+
+    func validate() throws {
+        if files.isEmpty { throw ValidationError("give at least one capture file") }
+        let known = Set(PeerscopeInfo.decoderPlugins.map(\.id))
+        for p in plugins where !known.contains(p) {
+            throw ValidationError("unknown plugin '\(p)'; `peerscope plugins` lists them")
+        }
+    }
+
+    func run() throws {
+        let out = try OutputSink(path: nil)
+        let only = Set(plugins)
+        let multi = files.count > 1
+        let result: RunResult
+        do {
+            result = try PeerscopeRun.decode(
+                paths: files, options: DecodeOptions(showPayloads: showPayloads, wantsMessages: true),
+                collectEvents: false
+            ) { m in
+                if only.isEmpty || only.contains(m.plugin) { out.line(m.json(includeInput: multi).jsonText) }
+            }
+        } catch {
+            out.finish()
+            throw CommandFailure(message: error.description, status: ExitStatus.input)
+        }
+        if printDiagnostics {
+            for d in result.diagnostics {
+                var o: [(String, JSONValue)] = []
+                if case .frame(let input, let frame) = d.evidence {
+                    if multi { o.append(("input", .int(Int64(input)))) }
+                    o.append(("frame", .uint(frame)))
+                }
+                if let t = d.t { o.append(("t", .int(t))) }
+                o.append(("plugin", "diagnostic"))
+                o.append(("type", .string(d.id)))
+                o.append(("severity", .string(d.severity.rawValue)))
+                if let off = d.offset { o.append(("offset", .int(Int64(off)))) }
+                o.append(("message", .string(d.message)))
+                out.line(JSONValue.object(o).jsonText)
+            }
+        }
+        out.finish()
+        for p in result.inputProblems { printError(p) }
+        if !result.complete { throw ExitCode(ExitStatus.input) }
+    }
+}

@@ -1,0 +1,66 @@
+import HeapModule
+import PeerscopeCore
+
+/// Streams the frames of several capture files in capture-time order.
+///
+/// Holds one pending frame per file in a heap; ties are broken by input order, then frame order, so
+/// the output is deterministic. Frames keep the input index and frame number of their own file.
+public final class MergedCaptureReader {
+    private struct Pending: Comparable {
+        var frame: RawFrame
+        var slot: Int
+
+        static func < (a: Pending, b: Pending) -> Bool {
+            let x = a.frame.info, y = b.frame.info
+            if x.t != y.t { return x.t < y.t }
+            if x.input != y.input { return x.input < y.input }
+            if a.slot != b.slot { return a.slot < b.slot }
+            return x.number < y.number
+        }
+
+        static func == (a: Pending, b: Pending) -> Bool {
+            a.frame.info == b.frame.info && a.slot == b.slot
+        }
+    }
+
+    /// The readers, in the order given.
+    public let readers: [CaptureFileReader]
+    private var heap = Heap<Pending>()
+    private var primed = false
+
+    /// Opens every path; input indexes are `firstInput`, `firstInput + 1`, … in the order given.
+    /// Throws the first file that cannot be opened at all.
+    public convenience init(paths: [String], firstInput: Int = 0) throws(CaptureError) {
+        var readers: [CaptureFileReader] = []
+        for (i, path) in paths.enumerated() {
+            readers.append(try CaptureFileReader(path: path, input: firstInput &+ i))
+        }
+        self.init(readers: readers)
+    }
+
+    /// Merges readers that are already open (each keeps the input index it was given).
+    public init(readers: [CaptureFileReader]) {
+        self.readers = readers
+    }
+
+    /// The next frame in capture-time order, or nil when every file is exhausted.
+    public func next() -> RawFrame? {
+        if !primed {
+            primed = true
+            for (slot, r) in readers.enumerated() {
+                if let f = r.next() { heap.insert(Pending(frame: f, slot: slot)) }
+            }
+        }
+        guard let top = heap.popMin() else { return nil }
+        if let f = readers[top.slot].next() {
+            heap.insert(Pending(frame: f, slot: top.slot))
+        }
+        return top.frame
+    }
+
+    /// Problems of the files that stopped early, in input order (complete once `next()` returned nil).
+    public var problems: [CaptureProblem] { readers.compactMap(\.problem) }
+
+    /// Non-fatal findings of every file (e.g. `capture.timestamp.clamped`), in input order.
+    public var diagnostics: [Diagnostic] { readers.flatMap(\.diagnostics) }
+}

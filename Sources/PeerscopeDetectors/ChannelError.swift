@@ -1,0 +1,192 @@
+import PeerscopeCore
+import PeerscopeTimeline
+
+/// `channel-error`: a channel broke or carried something it should not have.
+///
+/// | case | severity | peer at fault |
+/// |---|---|---|
+/// | DTLS alert (`close_notify` is info, fatal is error, other warning) | per level | the sender of the alert |
+/// | ICMP unreachable for a session or invitation flow | error | the unreachable peer (else the reporter) |
+/// | TCP reset on an invitation channel before the response | error | the side that sent the reset |
+/// | TCP connection to a known peer refused | error | the refusing peer |
+/// | a packet failing its CRC (`channel.checksum`) | warning | the sender |
+/// | app or GCK data while the DTLS handshake was still running, or app messages while the session was still being set up | error | the sender |
+/// | incompatible encryption preferences (`encryption` attr required vs none, or the log line) | error | the peer with `none` (log: the peer named) |
+/// | send errors from logs (one finding per session, with the count) | warning | the peer named |
+/// | local network permission errors (-72008) | error | the log owner |
+public struct ChannelErrorDetector: Detector {
+    public static let kind = "channel-error"
+    public static let descriptor = DetectorDescriptor(
+        kind: kind,
+        summary: "DTLS alerts, ICMP unreachable, resets, bad checksums, data before the secure channel, encryption mismatch, send errors",
+        thresholds: [],
+        make: { ChannelErrorDetector(config: $0) })
+
+    public init(config: DetectorConfig) {}
+
+    /// GCK binds 16402 down to 16384.
+    static let gckPorts: ClosedRange<UInt16> = 16384 ... 16402
+
+    private static func encryption(_ v: String?) -> String? {
+        switch squash(v) {
+        case "required", "1": return "required"
+        case "none", "2": return "none"
+        case "optional", "0": return "optional"
+        default: return nil
+        }
+    }
+
+    public func run(_ input: DetectorInput) -> [Finding] {
+        let kind = ChannelErrorDetector.kind
+        var out: [Finding] = []
+        var invitationFlows: Set<FlowKey> = []
+        var answeredPairs: Set<PeerPair> = []
+        var encryption: [SessionKey: [PeerRef: (String, Evidence)]] = [:]
+        var sendErrors: [String: (Finding, Int)] = [:]
+        var sendOrder: [String] = []
+
+        for e in input.timelines.events {
+            let scope = input.scope(e)
+            switch e.kind {
+            case .invitationHello, .invitationAccept, .invite, .inviteConnect, .invitationReceipt:
+                if let f = e.flow { invitationFlows.insert(f.canonical) }
+                if let p = e.pair, e.kind == .invite { answeredPairs.remove(p) }
+            case .inviteResponse:
+                if let f = e.flow { invitationFlows.insert(f.canonical) }
+                if let p = e.pair { answeredPairs.insert(p) }
+            default: break
+            }
+
+            switch e.kind {
+            case .dtlsAlert:
+                let level = squash(e.event.attrs["level"])
+                let desc = e.event.attrs["description"] ?? "unknown"
+                let severity: Severity = squash(desc).contains("closenotify") || desc == "0" ? .info
+                    : (level == "fatal" || level == "2" ? .error : .warning)
+                out.append(input.finding(kind, severity, peer: e.from, t: e.t,
+                                         "\(input.label(e.from)) sent a DTLS alert (\(level.isEmpty ? "" : level + " ")\(desc)) to \(input.label(e.to))",
+                                         evidence: [e.evidence], key: "\(kind)|alert|\(scope)|\(squash(desc))",
+                                         details: ["case": "dtls-alert", "description": desc, "level": level]))
+
+            case .icmpUnreachable:
+                let quoted = e.flow
+                let sessionFlow = quoted.map {
+                    ChannelErrorDetector.gckPorts.contains($0.src.port) || ChannelErrorDetector.gckPorts.contains($0.dst.port)
+                        || invitationFlows.contains($0.canonical)
+                } ?? false
+                var target: PeerRef?
+                if let q = quoted {
+                    target = input.timelines.resolver.resolve(PeerHint(endpoint: q.dst))
+                }
+                let known: Bool = {
+                    if case .id? = target { return true }
+                    return e.session != nil
+                }()
+                guard sessionFlow || known else { break }
+                let peer: PeerRef? = {
+                    if case .id? = target { return target }
+                    return e.from ?? target
+                }()
+                let what = e.event.attrs["description"] ?? e.event.attrs["code"].map { "code \($0)" } ?? "unreachable"
+                out.append(input.finding(kind, .error, peer: peer, t: e.t,
+                                         "ICMP unreachable (\(what)) for \(quoted.map { "\($0)" } ?? "a session flow") to \(input.label(peer))",
+                                         evidence: [e.evidence], key: "\(kind)|icmp|\(quoted.map { "\($0.canonical)" } ?? scope)",
+                                         details: ["case": "icmp-unreachable"]))
+
+            case .tcpReset:
+                guard let f = e.flow, invitationFlows.contains(f.canonical) else { break }
+                if let p = e.pair, answeredPairs.contains(p) { break }
+                out.append(input.finding(kind, .error, peer: e.from, t: e.t,
+                                         "\(input.label(e.from)) reset the invitation channel with \(input.label(e.to)) before the invitation was answered",
+                                         evidence: [e.evidence], key: "\(kind)|reset|\(f.canonical)",
+                                         details: ["case": "tcp-reset"]))
+
+            case .tcpRefused:
+                // The refusing side: a known peer whose advertised port no longer listens (stale record).
+                let refuser: PeerRef? = {
+                    if case .id? = e.from { return e.from }
+                    if case .id? = e.to { return e.to }
+                    return nil
+                }()
+                guard let refuser else { break }
+                out.append(input.finding(kind, .error, peer: refuser, t: e.t,
+                                         "connection to \(input.label(refuser)) refused (stale advertisement or the app is gone)",
+                                         evidence: [e.evidence], key: "\(kind)|refused|\(e.flow.map { "\($0.canonical)" } ?? scope)",
+                                         details: ["case": "tcp-refused"]))
+
+            case .checksumError:
+                out.append(input.finding(kind, .warning, peer: e.from, t: e.t,
+                                         "\(input.label(e.from)) sent a packet that fails its checksum\(e.event.attrs["type"].map { " (\($0))" } ?? "")",
+                                         evidence: [e.evidence], key: "\(kind)|checksum|\(scope)",
+                                         details: ["case": "checksum"]))
+
+            case .appHandshake, .appHandshakeResponse, .appKeepAlive, .appChat, .appOther, .gckData:
+                guard let s = e.session, let inst = input.session(s) else { break }
+                if e.dtlsStartedBefore && !e.secureBefore {
+                    out.append(input.finding(kind, .error, peer: e.from, t: e.t,
+                                             "\(input.label(e.from)) sent data to \(input.label(e.to)) before the secure channel was established",
+                                             evidence: [e.evidence], key: "\(kind)|before-secure|\(s)",
+                                             details: ["case": "data-before-secure"]))
+                } else if e.kind.family == "app", !e.establishedBefore, !inst.startedBeforeInput,
+                          [.connecting, .iceChecks, .secureHandshake, .gckHandshake].contains(where: { st in
+                              inst.milestone(st).map { $0.t <= e.t } ?? false
+                          }) {
+                    out.append(input.finding(kind, .error, peer: e.from, t: e.t,
+                                             "\(input.label(e.from)) sent app data to \(input.label(e.to)) before the session was connected",
+                                             evidence: [e.evidence], key: "\(kind)|before-connected|\(s)",
+                                             details: ["case": "data-before-connected"]))
+                }
+
+            case .encryptionIncompatible:
+                var peer = e.from
+                if case .logOwner? = peer { peer = e.to }
+                out.append(input.finding(kind, .error, peer: peer, t: e.t,
+                                         "\(input.label(peer)) has an incompatible encryption preference\(e.event.attrs["encryption"].map { " (\($0))" } ?? "")",
+                                         evidence: [e.evidence], key: "\(kind)|encryption|\(scope)",
+                                         details: ["case": "encryption"]))
+
+            case .sendError:
+                var peer = e.from
+                if case .logOwner? = peer { peer = e.to }
+                let k = "\(kind)|send|\(scope)"
+                if var (f, n) = sendErrors[k] {
+                    n &+= 1
+                    f.evidence.append(e.evidence)
+                    f.message = "\(n) send errors to \(input.label(peer)) (first at \(input.at(f.t)))"
+                    f.details["count"] = String(n)
+                    sendErrors[k] = (f, n)
+                } else {
+                    let f = input.finding(kind, .warning, peer: peer, t: e.t, "send error to \(input.label(peer))",
+                                          evidence: [e.evidence], key: k, details: ["case": "send-error", "count": "1"])
+                    sendErrors[k] = (f, 1)
+                    sendOrder.append(k)
+                }
+
+            case .permissionError:
+                out.append(input.finding(kind, .error, peer: e.from ?? e.to, t: e.t,
+                                         "local network permission or Bonjour service declaration missing\(e.event.attrs["code"].map { " (\($0))" } ?? "")",
+                                         evidence: [e.evidence], key: "\(kind)|permission|\(scope)",
+                                         details: ["case": "permission"]))
+            default: break
+            }
+
+            // Encryption preferences carried in the connection data.
+            if e.kind == .inviteResponse || e.kind == .inviteConnect, let s = e.session, let from = e.from,
+               let pref = ChannelErrorDetector.encryption(e.event.attrs["encryption"]) {
+                var m = encryption[s] ?? [:]
+                m[from] = (pref, e.evidence)
+                encryption[s] = m
+                let prefs = Set(m.values.map(\.0))
+                if m.count == 2, prefs == ["required", "none"] {
+                    let none = m.first { $0.value.0 == "none" }?.key
+                    out.append(input.finding(kind, .error, peer: none, t: e.t,
+                                             "encryption preferences do not match: \(input.label(none)) uses none, \(input.label(none.map { s.pair.other($0) })) requires encryption",
+                                             evidence: m.values.map(\.1).sorted(), key: "\(kind)|encryption|\(s)",
+                                             details: ["case": "encryption"]))
+                }
+            }
+        }
+        for k in sendOrder { if let (f, _) = sendErrors[k] { out.append(f) } }
+        return out
+    }
+}

@@ -1,0 +1,172 @@
+import PeerscopeCore
+import PeerscopeTimeline
+
+/// What a detector is: its kind, what it looks for, its thresholds (with defaults) and how to make one.
+public struct DetectorDescriptor: Sendable {
+    public var kind: String
+    public var summary: String
+    public var thresholds: [ThresholdDescriptor]
+    public var make: @Sendable (DetectorConfig) -> any Detector
+
+    public init(kind: String, summary: String, thresholds: [ThresholdDescriptor],
+                make: @escaping @Sendable (DetectorConfig) -> any Detector) {
+        self.kind = kind
+        self.summary = summary
+        self.thresholds = thresholds
+        self.make = make
+    }
+}
+
+/// A detector: one kind of finding. Timers run on capture time; `input.end` is the end of input,
+/// which flushes them (a timer still open then is reported as open at end of input).
+///
+/// Timeouts are strict: a gap or wait counts as a timeout only when it is **greater than** the
+/// threshold (an answer exactly at the threshold is in time), as the seed app's
+/// `timeSinceLastKeepAlive > keepAliveTimeout` check does.
+public protocol Detector: Sendable {
+    static var descriptor: DetectorDescriptor { get }
+    init(config: DetectorConfig)
+    func run(_ input: DetectorInput) -> [Finding]
+}
+
+/// What detectors read: the timelines (resolved events, peers, session instances) and the end of input.
+public struct DetectorInput: Sendable {
+    public let timelines: Timelines
+    public let end: Nanos
+
+    public init(timelines: Timelines, end: Nanos) {
+        self.timelines = timelines
+        self.end = end
+    }
+
+    /// A finding about `peer`, with its label and idString filled in.
+    public func finding(_ kind: String, _ severity: Severity, peer: PeerRef?, t: Nanos, _ message: String,
+                        evidence: [Evidence], key: String, details: [String: String] = [:],
+                        openAtEnd: Bool = false) -> Finding {
+        Finding(kind: kind, severity: severity, peer: timelines.label(peer), peerID: timelines.idString(peer),
+                peerRef: peer, t: t, message: message, evidence: evidence, key: key, details: details,
+                openAtEnd: openAtEnd)
+    }
+
+    public func label(_ r: PeerRef?) -> String { timelines.label(r) }
+
+    /// `+12.345s` from the start of input.
+    public func at(_ t: Nanos) -> String { CaptureTime.relative(t, to: timelines.start ?? t) }
+
+    public func session(_ k: SessionKey?) -> SessionInstance? { k.flatMap { timelines.session($0) } }
+
+    /// A key naming the session instance, or the pair/peer when there is none.
+    public func scope(_ e: ResolvedEvent) -> String {
+        if let s = e.session { return s.description }
+        if let p = e.pair { return p.description }
+        return (e.from ?? e.to).map { "\($0)" } ?? "?"
+    }
+}
+
+/// The detectors, and running them.
+public enum DetectorSuite {
+    /// Every detector, in report order.
+    public static let all: [DetectorDescriptor] = [
+        HandshakeTimeoutDetector.descriptor,
+        KeepaliveTimeoutDetector.descriptor,
+        DuplicateConnectionDetector.descriptor,
+        ChannelErrorDetector.descriptor,
+        ReconnectStormDetector.descriptor,
+        DeclinedInvitationDetector.descriptor,
+    ]
+
+    public static var kinds: [String] { all.map(\.kind) }
+
+    public static var thresholds: [ThresholdDescriptor] { all.flatMap(\.thresholds) }
+
+    public static func threshold(named name: String) -> ThresholdDescriptor? {
+        for d in all { if let t = d.thresholds.first(where: { $0.name == name }) { return t } }
+        return nil
+    }
+
+    /// Effective thresholds (defaults with overrides applied), by name.
+    public static func effectiveThresholds(_ config: DetectorConfig) -> [(String, Double)] {
+        thresholds.map { ($0.name, config.value($0.name)) }
+    }
+
+    /// Runs the enabled detectors on timelines already built. `end` defaults to the timelines' end.
+    public static func run(timelines: Timelines, config: DetectorConfig = .defaults, end: Nanos? = nil) -> [Finding] {
+        let input = DetectorInput(timelines: timelines, end: max(end ?? timelines.end, timelines.end))
+        var all: [Finding] = []
+        for d in DetectorSuite.all where config.isEnabled(d.kind) {
+            all.append(contentsOf: d.make(config).run(input))
+        }
+        return merge(all)
+    }
+
+    /// Runs the detectors on events. When `timelines` has no events (built elsewhere or empty), the
+    /// events are put through a `TimelineBuilder` with an empty directory first.
+    public static func run(_ events: [PeerEvent], timelines: Timelines, config: DetectorConfig = .defaults,
+                           end: Nanos) -> [Finding] {
+        if timelines.events.isEmpty && !events.isEmpty {
+            let b = TimelineBuilder(directory: PeerDirectory())
+            b.add(contentsOf: events)
+            return run(timelines: b.finish(at: end), config: config, end: end)
+        }
+        return run(timelines: timelines, config: config, end: end)
+    }
+
+    /// Merges findings with the same key (earliest time, worst severity, evidence united) and sorts
+    /// them by time, kind and peer.
+    public static func merge(_ findings: [Finding]) -> [Finding] {
+        var order: [String] = []
+        var byKey: [String: Finding] = [:]
+        var evidenceSets: [String: Set<Evidence>] = [:]
+        for f in findings {
+            if var m = byKey[f.key] {
+                if f.severity > m.severity { m.severity = f.severity }
+                if f.t < m.t { m.t = f.t; m.message = f.message }
+                for (k, v) in f.details where m.details[k] == nil { m.details[k] = v }
+                m.openAtEnd = m.openAtEnd || f.openAtEnd
+                byKey[f.key] = m
+                evidenceSets[f.key, default: []].formUnion(f.evidence)
+            } else {
+                order.append(f.key)
+                byKey[f.key] = f
+                evidenceSets[f.key] = Set(f.evidence)
+            }
+        }
+        var out: [Finding] = []
+        for k in order {
+            guard var f = byKey[k] else { continue }
+            let ev = (evidenceSets[k] ?? []).sorted()
+            if ev.count > Finding.maxEvidence {
+                f.details["evidenceCount"] = String(ev.count)
+                f.evidence = Array(ev.prefix(Finding.maxEvidence))
+            } else {
+                f.evidence = ev
+            }
+            out.append(f)
+        }
+        return out.sorted {
+            if $0.t != $1.t { return $0.t < $1.t }
+            if $0.kind != $1.kind { return $0.kind < $1.kind }
+            if $0.peer != $1.peer { return $0.peer < $1.peer }
+            return $0.key < $1.key
+        }
+    }
+}
+
+/// Reads a few spellings of a flag attribute.
+func attrIsTrue(_ v: String?) -> Bool? {
+    guard let v else { return nil }
+    switch v.lowercased() {
+    case "true", "yes", "1": return true
+    case "false", "no", "0": return false
+    default: return nil
+    }
+}
+
+/// Lower-cased letters only (`DTLS Handshake` -> `dtlshandshake`).
+func squash(_ s: String?) -> String { (s ?? "").lowercased().filter { $0.isLetter || $0.isNumber } }
+
+/// True when a log timeout line says the channel was in fact connected ("ignore this timeout").
+func saysConnected(_ attrs: [String: String]) -> Bool {
+    let st = squash(attrs["state"])
+    return st == "connected" || st == "dtlsconnected" || attrIsTrue(attrs["ignored"]) == true
+}

@@ -1,0 +1,163 @@
+import PeerscopeCore
+import PeerscopeTimeline
+
+/// `duplicate-connection`: more than one invitation or session at once between the same two peers,
+/// or one display name behind two peer IDs at once.
+///
+/// * crossing invitations: both peers invited each other while the first invitation was still
+///   waiting (no response within `duplicate-connection.invite-window`, 30 s);
+/// * two invitation channels (TCP) open at the same time between the same pair;
+/// * an invitation or a new handshake for a pair whose session was already established;
+/// * two peer IDs with the same display name seen during overlapping periods, or
+///   `discovery.conflict.*` events; logs saying a peer was "already in dictionary"/"already
+///   connected", and the app ignoring a duplicate.
+/// All are warnings. The peer named is the one that made the second attempt (for a name shared by
+/// two IDs, the newer ID).
+public struct DuplicateConnectionDetector: Detector {
+    public static let kind = "duplicate-connection"
+    public static let descriptor = DetectorDescriptor(
+        kind: kind,
+        summary: "two invitations, channels or sessions at once between the same peers, or one name behind two peer IDs",
+        thresholds: [
+            ThresholdDescriptor("duplicate-connection.invite-window", 30,
+                                "an invitation without a response counts as pending for this long"),
+        ],
+        make: { DuplicateConnectionDetector(config: $0) })
+
+    let window: Nanos
+
+    public init(config: DetectorConfig) {
+        window = config.nanos("duplicate-connection.invite-window")
+    }
+
+    private struct Directed: Hashable {
+        var from: PeerRef
+        var to: PeerRef
+    }
+
+    public func run(_ input: DetectorInput) -> [Finding] {
+        let kind = DuplicateConnectionDetector.kind
+        var out: [Finding] = []
+        var pendingInvites: [Directed: (Nanos, Evidence)] = [:]
+        var openChannels: [PeerPair: [FlowKey: (Nanos, Evidence, PeerRef)]] = [:]
+
+        for e in input.timelines.events {
+            switch e.kind {
+            case .nameConflict, .instanceConflict:
+                let peer = e.from ?? e.to
+                out.append(input.finding(kind, .warning, peer: peer, t: e.t,
+                                         "discovery reports a \(e.kind == .nameConflict ? "name" : "service instance") conflict for \(input.label(peer))",
+                                         evidence: [e.evidence], key: "\(kind)|conflict|\(peer.map { "\($0)" } ?? "?")"))
+            case .connectionDecision:
+                let text = squash(e.event.attrs["reason"]) + squash(e.event.attrs["message"]) + squash(e.event.attrs["state"])
+                if text.contains("already") || squash(e.event.attrs["state"]) == "2" {
+                    let peer = e.from
+                    out.append(input.finding(kind, .warning, peer: peer, t: e.t,
+                                             "log: a new connection from \(input.label(peer)) was refused because the peer was already connected",
+                                             evidence: [e.evidence], key: "\(kind)|already|\(input.scope(e))"))
+                }
+            case .appDuplicateIgnored:
+                let peer = e.from
+                out.append(input.finding(kind, .warning, peer: peer, t: e.t,
+                                         "log: the app ignored a duplicate connection from \(input.label(peer))",
+                                         evidence: [e.evidence], key: "\(kind)|app-ignored|\(input.scope(e))"))
+            default: break
+            }
+
+            guard let from = e.from, let to = e.to, let pair = e.pair else { continue }
+
+            // Invitation channels (TCP) open at once.
+            if let flow = e.flow, flow.proto == .tcp {
+                let c = flow.canonical
+                switch e.kind {
+                case .invitationHello, .invitationAccept, .invite, .tcpOpened:
+                    var chans = openChannels[pair] ?? [:]
+                    if chans[c] == nil {
+                        if let other = chans.first(where: { $0.key != c }) {
+                            out.append(input.finding(
+                                kind, .warning, peer: from, t: e.t,
+                                "two invitation channels open at once between \(input.label(from)) and \(input.label(to)) (\(other.key) and \(c))",
+                                evidence: [other.value.1, e.evidence], key: "\(kind)|channels|\(pair)|\(c)",
+                                details: ["case": "channels"]))
+                        }
+                        chans[c] = (e.t, e.evidence, from)
+                    }
+                    openChannels[pair] = chans
+                case .tcpClosed, .tcpReset, .tcpRefused:
+                    openChannels[pair]?[c] = nil
+                default: break
+                }
+            }
+
+            switch e.kind {
+            case .invite:
+                let mine = Directed(from: from, to: to)
+                let theirs = Directed(from: to, to: from)
+                if let (t0, ev0) = pendingInvites[theirs], e.t &- t0 <= window {
+                    out.append(input.finding(
+                        kind, .warning, peer: from, t: e.t,
+                        "\(input.label(to)) and \(input.label(from)) invited each other at the same time (\(input.at(t0)) and \(input.at(e.t)))",
+                        evidence: [ev0, e.evidence], key: "\(kind)|crossing|\(pair)|\(t0)", details: ["case": "crossing-invitations"]))
+                }
+                if pendingInvites[mine] == nil { pendingInvites[mine] = (e.t, e.evidence) }
+                if e.establishedBefore, let s = e.session, input.session(s)?.end.map({ $0 >= e.t }) ?? true {
+                    out.append(input.finding(
+                        kind, .warning, peer: from, t: e.t,
+                        "\(input.label(from)) invited \(input.label(to)) again while their session #\(s.number) was connected",
+                        evidence: [e.evidence], key: "\(kind)|while-connected|\(s)", details: ["case": "second-session"]))
+                }
+            case .inviteResponse:
+                pendingInvites[Directed(from: to, to: from)] = nil
+            case .inviteConnect, .invitationHello:
+                if e.establishedBefore, let s = e.session, e.kind == .inviteConnect {
+                    out.append(input.finding(
+                        kind, .warning, peer: from, t: e.t,
+                        "\(input.label(from)) sent new connection data to \(input.label(to)) while their session #\(s.number) was connected",
+                        evidence: [e.evidence], key: "\(kind)|while-connected|\(s)", details: ["case": "second-session"]))
+                }
+            case .tcpReset, .tcpRefused, .tcpClosed:
+                pendingInvites[Directed(from: from, to: to)] = nil
+                pendingInvites[Directed(from: to, to: from)] = nil
+            default: break
+            }
+        }
+
+        // A new handshake superseded an established instance.
+        for inst in input.timelines.sessions where inst.endReason == "superseded by a new handshake" {
+            let next = input.timelines.sessions.first { $0.pair == inst.pair && $0.number == inst.number + 1 }
+            let peer = next?.originator ?? inst.pair.b
+            var ev: [Evidence] = [inst.startEvidence]
+            if let e = inst.endEvidence { ev.append(e) }
+            out.append(input.finding(
+                kind, .warning, peer: peer, t: inst.end ?? inst.start,
+                "\(input.label(peer)) started a new session with \(input.label(inst.pair.other(peer))) while session #\(inst.number) was still connected",
+                evidence: ev, key: "\(kind)|superseded|\(inst.key)", details: ["case": "second-session"]))
+        }
+
+        // One display name behind two peer IDs at once.
+        var byName: [String: [PeerInfo]] = [:]
+        for p in input.timelines.peers where p.peer.peerID != nil {
+            if let n = p.peer.displayName, !n.isEmpty { byName[n, default: []].append(p.peer) }
+        }
+        for (name, infos) in byName.sorted(by: { $0.key < $1.key }) where infos.count > 1 {
+            let sorted = infos.sorted { ($0.firstSeen ?? 0) < ($1.firstSeen ?? 0) }
+            for i in 1 ..< sorted.count {
+                let newer = sorted[i]
+                guard let nFirst = newer.firstSeen else { continue }
+                for older in sorted[..<i] {
+                    guard let oLast = older.lastSeen, oLast >= nFirst else { continue }
+                    var ev: [Evidence] = []
+                    if let e = input.timelines.timeline(older.ref)?.entries.first?.evidence.first { ev.append(e) }
+                    if let e = input.timelines.timeline(newer.ref)?.entries.first?.evidence.first { ev.append(e) }
+                    out.append(input.finding(
+                        kind, .warning, peer: newer.ref, t: nFirst,
+                        "display name \"\(name)\" is used by two peer IDs at once (\(older.idString ?? "?") and \(newer.idString ?? "?"))",
+                        evidence: ev, key: "\(kind)|name|\(name)|\(newer.ref)",
+                        details: ["case": "name", "peerIDs": "\(older.idString ?? "?"),\(newer.idString ?? "?")"]))
+                    break
+                }
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,64 @@
+import PeerscopeCore
+import PeerscopeTimeline
+
+/// A problem a detector found, with the peer at fault and the evidence.
+public struct Finding: Sendable, Hashable {
+    /// The detector kind (`handshake-timeout`, `keepalive-timeout`, ...).
+    public var kind: String
+    public var severity: Severity
+    /// Display label of the peer at fault: the one that did not answer, fell silent, sent the
+    /// alert/reset/bad packet (for a duplicate, either).
+    public var peer: String
+    /// The 13-character idString of that peer, when known.
+    public var peerID: String?
+    public var peerRef: PeerRef?
+    /// Capture time the problem shows (the start of the silence, the unanswered request...).
+    public var t: Nanos
+    /// One line; names, times and states only, never message contents.
+    public var message: String
+    /// Frame numbers and log lines, sorted.
+    public var evidence: [Evidence]
+    /// Stable identity: findings with the same key are one finding (evidence merged).
+    public var key: String
+    /// Machine-readable specifics (`phase`, `direction`, `seconds`, `threshold`...).
+    public var details: [String: String]
+    /// Still open when the input ended (a timer the end of input flushed).
+    public var openAtEnd: Bool
+
+    public init(kind: String, severity: Severity, peer: String, peerID: String?, peerRef: PeerRef? = nil, t: Nanos,
+                message: String, evidence: [Evidence], key: String, details: [String: String] = [:],
+                openAtEnd: Bool = false) {
+        self.kind = kind
+        self.severity = severity
+        self.peer = peer
+        self.peerID = peerID
+        self.peerRef = peerRef
+        self.t = t
+        self.message = message
+        self.evidence = evidence
+        self.key = key
+        self.details = details
+        self.openAtEnd = openAtEnd
+    }
+
+    /// Most evidence items kept per finding (the count of all is in `details["evidenceCount"]`).
+    public static let maxEvidence = 50
+}
+
+/// Formats seconds for messages: `6s`, `0.5s`, `2.25s`.
+public func secondsText(_ s: Double) -> String {
+    if s.rounded() == s, abs(s) < 1e12 { return "\(Int64(s))s" }
+    let ms = (s * 1000).rounded()
+    if ms.rounded() == ms, abs(ms) < 1e12 {
+        var t = "\(Int64(ms) / 1000).\(String(Int64(abs(ms)) % 1000).leftPadded(3))"
+        while t.hasSuffix("0") { t.removeLast() }
+        return t + "s"
+    }
+    return "\(s)s"
+}
+
+extension String {
+    func leftPadded(_ n: Int, _ c: Character = "0") -> String {
+        count >= n ? self : String(repeating: c, count: n - count) + self
+    }
+}

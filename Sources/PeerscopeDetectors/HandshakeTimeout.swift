@@ -1,0 +1,229 @@
+import PeerscopeCore
+import PeerscopeTimeline
+
+/// `handshake-timeout`: a setup phase began and did not complete within its timeout.
+///
+/// Phases (each its own threshold): `invitation` (invite without a response; MPC's own invite
+/// timeout, 30 s), `ice` (ICE checks without a STUN success), `dtls` (DTLS handshake not completed),
+/// `gck` (GCK Hello not answered), `app` (app `handshake` without a `handshake_response`).
+/// The peer at fault is the one that did not answer. An answer that came after the timeout is a
+/// warning; no answer at all is an error; a phase still waiting at the end of input within its
+/// timeout is reported as `info` (open at end). Log lines (`ice.timeout`, `dtls.timeout`,
+/// `gck.givingup`, `gck.timeout` other than Heartbeat, `invitation.timeout`, `app.timeout` about a
+/// handshake) are findings too, at fault the peer the line names.
+public struct HandshakeTimeoutDetector: Detector {
+    public static let kind = "handshake-timeout"
+    public static let descriptor = DetectorDescriptor(
+        kind: kind,
+        summary: "a handshake phase (invitation, ICE, DTLS, GCK Hello, app handshake) did not complete in time",
+        thresholds: [
+            ThresholdDescriptor("handshake-timeout.invite", 30, "invitation without a response (MPC's invite timeout)"),
+            ThresholdDescriptor("handshake-timeout.ice", 10, "ICE connectivity checks without a success response"),
+            ThresholdDescriptor("handshake-timeout.dtls", 10, "DTLS handshake not completed"),
+            ThresholdDescriptor("handshake-timeout.gck", 10, "GCK Hello not answered"),
+            ThresholdDescriptor("handshake-timeout.app", 10, "app handshake without a handshake_response"),
+        ],
+        make: { HandshakeTimeoutDetector(config: $0) })
+
+    public enum Phase: String, Sendable, CaseIterable {
+        case invitation, ice, dtls, gck, app
+
+        var threshold: String {
+            switch self {
+            case .invitation: "handshake-timeout.invite"
+            default: "handshake-timeout.\(rawValue)"
+            }
+        }
+
+        var what: String {
+            switch self {
+            case .invitation: "invitation"
+            case .ice: "ICE connectivity checks"
+            case .dtls: "DTLS handshake"
+            case .gck: "GCK Hello"
+            case .app: "app handshake"
+            }
+        }
+    }
+
+    let limits: [Phase: Nanos]
+
+    public init(config: DetectorConfig) {
+        var l: [Phase: Nanos] = [:]
+        for p in Phase.allCases { l[p] = config.nanos(p.threshold) }
+        limits = l
+    }
+
+    private struct Pending {
+        var phase: Phase
+        var session: SessionKey
+        var requester: PeerRef
+        var responder: PeerRef
+        var start: Nanos
+        var evidence: [Evidence]
+        var count: Int
+    }
+
+    private struct Key: Hashable {
+        var phase: Phase
+        var session: SessionKey
+        var responder: PeerRef?
+    }
+
+    public func run(_ input: DetectorInput) -> [Finding] {
+        var out: [Finding] = []
+        var pending: [Key: Pending] = [:]
+        var order: [Key] = []
+
+        func begin(_ phase: Phase, _ e: ResolvedEvent, requester: PeerRef, responder: PeerRef, session: SessionKey,
+                   keyResponder: PeerRef?) {
+            let k = Key(phase: phase, session: session, responder: keyResponder)
+            if var p = pending[k] {
+                p.count &+= 1
+                if p.evidence.count < 3 { p.evidence.append(e.evidence) }
+                if phase == .dtls { p.requester = requester; p.responder = responder }
+                pending[k] = p
+                return
+            }
+            pending[k] = Pending(phase: phase, session: session, requester: requester, responder: responder,
+                                 start: e.t, evidence: [e.evidence], count: 1)
+            order.append(k)
+        }
+
+        func complete(_ k: Key, _ e: ResolvedEvent) {
+            guard let p = pending.removeValue(forKey: k) else { return }
+            let limit = limits[p.phase] ?? 0
+            let waited = e.t &- p.start
+            if waited > limit {
+                out.append(input.finding(
+                    HandshakeTimeoutDetector.kind, .warning, peer: p.responder, t: p.start,
+                    "\(p.phase.what) from \(input.label(p.requester)) to \(input.label(p.responder)) answered only after \(CaptureTime.duration(waited)) (timeout \(secondsText(Double(limit) / 1e9)))",
+                    evidence: p.evidence + [e.evidence], key: key(p),
+                    details: details(p, waited: waited, limit: limit, outcome: "late")))
+            }
+        }
+
+        func completeAll(_ phases: [Phase], session: SessionKey, _ e: ResolvedEvent) {
+            for k in order where phases.contains(k.phase) && k.session == session && pending[k] != nil {
+                complete(k, e)
+            }
+        }
+
+        for e in input.timelines.events {
+            if let f = logFinding(e, input) { out.append(f) }
+            guard let s = e.session, let from = e.from, let to = e.to else { continue }
+            switch e.kind {
+            case .invite:
+                begin(.invitation, e, requester: from, responder: to, session: s, keyResponder: to)
+            case .inviteResponse:
+                complete(Key(phase: .invitation, session: s, responder: from), e)
+            case .tcpReset, .tcpRefused, .tcpClosed:
+                // The channel is gone: channel-error reports it; the invite is no longer waiting.
+                for k in order where k.phase == .invitation && k.session == s { pending.removeValue(forKey: k) }
+            case .iceRequest:
+                begin(.ice, e, requester: from, responder: to, session: s, keyResponder: to)
+            case .iceSuccess:
+                complete(Key(phase: .ice, session: s, responder: from), e)
+            case .dtlsHandshake, .dtlsChangeCipherSpec:
+                if e.state == .secureChannelUp {
+                    completeAll([.ice, .dtls], session: s, e)
+                } else {
+                    begin(.dtls, e, requester: from, responder: to, session: s, keyResponder: nil)
+                    completeAll([.ice], session: s, e)
+                }
+            case .dtlsEstablished, .dtlsApplicationData:
+                completeAll([.ice, .dtls], session: s, e)
+            case .gckHello where e.state != .gckConnected:
+                begin(.gck, e, requester: from, responder: to, session: s, keyResponder: to)
+                completeAll([.ice, .dtls], session: s, e)
+            case .gckHello, .gckDD, .gckLSA, .gckLSAACK, .gckHeartbeat, .gckData:
+                complete(Key(phase: .gck, session: s, responder: from), e)
+                completeAll([.ice, .dtls], session: s, e)
+            case .appHandshake:
+                begin(.app, e, requester: from, responder: to, session: s, keyResponder: to)
+            case .appHandshakeResponse:
+                complete(Key(phase: .app, session: s, responder: from), e)
+            default:
+                break
+            }
+        }
+
+        // Flush: phases never answered, judged at the end of their session or of the input.
+        for k in order {
+            guard let p = pending[k] else { continue }
+            let limit = limits[p.phase] ?? 0
+            let inst = input.session(p.session)
+            if let sEnd = inst?.end {
+                let waited = sEnd &- p.start
+                guard waited > limit else { continue }
+                out.append(input.finding(
+                    HandshakeTimeoutDetector.kind, .error, peer: p.responder, t: p.start,
+                    "\(p.phase.what) from \(input.label(p.requester)) to \(input.label(p.responder)) not answered within \(secondsText(Double(limit) / 1e9)); session ended (\(inst?.endReason ?? "ended")) after \(CaptureTime.duration(waited))",
+                    evidence: p.evidence + (inst?.endEvidence.map { [$0] } ?? []), key: key(p),
+                    details: details(p, waited: waited, limit: limit, outcome: "unanswered")))
+            } else {
+                let waited = input.end &- p.start
+                if waited > limit {
+                    out.append(input.finding(
+                        HandshakeTimeoutDetector.kind, .error, peer: p.responder, t: p.start,
+                        "\(p.phase.what) from \(input.label(p.requester)) to \(input.label(p.responder)) not answered within \(secondsText(Double(limit) / 1e9)) (still open at end of input, \(CaptureTime.duration(waited)))",
+                        evidence: p.evidence, key: key(p),
+                        details: details(p, waited: waited, limit: limit, outcome: "unanswered"), openAtEnd: true))
+                } else {
+                    out.append(input.finding(
+                        HandshakeTimeoutDetector.kind, .info, peer: p.responder, t: p.start,
+                        "\(p.phase.what) from \(input.label(p.requester)) to \(input.label(p.responder)) still in progress at end of input after \(CaptureTime.duration(waited)) (timeout \(secondsText(Double(limit) / 1e9)))",
+                        evidence: p.evidence, key: key(p),
+                        details: details(p, waited: waited, limit: limit, outcome: "open"), openAtEnd: true))
+                }
+            }
+        }
+        return out
+    }
+
+    private func key(_ p: Pending) -> String { "\(HandshakeTimeoutDetector.kind)|\(p.phase.rawValue)|\(p.session)" }
+
+    private func details(_ p: Pending, waited: Nanos, limit: Nanos, outcome: String) -> [String: String] {
+        ["phase": p.phase.rawValue, "waited": secondsText(Double(waited / 1_000_000) / 1000),
+         "threshold": secondsText(Double(limit) / 1e9), "outcome": outcome, "requests": String(p.count),
+         "session": String(p.session.number)]
+    }
+
+    /// The phase a log timeout line is about, or nil when it is not a handshake timeout.
+    static func logPhase(_ e: ResolvedEvent) -> Phase? {
+        switch e.kind {
+        case .inviteTimeout: return .invitation
+        case .iceTimeout: return .ice
+        case .dtlsTimeout: return .dtls
+        case .gckGivingUp:
+            let w = squash(e.event.attrs["wait"])
+            if w.contains("dtls") { return .dtls }
+            if w.contains("hello") || w.contains("dd") || w.contains("lsa") { return .gck }
+            return .ice
+        case .gckTimeout:
+            let w = squash(e.event.attrs["wait"])
+            if w.contains("heartbeat") { return nil }
+            if w.contains("dtls") { return .dtls }
+            if w.contains("ice") { return .ice }
+            return .gck
+        case .appTimeout:
+            let what = squash(e.event.attrs["what"] ?? e.event.attrs["type"] ?? e.event.attrs["phase"] ?? e.event.attrs["timer"])
+            return what.contains("keep") ? nil : .app
+        default: return nil
+        }
+    }
+
+    private func logFinding(_ e: ResolvedEvent, _ input: DetectorInput) -> Finding? {
+        guard let phase = HandshakeTimeoutDetector.logPhase(e), !saysConnected(e.event.attrs) else { return nil }
+        var peer = e.from
+        if case .logOwner? = peer { peer = e.to }
+        let scope = e.session.map { "\($0)" } ?? peer.map { "\($0)" } ?? "?"
+        let what = e.kind == .gckGivingUp ? "gave up setting up the session (not connected after the \(phase.what) timeout)"
+            : "\(phase.what) timed out"
+        var d = ["phase": phase.rawValue, "outcome": "log", "source": e.event.source]
+        if let c = e.event.attrs["channel"] { d["channel"] = c }
+        return input.finding(HandshakeTimeoutDetector.kind, .error, peer: peer, t: e.t,
+                             "log: \(what) with \(input.label(peer))", evidence: [e.evidence],
+                             key: "\(HandshakeTimeoutDetector.kind)|log|\(phase.rawValue)|\(scope)", details: d)
+    }
+}

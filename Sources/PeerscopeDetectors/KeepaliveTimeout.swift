@@ -1,0 +1,178 @@
+import PeerscopeCore
+import PeerscopeTimeline
+
+/// `keepalive-timeout`: in an established session instance, one direction fell silent.
+///
+/// * App level: once the session's app keep-alives have started (first `keep_alive` either way),
+///   a direction with no app message (keep-alive or any other; the seed app resets its timer on any
+///   message) for more than `keepalive-timeout.app` (6 s; the app sends every
+///   `keepalive-timeout.interval`, 2 s).
+/// * Session level (packets only): a direction that sent session traffic (GCK, DTLS, ICE, app)
+///   but then nothing for more than `keepalive-timeout.session` (15 s; GCK heartbeats come every
+///   5.5-6 s) after the session was established. Not reported when an app-level finding covers the
+///   same silence.
+/// * Logs: `gck.timeout` with wait = Heartbeat, and `app.timeout` about keep-alives.
+///
+/// Gaps never span session instances: a reconnect starts a new clock. A silence that ended (traffic
+/// came back) is a warning; one that lasted until the session ended or the input ended is an error.
+/// The peer at fault is the silent sender.
+public struct KeepaliveTimeoutDetector: Detector {
+    public static let kind = "keepalive-timeout"
+    public static let descriptor = DetectorDescriptor(
+        kind: kind,
+        summary: "an established session fell silent in one direction (app keep-alives, GCK heartbeats)",
+        thresholds: [
+            ThresholdDescriptor("keepalive-timeout.app", 6, "no app keep-alive (or other app message) for longer than this"),
+            ThresholdDescriptor("keepalive-timeout.interval", 2, "the app's keep-alive interval (for messages)"),
+            ThresholdDescriptor("keepalive-timeout.session", 15, "no GCK heartbeat or other session traffic for longer than this"),
+        ],
+        make: { KeepaliveTimeoutDetector(config: $0) })
+
+    let appLimit: Nanos
+    let interval: Double
+    let sessionLimit: Nanos
+
+    public init(config: DetectorConfig) {
+        appLimit = config.nanos("keepalive-timeout.app")
+        interval = config.value("keepalive-timeout.interval")
+        sessionLimit = config.nanos("keepalive-timeout.session")
+    }
+
+    private static let appKinds: Set<EventKind> = [.appHandshake, .appHandshakeResponse, .appKeepAlive, .appChat, .appOther]
+    private static let sessionFamilies: Set<Substring> = ["gck", "dtls", "ice", "app"]
+
+    private struct Direction: Hashable {
+        var session: SessionKey
+        var from: PeerRef
+        var to: PeerRef
+    }
+
+    private struct Gap {
+        var dir: Direction
+        var start: Nanos
+        var end: Nanos
+    }
+
+    public func run(_ input: DetectorInput) -> [Finding] {
+        var out: [Finding] = []
+        var appTimes: [Direction: [(Nanos, Evidence)]] = [:]
+        var packetTimes: [Direction: [(Nanos, Evidence)]] = [:]
+        var keepAliveStart: [SessionKey: Nanos] = [:]
+
+        for e in input.timelines.events {
+            if let f = logFinding(e, input) { out.append(f) }
+            guard let s = e.session, let from = e.from, let to = e.to else { continue }
+            let d = Direction(session: s, from: from, to: to)
+            if KeepaliveTimeoutDetector.appKinds.contains(e.kind) {
+                appTimes[d, default: []].append((e.t, e.evidence))
+                if e.kind == .appKeepAlive, keepAliveStart[s] == nil { keepAliveStart[s] = e.t }
+            }
+            if case .frame = e.evidence, KeepaliveTimeoutDetector.sessionFamilies.contains(e.kind.family) {
+                packetTimes[d, default: []].append((e.t, e.evidence))
+            }
+        }
+
+        var appGaps: [Gap] = []
+        for inst in input.timelines.sessions {
+            guard let established = inst.established else { continue }
+            let stop = inst.endOr(input.end)
+            let ended = inst.end != nil
+            let dirs = [Direction(session: inst.key, from: inst.pair.a, to: inst.pair.b),
+                        Direction(session: inst.key, from: inst.pair.b, to: inst.pair.a)]
+            if let kaStart = keepAliveStart[inst.key] {
+                for d in dirs {
+                    let times = appTimes[d] ?? []
+                    for g in gaps(times, clockStart: kaStart, stop: stop, limit: appLimit) {
+                        appGaps.append(Gap(dir: d, start: g.start, end: g.end))
+                        out.append(finding(input, inst, d, g, level: "app", limit: appLimit, ended: ended))
+                    }
+                }
+            }
+            for d in dirs {
+                guard let times = packetTimes[d], !times.isEmpty else { continue }
+                for g in gaps(times, clockStart: established, stop: stop, limit: sessionLimit) {
+                    let covered = appGaps.contains { $0.dir == d && $0.start < g.end && g.start < $0.end }
+                    if covered { continue }
+                    out.append(finding(input, inst, d, g, level: "session", limit: sessionLimit, ended: ended))
+                }
+            }
+        }
+        return out
+    }
+
+    private struct Silence {
+        var start: Nanos
+        var end: Nanos
+        var startEvidence: Evidence?
+        var endEvidence: Evidence?
+        /// Traffic came back (false: silent until the session or input ended).
+        var recovered: Bool
+    }
+
+    /// Silences longer than `limit` in one direction's times, the clock starting at `clockStart`.
+    private func gaps(_ times: [(Nanos, Evidence)], clockStart: Nanos, stop: Nanos, limit: Nanos) -> [Silence] {
+        var out: [Silence] = []
+        var last = clockStart
+        var lastEvidence: Evidence?
+        for (t, ev) in times {
+            if t <= clockStart { lastEvidence = ev; continue }
+            if t > stop { break }
+            if t &- last > limit {
+                out.append(Silence(start: last, end: t, startEvidence: lastEvidence, endEvidence: ev, recovered: true))
+            }
+            last = t
+            lastEvidence = ev
+        }
+        if stop &- last > limit {
+            out.append(Silence(start: last, end: stop, startEvidence: lastEvidence, endEvidence: nil, recovered: false))
+        }
+        return out
+    }
+
+    private func finding(_ input: DetectorInput, _ inst: SessionInstance, _ d: Direction, _ g: Silence, level: String,
+                         limit: Nanos, ended: Bool) -> Finding {
+        let silent = CaptureTime.duration(g.end &- g.start)
+        let what = level == "app"
+            ? "sent no app keep-alive to \(input.label(d.to)) for \(silent) (timeout \(secondsText(Double(limit) / 1e9)), expected every \(secondsText(interval)))"
+            : "sent no session traffic (GCK heartbeats) to \(input.label(d.to)) for \(silent) (timeout \(secondsText(Double(limit) / 1e9)))"
+        var tail = ""
+        var severity = Severity.warning
+        var openAtEnd = false
+        if !g.recovered {
+            severity = .error
+            if ended {
+                tail = "; silent until the session ended (\(inst.endReason ?? "ended"))"
+            } else {
+                tail = "; still silent at end of input"
+                openAtEnd = true
+            }
+        }
+        var ev: [Evidence] = []
+        if let s = g.startEvidence { ev.append(s) }
+        if let e = g.endEvidence { ev.append(e) } else if !g.recovered, let e = inst.endEvidence, ended { ev.append(e) }
+        return input.finding(
+            KeepaliveTimeoutDetector.kind, severity, peer: d.from, t: g.start,
+            "\(input.label(d.from)) \(what)\(tail)", evidence: ev,
+            key: "\(KeepaliveTimeoutDetector.kind)|\(level)|\(inst.key)|\(d.from)|\(g.start)",
+            details: ["level": level, "direction": "\(input.label(d.from)) -> \(input.label(d.to))",
+                      "silent": secondsText(Double((g.end &- g.start) / 1_000_000) / 1000),
+                      "threshold": secondsText(Double(limit) / 1e9), "session": String(inst.number),
+                      "outcome": g.recovered ? "recovered" : (ended ? "session-ended" : "open")],
+            openAtEnd: openAtEnd)
+    }
+
+    private func logFinding(_ e: ResolvedEvent, _ input: DetectorInput) -> Finding? {
+        let isHeartbeat = e.kind == .gckTimeout && squash(e.event.attrs["wait"]).contains("heartbeat")
+        let what = squash(e.event.attrs["what"] ?? e.event.attrs["type"] ?? e.event.attrs["phase"] ?? e.event.attrs["timer"])
+        let isAppKeepAlive = e.kind == .appTimeout && what.contains("keep")
+        guard isHeartbeat || isAppKeepAlive else { return nil }
+        var peer = e.from
+        if case .logOwner? = peer { peer = e.to }
+        let scope = e.session.map { "\($0)" } ?? peer.map { "\($0)" } ?? "?"
+        let msg = isHeartbeat ? "log: GCK heartbeat timeout expired for \(input.label(peer))"
+            : "log: app keep-alive timeout for \(input.label(peer))"
+        return input.finding(KeepaliveTimeoutDetector.kind, .error, peer: peer, t: e.t, msg, evidence: [e.evidence],
+                             key: "\(KeepaliveTimeoutDetector.kind)|log|\(isHeartbeat ? "heartbeat" : "app")|\(scope)",
+                             details: ["level": isHeartbeat ? "session" : "app", "outcome": "log", "source": e.event.source])
+    }
+}

@@ -1,2 +1,0 @@
-// Scaffolding so the target builds before its first real file lands; delete when adding one.
-enum PeerscopeDetectorsModule {}

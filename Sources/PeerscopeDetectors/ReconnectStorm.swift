@@ -1,0 +1,133 @@
+import PeerscopeCore
+import PeerscopeTimeline
+
+/// `reconnect-storm`: a pair reconnected more than `reconnect-storm.count` times (3) within
+/// `reconnect-storm.window` seconds (60). A reconnect is a session instance after the first one of
+/// the pair, or a `session.reconnect` log line. The message lists the delays observed between the
+/// end of one attempt and the start of the next (the back-off). Warning; the peer named is the one
+/// that started most of the reconnects.
+public struct ReconnectStormDetector: Detector {
+    public static let kind = "reconnect-storm"
+    public static let descriptor = DetectorDescriptor(
+        kind: kind,
+        summary: "a peer reconnecting more than N times in M seconds, with the back-off delays observed",
+        thresholds: [
+            ThresholdDescriptor("reconnect-storm.count", 3, unit: "count", "more reconnects than this within the window is a storm"),
+            ThresholdDescriptor("reconnect-storm.window", 60, "the window, in seconds"),
+        ],
+        make: { ReconnectStormDetector(config: $0) })
+
+    let maxCount: Int
+    let window: Nanos
+
+    public init(config: DetectorConfig) {
+        let c = config.value("reconnect-storm.count")
+        maxCount = c.isFinite && c >= 0 && c < 1e9 ? Int(c) : 3
+        window = config.nanos("reconnect-storm.window")
+    }
+
+    private struct Attempt {
+        var t: Nanos
+        var evidence: Evidence
+        var by: PeerRef?
+        /// Time since the previous attempt ended (or started), when known.
+        var delay: Nanos?
+    }
+
+    public func run(_ input: DetectorInput) -> [Finding] {
+        var out: [Finding] = []
+        var groups: [String: (PeerRef?, [Attempt])] = [:]
+
+        var byPair: [PeerPair: [SessionInstance]] = [:]
+        for s in input.timelines.sessions { byPair[s.pair, default: []].append(s) }
+        for (pair, list) in byPair {
+            let insts = list.sorted { $0.number < $1.number }
+            var attempts: [Attempt] = []
+            for i in insts.indices.dropFirst() {
+                let prev = insts[i - 1]
+                let cur = insts[i]
+                attempts.append(Attempt(t: cur.start, evidence: cur.startEvidence, by: cur.originator,
+                                        delay: cur.start &- (prev.end ?? prev.start)))
+            }
+            groups["pair|\(pair)"] = (nil, attempts)
+        }
+        // Reconnect attempts that logs announce, per peer.
+        var logAttempts: [PeerRef: [Attempt]] = [:]
+        for e in input.timelines.events where e.kind == .reconnectAttempt {
+            var peer = e.from
+            if case .logOwner? = peer { peer = e.to }
+            guard let p = peer else { continue }
+            let delay = e.event.attrs["delay"].flatMap { DetectorConfig.number($0) }.map { CaptureTime.nanos(seconds: $0) }
+            logAttempts[p, default: []].append(Attempt(t: e.t, evidence: e.evidence, by: p, delay: delay))
+        }
+        for (p, a) in logAttempts { groups["log|\(p)"] = (p, a) }
+
+        for (key, (peerHint, attempts)) in groups.sorted(by: { $0.key < $1.key }) {
+            var i = 0
+            while i < attempts.count {
+                var j = i
+                while j + 1 < attempts.count, attempts[j + 1].t &- attempts[i].t <= window { j += 1 }
+                let n = j - i + 1
+                if n > maxCount {
+                    let slice = Array(attempts[i ... j])
+                    var votes: [PeerRef: Int] = [:]
+                    for a in slice { if let b = a.by { votes[b, default: 0] += 1 } }
+                    let peer = peerHint ?? votes.max { $0.value != $1.value ? $0.value < $1.value : $0.key > $1.key }?.key
+                    let delays = slice.compactMap(\.delay).map { CaptureTime.duration($0) }
+                    let span = CaptureTime.duration(slice[slice.count - 1].t &- slice[0].t)
+                    var other = ""
+                    if key.hasPrefix("pair|"), let p = peer,
+                       let inst = input.timelines.sessions.first(where: { $0.pair.contains(p) && key == "pair|\($0.pair)" }) {
+                        other = " with \(input.label(inst.pair.other(p)))"
+                    }
+                    out.append(input.finding(
+                        ReconnectStormDetector.kind, .warning, peer: peer, t: slice[0].t,
+                        "\(input.label(peer)) reconnected\(other) \(n) times in \(span) (more than \(maxCount) in \(secondsText(Double(window) / 1e9)))"
+                            + (delays.isEmpty ? "" : "; delays: \(delays.joined(separator: ", "))"),
+                        evidence: slice.map(\.evidence), key: "\(ReconnectStormDetector.kind)|\(key)|\(slice[0].t)",
+                        details: ["count": String(n), "span": span, "delays": delays.joined(separator: ",")]))
+                    i = j + 1
+                } else {
+                    i += 1
+                }
+            }
+        }
+        return out
+    }
+}
+
+/// `declined-invitation`: an invitation answered with accept = NO (warning; the peer that
+/// declined), or a log decision that declines a connection (info: MPC's tie-break between two
+/// connections also declines one).
+public struct DeclinedInvitationDetector: Detector {
+    public static let kind = "declined-invitation"
+    public static let descriptor = DetectorDescriptor(
+        kind: kind, summary: "an invitation was declined", thresholds: [],
+        make: { DeclinedInvitationDetector(config: $0) })
+
+    public init(config: DetectorConfig) {}
+
+    public func run(_ input: DetectorInput) -> [Finding] {
+        var out: [Finding] = []
+        for e in input.timelines.events {
+            switch e.kind {
+            case .inviteResponse where TimelineMapping.isAccepted(e.event.attrs) == false:
+                out.append(input.finding(
+                    DeclinedInvitationDetector.kind, .warning, peer: e.from, t: e.t,
+                    "\(input.label(e.from)) declined the invitation from \(input.label(e.to))",
+                    evidence: [e.evidence], key: "\(DeclinedInvitationDetector.kind)|\(input.scope(e))|\(e.t)"))
+            case .connectionDecision where e.state == .invitationDeclined:
+                let text = squash(e.event.attrs["reason"]) + squash(e.event.attrs["message"])
+                if text.contains("already") { continue }  // duplicate-connection reports that
+                var peer = e.from
+                if case .logOwner? = peer { peer = e.to }
+                out.append(input.finding(
+                    DeclinedInvitationDetector.kind, .info, peer: peer, t: e.t,
+                    "log: a connection with \(input.label(peer)) was declined",
+                    evidence: [e.evidence], key: "\(DeclinedInvitationDetector.kind)|log|\(input.scope(e))|\(e.t)"))
+            default: break
+            }
+        }
+        return out
+    }
+}

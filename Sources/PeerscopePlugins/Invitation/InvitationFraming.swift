@@ -1,0 +1,505 @@
+import PeerscopeCore
+
+/// The 16-byte header of an invitation-channel frame (spec §1.2, all big-endian):
+/// `u16 type | u16 flags (1 = receipt) | u32 body length | u32 CRC32 | u32 sequence (31-bit)`.
+public struct InvitationFrameHeader: Sendable, Hashable {
+    public static let size = 16
+    /// Larger bodies make the framework close the connection.
+    public static let maxBodyLength: UInt32 = 0x500_0000
+
+    public enum FrameType: UInt16, Sendable, CaseIterable {
+        case hello = 0x07D0, data = 0x0834, accept = 0x0898
+        public var name: String {
+            switch self {
+            case .hello: "hello"
+            case .data: "data"
+            case .accept: "accept"
+            }
+        }
+    }
+
+    /// Why a header cannot start a frame.
+    public enum Problem: String, Sendable, Error {
+        case unknownType = "unknown_type", badFlags = "bad_flags", oversize, badSequence = "bad_sequence"
+    }
+
+    public var rawType: UInt16
+    public var flags: UInt16
+    public var length: UInt32
+    public var crc: UInt32
+    public var sequence: UInt32
+
+    public init(rawType: UInt16, flags: UInt16, length: UInt32, crc: UInt32, sequence: UInt32) {
+        self.rawType = rawType
+        self.flags = flags
+        self.length = length
+        self.crc = crc
+        self.sequence = sequence
+    }
+
+    /// Reads the 16 bytes at `at`; nil when fewer are there.
+    public init?(_ b: Bytes, at o: Int = 0) {
+        guard let t = b.u16be(o), let f = b.u16be(o + 2), let l = b.u32be(o + 4), let c = b.u32be(o + 8),
+              let s = b.u32be(o + 12) else { return nil }
+        self.init(rawType: t, flags: f, length: l, crc: c, sequence: s)
+    }
+
+    public var type: FrameType? { FrameType(rawValue: rawType) }
+    public var isReceipt: Bool { flags == 1 }
+    public var typeName: String { type?.name ?? "0x" + String(rawType, radix: 16) }
+
+    /// The first problem that keeps this header from starting a frame, and the offset of its field.
+    public var problem: (Problem, Int)? {
+        if type == nil { return (.unknownType, 0) }
+        if flags > 1 { return (.badFlags, 2) }
+        if length > Self.maxBodyLength { return (.oversize, 4) }
+        if sequence & 0x8000_0000 != 0 { return (.badSequence, 12) }
+        return nil
+    }
+
+    /// zlib CRC-32 over the header with the CRC field zeroed, then the body.
+    public static func crc(header: Bytes, body: Bytes) -> UInt32 {
+        var c = Checksum.crc32(header.prefix(8))
+        c = Checksum.crc32([0, 0, 0, 0], continuing: c)
+        c = Checksum.crc32(header.slice(12, 4) ?? .empty, continuing: c)
+        return Checksum.crc32(body, continuing: c)
+    }
+
+    /// The 16 header bytes.
+    public var bytes: [UInt8] {
+        func be16(_ v: UInt16) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xFF)] }
+        func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)] }
+        return be16(rawType) + be16(flags) + be32(length) + be32(crc) + be32(sequence)
+    }
+}
+
+/// The Hello body: `u32 flags | u16 name length (incl. NUL) | "<idString>+<displayName>\0"`.
+public struct InvitationHello: Sendable, Hashable {
+    public var flags: UInt32
+    public var idString: String
+    public var peerID: UInt64
+    public var displayName: String
+
+    public enum Problem: String, Sendable, Error {
+        case short, nameLength = "name_length", unterminated, badUTF8 = "bad_utf8", noSeparator = "no_separator", badID = "bad_id"
+    }
+
+    /// Parses a Hello body; on failure, the problem and the body offset it was found at.
+    public static func parse(_ body: Bytes) -> Result<InvitationHello, InvitationHelloError> {
+        guard let flags = body.u32be(0), let n16 = body.u16be(4) else {
+            return .failure(InvitationHelloError(problem: .short, offset: 0, message: "Hello body of \(body.count) bytes, need 6"))
+        }
+        let n = Int(n16)
+        guard n >= 1, let name = body.slice(6, n) else {
+            return .failure(InvitationHelloError(problem: .nameLength, offset: 4,
+                                                 message: "name length \(n) does not fit the \(body.count - 6) bytes after it"))
+        }
+        guard name.byte(n - 1) == 0 else {
+            return .failure(InvitationHelloError(problem: .unterminated, offset: 6 + n - 1, message: "name not NUL-terminated"))
+        }
+        let text = name.prefix(n - 1)
+        guard let s = InvitationText.utf8(text) else {
+            return .failure(InvitationHelloError(problem: .badUTF8, offset: 6, message: "name is not UTF-8"))
+        }
+        guard let plus = s.firstIndex(of: "+") else {
+            return .failure(InvitationHelloError(problem: .noSeparator, offset: 6, message: "no '+' between idString and display name"))
+        }
+        let idString = String(s[..<plus])
+        guard let id = PeerIdentity.parse(idString: idString) else {
+            return .failure(InvitationHelloError(problem: .badID, offset: 6, message: "idString \"\(idString)\" is not base-36 of 64 bits"))
+        }
+        return .success(InvitationHello(flags: flags, idString: idString, peerID: id, displayName: String(s[s.index(after: plus)...])))
+    }
+}
+
+public struct InvitationHelloError: Error, Sendable, Hashable {
+    public var problem: InvitationHello.Problem
+    public var offset: Int
+    public var message: String
+}
+
+/// Frames of the MPC invitation channel: TCP to the advertiser's (ephemeral) SRV port. Reassembles
+/// frames from in-order stream bytes per direction, checks CRCs, decodes Hello and Accept, matches
+/// receipts to the messages they acknowledge, and hands Data bodies (binary plists) on under
+/// `mpc.invitation.data` keyed by their `MCNearbyServiceMessageIDKey`.
+public final class InvitationFramingPlugin: DecoderPlugin {
+    public static let descriptor = PluginDescriptor(
+        id: "mpc-invitation",
+        summary: "MPC invitation channel framing (Hello/Accept/Data, receipts, CRC32)",
+        claims: [.tcpHeuristic],
+        messageTypes: ["hello", "accept", "data", "receipt"])
+
+    /// The carrier Data bodies are handed on under; the key is the message ID as a decimal string.
+    public static let dataCarrier = "mpc.invitation.data"
+    /// Bytes buffered per direction; larger frames are skipped unchecked.
+    public static let maxBuffer = 1 << 20
+    /// Frames this small are waited for in full by the probe, so their CRC decides.
+    public static let probeWaitLimit = 480
+    /// While resynchronising, candidate frames larger than this are not waited for.
+    public static let resyncWaitLimit = 64 * 1024
+    /// Framing errors after which a direction is no longer decoded.
+    public static let maxFramingErrors = 8
+    /// CRC-checked candidates one resynchronisation may try before the direction is given up.
+    public static let maxResyncCandidates = 32
+    /// Messages remembered per direction while their receipts are outstanding.
+    public static let maxAwaiting = 256
+
+    struct Direction {
+        var buf: [UInt8] = []
+        var start = 0
+        /// Stream offset (in this direction) of `buf[start]`.
+        var streamOffset = 0
+        /// Body bytes still to discard of a frame too large to buffer.
+        var skip = 0
+        var syncing = false
+        var syncFrom = 0
+        var candidates = 0
+        var stopped = false
+        var errors = 0
+        var frames = 0
+        /// The frame that delivered the latest bytes (evidence once the connection is gone).
+        var lastFrame: FrameInfo?
+        var available: Int { buf.count - start }
+    }
+
+    struct Sent {
+        var type: UInt16
+        var frame: UInt64
+        var t: Nanos
+    }
+
+    struct Connection {
+        var toServer = Direction()
+        var toClient = Direction()
+        /// Messages sent in a direction awaiting their receipt, by sequence number.
+        var awaitingToServer: [UInt32: Sent] = [:]
+        var awaitingToClient: [UInt32: Sent] = [:]
+    }
+
+    private var connections: [UInt64: Connection] = [:]
+
+    public init() {}
+
+    public func probe(_ input: PluginInput) -> ProbeResult {
+        let b = input.payload
+        if b.count < InvitationFrameHeader.size {
+            // Cheap early answers on a prefix: a wrong type or flags can never become a frame.
+            if let t = b.u16be(0), InvitationFrameHeader.FrameType(rawValue: t) == nil { return .reject }
+            if let f = b.u16be(2), f > 1 { return .reject }
+            return .needMoreBytes
+        }
+        guard let h = InvitationFrameHeader(b), h.problem == nil else { return .reject }
+        let total = InvitationFrameHeader.size + Int(h.length)
+        if b.count >= total {
+            let body = b.slice(InvitationFrameHeader.size, Int(h.length)) ?? .empty
+            return InvitationFrameHeader.crc(header: b, body: body) == h.crc ? .accept : .reject
+        }
+        return total <= Self.probeWaitLimit ? .needMoreBytes : .accept
+    }
+
+    public func decode(_ input: PluginInput, _ ctx: PluginContext) {
+        // Not claimed (a `.tcpEvents` claim would run this plugin on every connection's events); handled
+        // when a pipeline forwards a stream's gap to the plugin that owns it.
+        if case .tcpEvent(let conn, let dir, .gap) = input.delivery {
+            gap(conn, dir, ctx)
+            return
+        }
+        guard case .stream(let conn, let dir) = input.delivery else { return }
+        // Take the state out of the table so the buffer is uniquely referenced while it grows.
+        var c = connections.removeValue(forKey: conn.id) ?? Connection()
+        var d: Direction
+        if dir == .toServer { d = c.toServer; c.toServer = Direction() } else { d = c.toClient; c.toClient = Direction() }
+        if !d.stopped {
+            d.lastFrame = input.frame
+            feed(&d, input.payload, ctx)
+            drain(&d, &c, conn: conn, dir: dir, ctx)
+            if !d.stopped && d.available > Self.maxBuffer {
+                ctx.diagnose("buffer_overflow", "more than \(Self.maxBuffer) bytes without a complete frame; direction no longer decoded",
+                             offset: d.streamOffset, severity: .error)
+                stop(&d)
+            }
+        }
+        if dir == .toServer { c.toServer = d } else { c.toClient = d }
+        connections[conn.id] = c
+    }
+
+    /// Bytes of a direction were lost before capture: what is buffered cannot be trusted to line up with
+    /// what comes next, so drop it and look for the next valid frame (not counted as a framing error).
+    private func gap(_ conn: TCPConnectionInfo, _ dir: TCPDirection, _ ctx: PluginContext) {
+        guard var c = connections[conn.id] else { return }
+        var d = dir == .toServer ? c.toServer : c.toClient
+        guard !d.stopped else { return }
+        ctx.diagnose("gap", "bytes missing in the \(dir == .toServer ? "client" : "server") stream after offset \(d.streamOffset); resynchronising",
+                     offset: d.streamOffset, severity: .info)
+        d.streamOffset += d.available
+        d.buf = []
+        d.start = 0
+        d.skip = 0
+        d.syncing = true
+        d.syncFrom = d.streamOffset
+        d.candidates = 0
+        if dir == .toServer { c.toServer = d } else { c.toClient = d }
+        connections[conn.id] = c
+    }
+
+    public func streamEnded(_ connection: TCPConnectionInfo, _ ctx: PluginContext) {
+        guard let c = connections.removeValue(forKey: connection.id) else { return }
+        for (d, name) in [(c.toServer, "client"), (c.toClient, "server")] where !d.stopped && d.available > 0 {
+            // No input is current when a stream ends: the evidence is the frame that brought the last bytes.
+            ctx.onDiagnostic(Diagnostic(id: "\(Self.descriptor.id).truncated", severity: .info,
+                                        message: "connection ended with \(d.available) bytes of an incomplete frame from the \(name) (\(connection))",
+                                        evidence: d.lastFrame?.evidence, offset: d.streamOffset, t: ctx.now))
+        }
+    }
+
+    public func finish(_ t: Nanos, _ ctx: PluginContext) {
+        connections.removeAll()
+    }
+
+    // MARK: Reassembly
+
+    private func feed(_ d: inout Direction, _ payload: Bytes, _ ctx: PluginContext) {
+        var p = payload
+        if d.skip > 0 {
+            let n = min(d.skip, p.count)
+            d.skip -= n
+            d.streamOffset += n
+            p = p.suffix(from: n)
+        }
+        guard !p.isEmpty else { return }
+        if d.start > 0 && (d.start == d.buf.count || d.start >= 4096) {
+            d.buf.removeFirst(d.start)
+            d.start = 0
+        }
+        d.buf.append(contentsOf: p.storage[p.lower ..< p.lower + p.count])
+    }
+
+    private func stop(_ d: inout Direction) {
+        d.stopped = true
+        d.buf = []
+        d.start = 0
+    }
+
+    private func consume(_ d: inout Direction, _ n: Int) {
+        d.start += n
+        d.streamOffset += n
+    }
+
+    /// A framing error at stream offset `offset`: resynchronise on the next byte, or stop after too many.
+    private func framingError(_ d: inout Direction, _ ctx: PluginContext) {
+        d.errors += 1
+        if d.errors >= Self.maxFramingErrors {
+            ctx.diagnose("stopped", "\(d.errors) framing errors; direction no longer decoded", offset: d.streamOffset, severity: .error)
+            stop(&d)
+            return
+        }
+        d.syncing = true
+        d.syncFrom = d.streamOffset
+        d.candidates = 0
+        consume(&d, 1)
+    }
+
+    private func drain(_ d: inout Direction, _ c: inout Connection, conn: TCPConnectionInfo, dir: TCPDirection, _ ctx: PluginContext) {
+        while !d.stopped, d.skip == 0 {
+            let view = Bytes(storage: d.buf, lower: d.start, count: d.available)
+            if d.syncing {
+                guard resync(&d, view, ctx) else { return }
+                continue
+            }
+            guard let h = InvitationFrameHeader(view) else { return }
+            if let (problem, field) = h.problem {
+                let what: String
+                switch problem {
+                case .unknownType: what = "unknown frame type 0x\(String(h.rawType, radix: 16))"
+                case .badFlags: what = "flags 0x\(String(h.flags, radix: 16)) are neither 0 nor 1"
+                case .oversize: what = "body length \(h.length) above the 0x5000000 limit"
+                case .badSequence: what = "sequence number 0x\(String(h.sequence, radix: 16)) has the top bit set"
+                }
+                ctx.diagnose(problem.rawValue, "frame \(d.frames + 1): \(what) (stream offset \(d.streamOffset + field))",
+                             offset: d.streamOffset + field)
+                framingError(&d, ctx)
+                continue
+            }
+            let length = Int(h.length)
+            if length > Self.maxBuffer - InvitationFrameHeader.size {
+                ctx.diagnose("frame_too_large", "frame \(d.frames + 1): \(h.typeName) body of \(length) bytes not buffered; skipped unchecked",
+                             offset: d.streamOffset + 4, severity: .info)
+                d.frames += 1
+                let present = min(d.available, InvitationFrameHeader.size + length)
+                consume(&d, present)
+                d.skip = InvitationFrameHeader.size + length - present
+                continue
+            }
+            guard d.available >= InvitationFrameHeader.size + length else { return }
+            let body = view.slice(InvitationFrameHeader.size, length) ?? .empty
+            let crc = InvitationFrameHeader.crc(header: view, body: body)
+            if crc != h.crc {
+                ctx.diagnose("bad_crc", "frame \(d.frames + 1): \(h.typeName) CRC32 field \(InvitationText.hex32(h.crc)), computed \(InvitationText.hex32(crc))",
+                             offset: d.streamOffset + 8)
+                let hints = ctx.hints()
+                ctx.event(.checksumError, from: hints.from, to: hints.to,
+                          attrs: ["protocol": "mpc-invitation", "frameType": h.typeName, "field": InvitationText.hex32(h.crc),
+                                  "computed": InvitationText.hex32(crc)])
+                framingError(&d, ctx)
+                continue
+            }
+            d.frames += 1
+            let frameOffset = d.streamOffset
+            consume(&d, InvitationFrameHeader.size + length)
+            handle(h, body, frameOffset: frameOffset, index: d.frames, &c, conn: conn, dir: dir, ctx)
+        }
+    }
+
+    /// Looks for the next position where a CRC-valid frame starts. Returns true once locked on,
+    /// false when more bytes are needed.
+    private func resync(_ d: inout Direction, _ view: Bytes, _ ctx: PluginContext) -> Bool {
+        var p = 0
+        while p + InvitationFrameHeader.size <= view.count {
+            // Every frame type starts with 0x07 or 0x08: skip the rest without reading a header.
+            let first = view.byte(p)
+            if first != 0x07 && first != 0x08 {
+                p += 1
+                continue
+            }
+            if let h = InvitationFrameHeader(view, at: p), h.problem == nil {
+                let total = InvitationFrameHeader.size + Int(h.length)
+                if p + total <= view.count {
+                    d.candidates += 1
+                    if d.candidates > Self.maxResyncCandidates {
+                        ctx.diagnose("resync_failed", "no valid frame among \(Self.maxResyncCandidates) candidates after stream offset \(d.syncFrom); direction no longer decoded",
+                                     offset: d.streamOffset + p, severity: .error)
+                        stop(&d)
+                        return false
+                    }
+                    let hdr = view.slice(p, InvitationFrameHeader.size) ?? .empty
+                    let body = view.slice(p + InvitationFrameHeader.size, Int(h.length)) ?? .empty
+                    if InvitationFrameHeader.crc(header: hdr, body: body) == h.crc {
+                        consume(&d, p)
+                        d.syncing = false
+                        ctx.diagnose("resync", "resynchronised at stream offset \(d.streamOffset), \(d.streamOffset - d.syncFrom) bytes skipped",
+                                     offset: d.streamOffset, severity: .info)
+                        return true
+                    }
+                } else if total <= Self.resyncWaitLimit {
+                    consume(&d, p)  // a candidate: wait for the rest of it
+                    return false
+                }
+            }
+            p += 1
+        }
+        // Keep the last bytes: a header may start there.
+        consume(&d, max(0, view.count - (InvitationFrameHeader.size - 1)))
+        return false
+    }
+
+    // MARK: Frames
+
+    private func handle(_ h: InvitationFrameHeader, _ body: Bytes, frameOffset: Int, index: Int, _ c: inout Connection,
+                        conn: TCPConnectionInfo, dir: TCPDirection, _ ctx: PluginContext) {
+        let role = dir == .toServer ? "browser" : "advertiser"
+        let hints = ctx.hints()
+        if h.isReceipt {
+            if !body.isEmpty {
+                ctx.diagnose("receipt.body", "receipt \(index) carries \(body.count) body bytes", offset: frameOffset + 4, severity: .info)
+            }
+            // A receipt acknowledges a message the other side sent.
+            let acked = dir == .toServer ? c.awaitingToClient[h.sequence] : c.awaitingToServer[h.sequence]
+            var attrs = ["type": h.typeName, "seq": String(h.sequence), "role": role]
+            if let acked, acked.type == h.rawType {
+                if dir == .toServer { c.awaitingToClient[h.sequence] = nil } else { c.awaitingToServer[h.sequence] = nil }
+                attrs["matched"] = "true"
+                attrs["ackedFrame"] = String(acked.frame)
+                attrs["latencyNs"] = String(ctx.now &- acked.t)
+            } else {
+                attrs["matched"] = "false"
+                ctx.diagnose("receipt.unmatched", "receipt for \(h.typeName) seq \(h.sequence) matches no message seen from the other side",
+                             offset: frameOffset + 12, severity: .info)
+            }
+            ctx.event(.invitationReceipt, from: hints.from, to: hints.to, attrs: attrs)
+            ctx.message("receipt", [("ackedType", .string(h.typeName)), ("seq", .uint(UInt64(h.sequence))),
+                                    ("matched", .bool(attrs["matched"] == "true")), ("crc", .string(InvitationText.hex32(h.crc)))])
+            return
+        }
+        let sent = Sent(type: h.rawType, frame: ctx.currentInput?.frame.number ?? 0, t: ctx.now)
+        if dir == .toServer {
+            if c.awaitingToServer.count < Self.maxAwaiting { c.awaitingToServer[h.sequence] = sent }
+        } else if c.awaitingToClient.count < Self.maxAwaiting {
+            c.awaitingToClient[h.sequence] = sent
+        }
+        switch h.type {
+        case .hello: hello(h, body, frameOffset: frameOffset, role: role, ctx)
+        case .accept:
+            if !body.isEmpty {
+                ctx.diagnose("accept.body", "Accept carries \(body.count) body bytes", offset: frameOffset + 4, severity: .info)
+            }
+            ctx.event(.invitationAccept, from: hints.from, to: hints.to, attrs: ["seq": String(h.sequence), "role": role])
+            ctx.message("accept", [("seq", .uint(UInt64(h.sequence))), ("crc", .string(InvitationText.hex32(h.crc)))])
+        case .data: data(h, body, frameOffset: frameOffset, ctx)
+        case nil: break
+        }
+    }
+
+    private func hello(_ h: InvitationFrameHeader, _ body: Bytes, frameOffset: Int, role: String, _ ctx: PluginContext) {
+        let bodyOffset = frameOffset + InvitationFrameHeader.size
+        switch InvitationHello.parse(body) {
+        case .failure(let e):
+            ctx.diagnose("hello.\(e.problem.rawValue)", e.message, offset: bodyOffset + e.offset)
+            let hints = ctx.hints()
+            ctx.event(.invitationHello, from: hints.from, to: hints.to, attrs: ["seq": String(h.sequence), "role": role, "malformed": "true"])
+            ctx.message("hello", [("seq", .uint(UInt64(h.sequence))), ("crc", .string(InvitationText.hex32(h.crc))), ("error", .string(e.problem.rawValue))])
+        case .success(let hello):
+            let nameEnd = 6 + hello.idString.utf8.count + 1 + hello.displayName.utf8.count + 1
+            if body.count > nameEnd {
+                ctx.diagnose("hello.trailing", "\(body.count - nameEnd) bytes after the name", offset: bodyOffset + nameEnd, severity: .info)
+            }
+            let flow = ctx.currentInput?.flow
+            var attrs = ["seq": String(h.sequence), "role": role, "idString": hello.idString, "helloFlags": String(hello.flags)]
+            // The browser drops a Hello whose identity is not the peer it discovered at that endpoint
+            // ("Unexpected (possibly stale) identifier"): say so when discovery taught a different peer.
+            if let src = flow?.src, let known = InvitationText.exactPeer(src, ctx.directory), known != hello.peerID {
+                attrs["expectedIdString"] = PeerIdentity.idString(known)
+                attrs["identityMismatch"] = "true"
+                ctx.diagnose("hello.unexpected_identity",
+                             "Hello from \(src) says \(hello.idString), but that endpoint belongs to \(PeerIdentity.idString(known))",
+                             offset: bodyOffset + 6)
+            }
+            ctx.directory.learn(peerID: hello.peerID, displayName: hello.displayName)
+            if let src = flow?.src { ctx.directory.learn(peerID: hello.peerID, endpoint: src) }
+            let from = PeerHint(peerID: hello.peerID, displayName: hello.displayName, endpoint: flow?.src)
+            let to = flow.map { ctx.directory.hint(for: $0.dst) } ?? .unknown
+            ctx.event(.invitationHello, from: from, to: to, attrs: attrs)
+            ctx.message("hello", [("seq", .uint(UInt64(h.sequence))), ("crc", .string(InvitationText.hex32(h.crc))),
+                                  ("flags", .uint(UInt64(hello.flags))), ("peerID", .string(hello.idString)),
+                                  ("participant", .string(PeerIdentity.participantHex(PeerIdentity.participantID(hello.peerID)))),
+                                  ("displayName", .string(hello.displayName))])
+        }
+    }
+
+    private func data(_ h: InvitationFrameHeader, _ body: Bytes, frameOffset: Int, _ ctx: PluginContext) {
+        let bodyOffset = frameOffset + InvitationFrameHeader.size
+        var fields: [(String, JSONValue)] = [("seq", .uint(UInt64(h.sequence))), ("length", .uint(UInt64(h.length))),
+                                             ("crc", .string(InvitationText.hex32(h.crc)))]
+        let plist: PlistValue
+        do {
+            plist = try BinaryPlist.decode(body)
+        } catch {
+            ctx.diagnose("data.bad_plist", "Data body is not a readable binary plist: \(error.message)",
+                         offset: bodyOffset + error.offset)
+            fields.append(("error", .string(error.kind.rawValue)))
+            ctx.message("data", fields)
+            return
+        }
+        guard let id = plist["MCNearbyServiceMessageIDKey"]?.intValue else {
+            ctx.diagnose("data.no_message_id", "Data plist has no integer MCNearbyServiceMessageIDKey", offset: bodyOffset)
+            ctx.message("data", fields)
+            return
+        }
+        fields.append(("messageID", .int(id)))
+        ctx.message("data", fields)
+        if !(1 ... 3).contains(id) {
+            ctx.diagnose("data.unknown_message_id", "message ID \(id) is not 1 (invite), 2 (response) or 3 (connect)",
+                         offset: bodyOffset, severity: .info)
+        }
+        ctx.handOff(Self.dataCarrier, key: String(id), payload: body)
+    }
+}

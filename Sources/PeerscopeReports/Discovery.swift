@@ -1,0 +1,116 @@
+import PeerscopeCore
+import PeerscopeTimeline
+
+/// What discovery saw: service types, and per peer its names, IDs, addresses, port and discovery
+/// info, with first/last seen. Built from `discovery.*` event attributes (read leniently: several
+/// spellings are accepted) and the directory.
+public struct DiscoverySection: Sendable {
+    public struct Service: Sendable, Hashable {
+        public var name: String
+        public var firstSeen: Nanos
+        public var lastSeen: Nanos
+        public var instances: Int
+    }
+
+    public struct Peer: Sendable, Hashable {
+        public var ref: PeerRef
+        public var displayName: String?
+        public var peerID: String?
+        public var participantID: String?
+        public var addresses: [String]
+        public var port: UInt16?
+        public var host: String?
+        public var services: [String]
+        public var info: [String: String]
+        public var firstSeen: Nanos?
+        public var lastSeen: Nanos?
+        /// Goodbye, expiry or browser "lost" time, when seen.
+        public var gone: Nanos?
+        public var events: Int
+    }
+
+    public var services: [Service]
+    public var peers: [Peer]
+
+    static let serviceKeys = ["service", "serviceType", "service_type", "type", "svc"]
+    static let portKeys = ["port", "srvPort", "srv_port"]
+    static let hostKeys = ["host", "target", "hostname"]
+    static let addressKeys = ["addresses", "address", "addrs", "ip", "ips"]
+    static let nameKeys = ["displayName", "display_name", "_d", "name"]
+    static let infoPrefixes = ["txt.", "info.", "discoveryInfo.", "discovery."]
+
+    static func looksLikeService(_ s: String) -> Bool { s.hasPrefix("_") && (s.contains("._tcp") || s.contains("._udp")) }
+
+    public init(timelines: Timelines, directory: PeerDirectory?) {
+        var services: [String: Service] = [:]
+        var serviceInstances: [String: Set<PeerRef>] = [:]
+        var peers: [PeerRef: Peer] = [:]
+        for e in timelines.events where e.kind.family == "discovery" {
+            let attrs = e.event.attrs
+            var service: String?
+            for k in DiscoverySection.serviceKeys {
+                if let v = attrs[k], DiscoverySection.looksLikeService(v) { service = v; break }
+            }
+            if let service {
+                var s = services[service] ?? Service(name: service, firstSeen: e.t, lastSeen: e.t, instances: 0)
+                s.firstSeen = min(s.firstSeen, e.t)
+                s.lastSeen = max(s.lastSeen, e.t)
+                services[service] = s
+            }
+            guard e.kind != .browse, let ref = e.from else { continue }
+            if let service { serviceInstances[service, default: []].insert(ref) }
+            let info = timelines.peer(ref)
+            var p = peers[ref] ?? Peer(ref: ref, displayName: info?.displayName, peerID: info?.idString,
+                                       participantID: info?.participantHex, addresses: [], port: nil, host: nil,
+                                       services: [], info: [:], firstSeen: nil, lastSeen: nil, gone: nil, events: 0)
+            p.events += 1
+            if p.displayName == nil {
+                for k in DiscoverySection.nameKeys { if let v = attrs[k], !v.isEmpty { p.displayName = v; break } }
+            }
+            for k in DiscoverySection.portKeys { if let v = attrs[k], let port = UInt16(v) { p.port = port; break } }
+            if p.port == nil, let ep = e.event.from.endpoint, e.kind == .resolved { p.port = ep.port }
+            for k in DiscoverySection.hostKeys { if let v = attrs[k], !v.isEmpty { p.host = v; break } }
+            var addrs = Set(p.addresses)
+            for k in DiscoverySection.addressKeys {
+                guard let v = attrs[k] else { continue }
+                for part in v.split(whereSeparator: { $0 == "," || $0 == " " }) where !part.isEmpty { addrs.insert(String(part)) }
+            }
+            if let a = e.event.from.address { addrs.insert("\(a)") }
+            p.addresses = addrs.sorted()
+            for (k, v) in attrs {
+                for prefix in DiscoverySection.infoPrefixes where k.hasPrefix(prefix) {
+                    let name = String(k.dropFirst(prefix.count))
+                    if !name.isEmpty, name != "_d" { p.info[name] = v }
+                }
+            }
+            if let service, !p.services.contains(service) { p.services.append(service); p.services.sort() }
+            switch e.kind {
+            case .goodbye, .expired, .lost:
+                p.gone = e.t
+            default:
+                p.firstSeen = min(p.firstSeen ?? e.t, e.t)
+                p.lastSeen = max(p.lastSeen ?? e.t, e.t)
+                p.gone = nil
+            }
+            peers[ref] = p
+        }
+        // The directory knows addresses and ports of discovered peers that attrs may not carry.
+        if let directory {
+            for (ref, var p) in peers {
+                guard case .id(let id) = ref, let entry = directory.entries[id] else { continue }
+                var addrs = Set(p.addresses)
+                for a in entry.addresses { addrs.insert("\(a)") }
+                p.addresses = addrs.sorted()
+                if p.port == nil, entry.endpoints.count == 1, let ep = entry.endpoints.first { p.port = ep.port }
+                if p.displayName == nil { p.displayName = entry.displayName }
+                peers[ref] = p
+            }
+        }
+        for (name, refs) in serviceInstances { services[name]?.instances = refs.count }
+        self.services = services.values.sorted { $0.name < $1.name }
+        self.peers = peers.values.sorted {
+            let a = $0.displayName ?? $0.peerID ?? "", b = $1.displayName ?? $1.peerID ?? ""
+            return a != b ? a < b : $0.ref < $1.ref
+        }
+    }
+}

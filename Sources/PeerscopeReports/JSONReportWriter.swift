@@ -1,0 +1,204 @@
+import PeerscopeCore
+import PeerscopeDetectors
+import PeerscopeTimeline
+
+/// The JSON report: one document, keys in a fixed order, described by
+/// `Schemas/peerscope.report.v1.schema.json`. Times are integer nanoseconds since the Unix epoch
+/// (`t`) with an ISO 8601 twin (`time`) where people read them.
+public enum JSONReportWriter {
+    public static func render(_ r: Report, pretty: Bool = true) -> String {
+        let v = json(r)
+        return (pretty ? v.prettyText : v.jsonText) + "\n"
+    }
+
+    public static func json(_ r: Report) -> JSONValue {
+        .object([
+            ("schema", .string(Report.schemaID)),
+            ("tool", .object([("name", .string(Report.toolName)), ("version", .string(r.toolVersion))])),
+            ("inputs", .array(r.inputs.map { .string($0) })),
+            ("complete", .bool(r.complete)),
+            ("inputProblems", .array(r.inputProblems.map { .string($0) })),
+            ("summary", summary(r)),
+            ("stats", stats(r.stats)),
+            ("diagnostics", diagnostics(r)),
+            ("discovery", discovery(r)),
+            ("peers", .array(r.timelines.peers.map { peer($0, r) })),
+            ("sessions", .array(r.timelines.sessions.map { session($0, r) })),
+            ("findings", .array(r.findings.map { finding($0) })),
+            ("detectors", .object([
+                ("run", .array(r.detectorsRun.map { .string($0) })),
+                ("thresholds", .object(r.thresholds.map { ($0.0, .double($0.1)) })),
+            ])),
+        ])
+    }
+
+    static func time(_ t: Nanos?) -> JSONValue { t.map { .string(CaptureTime.iso8601($0)) } ?? .null }
+    static func int(_ t: Nanos?) -> JSONValue { t.map { .int($0) } ?? .null }
+    static func str(_ s: String?) -> JSONValue { s.map { .string($0) } ?? .null }
+    static func counts(_ m: [String: UInt64]) -> JSONValue {
+        .object(m.sorted { $0.key < $1.key }.map { ($0.key, .uint($0.value)) })
+    }
+
+    public static func evidence(_ e: Evidence) -> JSONValue {
+        switch e {
+        case .frame(let i, let f): .object([("input", .int(Int64(i))), ("frame", .uint(f))])
+        case .logLine(let i, let l): .object([("input", .int(Int64(i))), ("line", .int(Int64(l)))])
+        }
+    }
+
+    static func summary(_ r: Report) -> JSONValue {
+        .object([
+            ("peers", .int(Int64(r.timelines.peers.count))),
+            ("sessions", .int(Int64(r.timelines.sessions.count))),
+            ("findings", .int(Int64(r.findings.count))),
+            ("findingsByKind", .object(r.findingsByKind.map { ($0.0, .int(Int64($0.1))) })),
+            ("findingsBySeverity", .object(r.findingsBySeverity.map { ($0.0.rawValue, .int(Int64($0.1))) })),
+            ("worstSeverity", str(r.worstSeverity?.rawValue)),
+        ])
+    }
+
+    static func stats(_ s: CaptureStats) -> JSONValue {
+        var duration: JSONValue = .null
+        if let a = s.firstT, let b = s.lastT { duration = .int(b &- a) }
+        return .object([
+            ("frames", .uint(s.frames)),
+            ("bytes", .uint(s.bytes)),
+            ("capturedBytes", .uint(s.capturedBytes)),
+            ("firstT", int(s.firstT)),
+            ("firstTime", time(s.firstT)),
+            ("lastT", int(s.lastT)),
+            ("lastTime", time(s.lastT)),
+            ("durationNs", duration),
+            ("linkTypes", counts(s.linkTypes)),
+            ("plugins", counts(s.plugins)),
+            ("framesWithDiagnostics", .uint(s.framesWithDiagnostics)),
+            ("undecoded", counts(s.undecoded)),
+            ("truncatedFrames", .uint(s.truncatedFrames)),
+            ("logLines", .uint(s.logLines)),
+        ])
+    }
+
+    static func diagnostics(_ r: Report) -> JSONValue {
+        let c = r.diagnosticCounts
+        return .object([
+            ("total", .int(Int64(c.reduce(0) { $0 + $1.count }))),
+            ("counts", .object(c.map { ($0.id, .int(Int64($0.count))) })),
+            ("items", .array(c.map { d in
+                .object([
+                    ("id", .string(d.id)),
+                    ("severity", .string(d.severity.rawValue)),
+                    ("count", .int(Int64(d.count))),
+                    ("message", .string(d.message)),
+                    ("first", d.first.map(evidence) ?? .null),
+                ])
+            })),
+        ])
+    }
+
+    static func discovery(_ r: Report) -> JSONValue {
+        .object([
+            ("services", .array(r.discovery.services.map { s in
+                .object([
+                    ("name", .string(s.name)), ("instances", .int(Int64(s.instances))),
+                    ("firstT", .int(s.firstSeen)), ("firstTime", time(s.firstSeen)),
+                    ("lastT", .int(s.lastSeen)), ("lastTime", time(s.lastSeen)),
+                ])
+            })),
+            ("peers", .array(r.discovery.peers.map { p in
+                .object([
+                    ("displayName", str(p.displayName)),
+                    ("peerID", str(p.peerID)),
+                    ("participantID", str(p.participantID)),
+                    ("addresses", .array(p.addresses.map { .string($0) })),
+                    ("port", p.port.map { .int(Int64($0)) } ?? .null),
+                    ("host", str(p.host)),
+                    ("services", .array(p.services.map { .string($0) })),
+                    ("info", .object(p.info.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
+                    ("firstT", int(p.firstSeen)), ("firstTime", time(p.firstSeen)),
+                    ("lastT", int(p.lastSeen)), ("lastTime", time(p.lastSeen)),
+                    ("goneT", int(p.gone)),
+                    ("events", .int(Int64(p.events))),
+                ])
+            })),
+        ])
+    }
+
+    static func peerID(_ r: PeerRef?, _ rep: Report) -> JSONValue { str(rep.timelines.idString(r)) }
+
+    static func peer(_ p: PeerTimeline, _ r: Report) -> JSONValue {
+        let info = p.peer
+        return .object([
+            ("ref", .string(info.ref.description)),
+            ("label", .string(info.label)),
+            ("displayName", str(info.displayName)),
+            ("peerID", str(info.idString)),
+            ("participantID", str(info.participantHex)),
+            ("addresses", .array(info.addresses.map { .string("\($0)") })),
+            ("endpoints", .array(info.endpoints.map { .string("\($0)") })),
+            ("firstT", int(info.firstSeen)),
+            ("lastT", int(info.lastSeen)),
+            ("history", .string(p.history)),
+            ("sessions", .array(p.sessions.map { .string($0.description) })),
+            ("timeline", .array(p.entries.map { entry($0, r) })),
+        ])
+    }
+
+    static func entry(_ e: TimelineEntry, _ r: Report) -> JSONValue {
+        .object([
+            ("t", .int(e.t)),
+            ("time", .string(CaptureTime.iso8601(e.t))),
+            ("lastT", .int(e.lastT)),
+            ("count", .int(Int64(e.count))),
+            ("state", .string(e.state.rawValue)),
+            ("event", .string(e.kind.rawValue)),
+            ("direction", .string(e.sent ? "sent" : "received")),
+            ("counterpart", e.counterpart.map { .string(r.timelines.label($0)) } ?? .null),
+            ("counterpartPeerID", peerID(e.counterpart, r)),
+            ("session", e.session.map { .string($0.description) } ?? .null),
+            ("source", .string(e.source)),
+            ("detail", .string(e.detail)),
+            ("evidence", .array(e.evidence.map(evidence))),
+        ])
+    }
+
+    static func session(_ s: SessionInstance, _ r: Report) -> JSONValue {
+        .object([
+            ("id", .string(s.key.description)),
+            ("number", .int(Int64(s.number))),
+            ("peers", .array([.string(r.timelines.label(s.pair.a)), .string(r.timelines.label(s.pair.b))])),
+            ("peerIDs", .array([peerID(s.pair.a, r), peerID(s.pair.b, r)])),
+            ("originator", s.originator.map { .string(r.timelines.label($0)) } ?? .null),
+            ("startT", .int(s.start)),
+            ("startTime", time(s.start)),
+            ("endT", int(s.end)),
+            ("endTime", time(s.end)),
+            ("endReason", str(s.endReason)),
+            ("establishedT", int(s.established)),
+            ("encrypted", .bool(s.encrypted)),
+            ("startedBeforeInput", .bool(s.startedBeforeInput)),
+            ("history", .string(s.history)),
+            ("events", .int(Int64(s.eventCount))),
+            ("milestones", .array(s.milestones.map { m in
+                .object([("state", .string(m.state.rawValue)), ("t", .int(m.t)),
+                         ("by", m.by.map { .string(r.timelines.label($0)) } ?? .null),
+                         ("evidence", evidence(m.evidence))])
+            })),
+        ])
+    }
+
+    public static func finding(_ f: Finding) -> JSONValue {
+        .object([
+            ("kind", .string(f.kind)),
+            ("severity", .string(f.severity.rawValue)),
+            ("peer", .string(f.peer)),
+            ("peerID", str(f.peerID)),
+            ("t", .int(f.t)),
+            ("time", .string(CaptureTime.iso8601(f.t))),
+            ("message", .string(f.message)),
+            ("evidence", .array(f.evidence.map(evidence))),
+            ("openAtEnd", .bool(f.openAtEnd)),
+            ("key", .string(f.key)),
+            ("details", .object(f.details.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
+        ])
+    }
+}

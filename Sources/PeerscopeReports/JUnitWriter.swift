@@ -1,0 +1,59 @@
+import PeerscopeCore
+import PeerscopeDetectors
+import PeerscopeTimeline
+
+/// JUnit XML for CI dashboards: one test suite per detector kind that ran; one failing test case per
+/// finding; a kind without findings gets one passing test case, so dashboards show what was checked.
+public enum JUnitWriter {
+    public static func render(_ r: Report) -> String {
+        var kinds = r.detectorsRun
+        for f in r.findings where !kinds.contains(f.kind) { kinds.append(f.kind) }
+        let tests = kinds.reduce(0) { n, k in n + max(1, r.findings.filter { $0.kind == k }.count) }
+        var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        out += "<testsuites name=\"peerscope\" tests=\"\(tests)\" failures=\"\(r.findings.count)\" errors=\"0\" time=\"0\">\n"
+        for k in kinds {
+            let fs = r.findings.filter { $0.kind == k }
+            let suite = "peerscope.\(k)"
+            out += "  <testsuite name=\"\(esc(suite))\" tests=\"\(max(1, fs.count))\" failures=\"\(fs.count)\" errors=\"0\" skipped=\"0\" time=\"0\">\n"
+            if fs.isEmpty {
+                out += "    <testcase classname=\"\(esc(suite))\" name=\"no \(esc(k)) findings\" time=\"0\"/>\n"
+            }
+            for f in fs {
+                let name = "\(f.peer) \(r.relative(f.t)): \(f.message)"
+                out += "    <testcase classname=\"\(esc(suite))\" name=\"\(esc(name))\" time=\"0\">\n"
+                out += "      <failure type=\"\(esc(f.kind))\" message=\"\(esc(f.severity.rawValue + ": " + f.message))\">"
+                var body = "severity: \(f.severity.rawValue)\npeer: \(f.peer)"
+                if let id = f.peerID { body += " (\(id))" }
+                body += "\ntime: \(CaptureTime.iso8601(f.t))"
+                if f.openAtEnd { body += " (open at end of input)" }
+                for e in f.evidence { body += "\nevidence: \(r.describe(e))" }
+                out += esc(body) + "</failure>\n"
+                out += "    </testcase>\n"
+            }
+            out += "  </testsuite>\n"
+        }
+        out += "</testsuites>\n"
+        return out
+    }
+
+    /// XML escaping for text and attribute values; characters XML 1.0 forbids become U+FFFD.
+    public static func esc(_ s: String) -> String {
+        var o = ""
+        for u in s.unicodeScalars {
+            switch u {
+            case "&": o += "&amp;"
+            case "<": o += "&lt;"
+            case ">": o += "&gt;"
+            case "\"": o += "&quot;"
+            case "'": o += "&apos;"
+            case "\n": o += "&#10;"
+            case "\t": o += "&#9;"
+            case "\r": o += "&#13;"
+            default:
+                let v = u.value
+                if v < 0x20 || v == 0xFFFE || v == 0xFFFF { o += "\u{FFFD}" } else { o.unicodeScalars.append(u) }
+            }
+        }
+        return o
+    }
+}

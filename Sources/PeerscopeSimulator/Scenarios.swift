@@ -1,0 +1,379 @@
+// The scenarios. Each builds its traffic and logs in a World and returns the findings it is meant
+// to produce — taken from the scenario definition, never from a decoder.
+
+enum Scenarios {
+    static func build(_ name: String, world w: World, options: SimulationOptions, encrypted: Bool) -> [ExpectedFinding] {
+        switch name {
+        case "healthy-pair": return healthyPair(w, encrypted: encrypted, awdl: false)
+        case "healthy-pair-encrypted": return healthyPair(w, encrypted: true, awdl: true)
+        case "group-8": return group(w, count: options.peers ?? 8, encrypted: encrypted)
+        case "handshake-timeout-ice": return handshakeTimeoutICE(w, encrypted: encrypted)
+        case "handshake-timeout-app": return handshakeTimeoutApp(w, encrypted: encrypted)
+        case "keepalive-timeout": return keepAliveTimeout(w, encrypted: encrypted)
+        case "duplicate-connection": return duplicateConnection(w, encrypted: encrypted)
+        case "channel-error-dtls-alert": return dtlsAlert(w)
+        case "channel-error-icmp": return channelErrorICMP(w, encrypted: encrypted)
+        case "channel-error-reset": return channelErrorReset(w, encrypted: encrypted)
+        case "reconnect-storm": return reconnectStorm(w, encrypted: encrypted)
+        case "identity-collision": return identityCollision(w, encrypted: encrypted)
+        default: return []
+        }
+    }
+
+    static func finding(_ kind: String, peer: SimDevice, observer: SimDevice, time: Int64, tolerance: Double,
+                        phase: String? = nil, attempts: Int? = nil, detail: String, capture: Bool = true) -> ExpectedFinding {
+        ExpectedFinding(kind: kind, peer: peer.name, peerIdString: peer.peer.idString, participant: peer.pidHex,
+                        observer: observer.name, time: time, toleranceSeconds: tolerance, phase: phase, detail: detail,
+                        evidence: (capture ? ["capture"] : []) + ["log:\(observer.slug)"], attempts: attempts)
+    }
+
+    /// Discovery, an accepted invitation and a connected session between `a` (inviter) and `b`.
+    static func connectPair(_ w: World, _ a: SimDevice, _ b: SimDevice, encrypted: Bool, inviteAt: Double) -> (GCKLink, Int64, Int64)? {
+        let iface = w.commonInterface(a, b)
+        let rtt = w.rtt(iface)
+        let inv = w.invite(w.at(inviteAt) + w.ms(0, spread: 40), browser: a, advertiser: b, outcome: .accept, encrypted: encrypted, rtt: rtt)
+        guard let l = inv.link else { return nil }
+        let t = w.establish(inv.end + w.ms(3, spread: 1), l, rtt: rtt)
+        return (l, t, rtt)
+    }
+
+    // MARK: healthy
+
+    static func healthyPair(_ w: World, encrypted: Bool, awdl: Bool) -> [ExpectedFinding] {
+        let iface = awdl
+            ? w.addInterface(name: "awdl0", linkType: .ethernet, family: .v6, description: "AWDL peer-to-peer Wi-Fi")
+            : w.addInterface(name: "en0", linkType: .ethernet, family: .v4, description: "Wi-Fi")
+        let a = w.addDevice(awdl ? "Carol's iPhone" : "Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice(awdl ? "Dave's MacBook Pro" : "Bob's iPad", platform: awdl ? "macOS" : "iOS", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.35)])
+        guard let (l, t, rtt) = connectPair(w, a, b, encrypted: encrypted, inviteAt: 1.6) else { return [] }
+        let hs = w.appHandshake(t + w.ms(1000, spread: 30), l, rtt: rtt, answered: true)
+        let st = w.steady(hs.end, l, until: hs.end + w.ms(20_000), rtt: rtt, keepAlives: true,
+                          chats: [(a, 2.5, "Hi \(b.name)!"), (b, 4.1, "Hey, I can see you."), (a, 11.0, "Lunch at noon?"), (b, 12.3, "Sounds good")])
+        let te = st.end + w.ms(200, spread: 20)
+        w.app(a, te, "User ended the chat")
+        w.disconnect(te, l, by: a, rtt: rtt)
+        w.stopAdvertising(a, te + w.ms(300))
+        w.lost(b, a, te + w.ms(305, spread: 2))
+        return []
+    }
+
+    // MARK: group
+
+    static func group(_ w: World, count: Int, encrypted: Bool) -> [ExpectedFinding] {
+        let lan = w.addInterface(name: "any", linkType: .linuxSLL, family: .v4, description: "Linux cooked capture on the Wi-Fi LAN")
+        let awdl = w.addInterface(name: "awdl0", linkType: .ethernet, family: .v6, description: "AWDL peer-to-peer Wi-Fi")
+        let host = w.addDevice("Erin's iPad", interfaces: [lan, awdl])
+        let names = ["Frank's iPhone", "Grace's iPhone", "Heidi's iPad", "Ivan's iPhone", "Judy's iPad", "Mallory's iPhone", "Niaj's iPhone"]
+        let n = max(1, min(7, count - 1))
+        let onLAN = n / 2
+        var peers: [SimDevice] = []
+        for i in 0 ..< n { peers.append(w.addDevice(names[i], interfaces: [i < onLAN ? lan : awdl])) }
+        w.discovery([(host, 0.05)] + peers.enumerated().map { ($0.element, 0.2 + Double($0.offset) * 0.15) })
+        var links: [GCKLink] = []
+        var handshakeEnds: [Int64] = []
+        var ready = w.at(2.0)
+        for p in peers {
+            let iface = w.commonInterface(host, p)
+            let rtt = w.rtt(iface)
+            let inv = w.invite(ready + w.ms(250, spread: 40), browser: host, advertiser: p, outcome: .accept, encrypted: encrypted, rtt: rtt)
+            guard let l = inv.link else { continue }
+            let t = w.establish(inv.end + w.ms(3, spread: 1), l, rtt: rtt)
+            links.append(l)
+            handshakeEnds.append(w.appHandshake(t + w.ms(1000, spread: 30), l, rtt: rtt, answered: true).end)
+            ready = t
+        }
+        // Mesh: peers on the same link connect to each other with connection data pushed by the host.
+        var mesh: [GCKLink] = []
+        var t = ready + w.ms(500)
+        for (i, x) in peers.enumerated() {
+            for y in peers[(i + 1)...] where x.interfaces == y.interfaces {
+                w.log(host, t - w.ms(2), "MCSession", "XData: pushing connection data to non-neighbor peer[\(y.pidHex)].")
+                let l = GCKLink(a: x, b: y, aPort: x.allocateUDPPort(), bPort: y.allocateUDPPort(), interface: w.commonInterface(x, y),
+                                encrypted: encrypted, aToken: w.rng.u32(), bToken: w.rng.u32(), helloWord: w.rng.u32(), iceWord: w.rng.u32())
+                w.stateChange(x, y, t, from: "Not Connected", to: "Connecting")
+                w.stateChange(y, x, t + w.ms(1), from: "Not Connected", to: "Connecting")
+                let rtt = w.rtt(l.interface)
+                t = w.establish(t + w.ms(2), l, rtt: rtt) + w.ms(30, spread: 10)
+                mesh.append(l)
+            }
+        }
+        let start = max(handshakeEnds.max() ?? t, t)
+        let end = start + w.ms(15_000)
+        for (i, l) in links.enumerated() {
+            let rtt = w.rtt(l.interface)
+            var chats: [(SimDevice, Double, String)] = [(host, 3.0, "Welcome, everyone!")]
+            if i == 0 { chats.append((l.b, 5.0, "Hello from \(l.b.name)")) }
+            _ = w.steady(handshakeEnds[i], l, until: end, rtt: rtt, keepAlives: true, chats: chats,
+                         heartbeatPhase: 0.5 + Double(i) * 0.3)
+        }
+        for (i, l) in mesh.enumerated() {
+            _ = w.steady(start, l, until: end, rtt: w.rtt(l.interface), keepAlives: false, heartbeatPhase: 0.2 + Double(i) * 0.4)
+        }
+        w.app(host, end + w.ms(100), "User ended the chat")
+        for (i, l) in links.enumerated() { w.disconnect(end + w.ms(100 + Double(i) * 2), l, by: host, rtt: w.rtt(l.interface)) }
+        w.stopAdvertising(host, end + w.ms(400))
+        return []
+    }
+
+    // MARK: handshake timeouts
+
+    static func handshakeTimeoutICE(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "awdl0", linkType: .ethernet, family: .v6, description: "AWDL peer-to-peer Wi-Fi")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's iPad", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.4)])
+        let rtt = w.rtt(iface)
+        let inv = w.invite(w.at(1.7), browser: a, advertiser: b, outcome: .accept, encrypted: encrypted, rtt: rtt)
+        guard let l = inv.link else { return [] }
+        w.listenLogs(inv.end + w.ms(2), l)
+        // Bob's app goes to the background: MPC stops advertising (goodbye) and the app is suspended.
+        let tb = inv.end + w.ms(40, spread: 5)
+        w.app(b, tb - w.ms(1), "Application did enter background")
+        w.stopAdvertising(b, tb)
+        w.mute(b, from: tb + w.ms(10))
+        w.lost(a, b, tb + w.ms(12, spread: 2))
+        let timeout = w.iceUnanswered(inv.end + w.ms(8, spread: 2), l)
+        w.stateChange(a, b, timeout + w.ms(1), from: "Connecting", to: "Not Connected")
+        return [finding("handshake-timeout", peer: b, observer: a, time: timeout, tolerance: 3, phase: "ice",
+                        detail: "ICE connectivity checks from \(a.name) to \(b.name) go unanswered; the 10 s ICE timer fires on channel 0")]
+    }
+
+    static func handshakeTimeoutApp(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "any", linkType: .linuxSLL, family: .v4, description: "Linux cooked capture on the Wi-Fi LAN")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's iPhone", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.3)])
+        guard let (l, t, rtt) = connectPair(w, a, b, encrypted: encrypted, inviteAt: 1.5) else { return [] }
+        let hsStart = t + w.ms(1000, spread: 30)
+        let hs = w.appHandshake(hsStart, l, rtt: rtt, answered: false)
+        _ = w.steady(t, l, until: hs.end, rtt: rtt, keepAlives: false)
+        w.app(a, hs.end + w.ms(0.3), "Disconnecting from peer: \(b.name)")
+        w.disconnect(hs.end + w.ms(0.5), l, by: a, rtt: rtt)
+        return [finding("handshake-timeout", peer: b, observer: a, time: hs.end, tolerance: 2, phase: "app",
+                        detail: "\(a.name) sends the app 'handshake'; \(b.name) never answers with 'handshake_response'; the 10 s app timer fires")]
+    }
+
+    // MARK: keep-alive timeout
+
+    static func keepAliveTimeout(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "en0", linkType: .ethernet, family: .v4, description: "Wi-Fi")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's iPad", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.25)])
+        guard let (l, t, rtt) = connectPair(w, a, b, encrypted: encrypted, inviteAt: 1.5) else { return [] }
+        let hs = w.appHandshake(t + w.ms(1000, spread: 30), l, rtt: rtt, answered: true)
+        let freeze = hs.end + w.ms(9_300, spread: 50)
+        w.app(b, freeze - w.ms(1), "Application will resign active")
+        w.mute(b, from: freeze)
+        let st = w.steady(hs.end, l, until: hs.end + w.ms(40_000), rtt: rtt, keepAlives: true, silence: (b, freeze),
+                          chats: [(a, 1.5, "Are you there?")])
+        guard let to = st.keepAliveTimeout else { return [] }
+        w.disconnect(to.time + w.ms(0.5), l, by: a, rtt: rtt, remoteNotices: false)
+        return [finding("keepalive-timeout", peer: b, observer: a, time: to.time, tolerance: 3,
+                        detail: "\(b.name)'s keep_alive messages and GCK heartbeats stop while \(a.name)'s continue; the 6 s keep-alive monitor fires")]
+    }
+
+    // MARK: duplicate connection
+
+    static func duplicateConnection(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "awdl0", linkType: .ethernet, family: .v6, description: "AWDL peer-to-peer Wi-Fi")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's iPad", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.08)])
+        let rtt = w.rtt(iface)
+        let t1 = w.at(1.5)
+        let inv1 = w.invite(t1, browser: a, advertiser: b, outcome: .accept, encrypted: encrypted, rtt: rtt)
+        let inv2 = w.invite(t1 + w.ms(40, spread: 5), browser: b, advertiser: a, outcome: .accept, encrypted: encrypted, rtt: rtt,
+                            advertiserState: 1)
+        guard let l1 = inv1.link, let l2 = inv2.link else { return [] }
+        let c1 = w.establish(inv1.end + w.ms(3), l1, rtt: rtt)
+        let c2 = w.establish(inv2.end + w.ms(3), l2, rtt: rtt, announce: false)
+        // The second session completes: MCSession already has the peer connected; the seed app's
+        // duplicate check fires and `session.disconnect()` drops everything.
+        w.log(a, c2, "MCSession", "Peer already in state [Connected]")
+        w.log(b, c2 + w.ms(0.5), "MCSession", "Peer already in state [Connected]")
+        w.app(a, c2 + w.ms(0.6), "Peer \(b.name) changed state: 2")
+        w.app(a, c2 + w.ms(0.7), "Peer connected: \(b.name)")
+        w.app(a, c2 + w.ms(0.9), "Ignoring duplicate connection from \(b.name)")
+        _ = w.steady(c1, l1, until: c2, rtt: rtt, keepAlives: false, heartbeatPhase: 0.1)
+        w.disconnect(c2 + w.ms(1.2), l1, by: a, rtt: rtt)
+        w.log(a, c2 + w.ms(1.5), "GCKSession", "Disconnecting participant [\(b.pidHex)].")
+        w.log(a, c2 + w.ms(1.6), "GCKSession", "Closing connection to participant [\(b.pidHex)] on channel [\(l2.channel)].")
+        // Heartbeats on both sessions in between make the two UDP flows visible for a while.
+        _ = w.steady(c2, l2, until: c2 + w.ms(1), rtt: rtt, keepAlives: false)
+        return [finding("duplicate-connection", peer: b, observer: a, time: c2, tolerance: 3,
+                        detail: "\(a.name) and \(b.name) invite each other within 40 ms: two invitation channels (to ports \(b.srvPort) and \(a.srvPort)) "
+                            + "and two GCK sessions (UDP \(l1.aPort)<->\(l1.bPort) and \(l2.aPort)<->\(l2.bPort))")]
+    }
+
+    // MARK: channel errors
+
+    static func dtlsAlert(_ w: World) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "en0", linkType: .ethernet, family: .v4, description: "Wi-Fi")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's iPad", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.3)])
+        guard let (l, t, rtt) = connectPair(w, a, b, encrypted: true, inviteAt: 1.5) else { return [] }
+        let hs = w.appHandshake(t + w.ms(1000, spread: 30), l, rtt: rtt, answered: true)
+        let st = w.steady(hs.end, l, until: hs.end + w.ms(8_000), rtt: rtt, keepAlives: true, chats: [(b, 2.0, "Sending you the photo")])
+        let ta = st.end + w.ms(300, spread: 50)
+        // An encrypted fatal alert from Bob (epoch 1).
+        let rec = DTLSRecord.wrapped(.alert, epoch: 1, sequence: l.nextDTLS(b), fragment: w.rng.bytes(DTLSRecord.cbcSize(2)))
+        w.udp(ta, iface: iface, from: b, sport: l.bPort, to: a, dport: l.aPort, payload: rec)
+        w.log(b, ta - w.ms(0.5), "GCKSession", "Closing connection to participant [\(a.pidHex)] on channel [\(l.channel)].")
+        let tr = ta + rtt / 2
+        w.log(a, tr + w.ms(0.4), "GCKSession",
+              "SSLWrite failed, packet was not sent for participant [\(b.pidHex)] channelID [\(l.channel)] DTLS context [\(a.pointer())] pCList [\(a.pointer())]; SSLError = errSSLClosedAbort (-9806): errno = Connection reset by peer (54).")
+        w.log(a, tr + w.ms(0.6), "GCKSession", "Failed to send Data packet to participant \(b.pidHex). Will mark channel \(l.channel) as invalid.")
+        w.log(a, tr + w.ms(0.8), "GCKSession", "Closing connection to participant [\(b.pidHex)] on channel [\(l.channel)].")
+        w.stateChange(a, b, tr + w.ms(1.2), from: "Connected", to: "Not Connected")
+        w.stateChange(b, a, ta + w.ms(0.2), from: "Connected", to: "Not Connected")
+        return [finding("channel-error", peer: b, observer: a, time: ta, tolerance: 2,
+                        detail: "\(b.name) sends a DTLS alert record (content type 21) on the session flow; \(a.name)'s SSLWrite fails and the channel closes")]
+    }
+
+    /// Kills `b`'s app at `tk`; `a`'s next datagram draws an ICMP port unreachable and a channel error.
+    /// Returns the ICMP time.
+    static func killAndUnreachable(_ w: World, _ l: GCKLink, kill b: SimDevice, at tk: Int64, rtt: Int64) -> Int64 {
+        let a = l.other(b)
+        w.mute(b, from: tk)
+        let tf = tk + w.ms(1200, spread: 100)
+        let json = AppJSON.keepAlive(a, tf)
+        let packet = GCKPacket.data(source: a.peer.participant, destination: b.peer.participant, serial: l.nextSerial(a), payload: Array(json.utf8))
+        let ip: [UInt8]
+        if l.encrypted {
+            let rec = DTLSRecord.wrapped(.applicationData, epoch: 1, sequence: l.nextDTLS(a), fragment: w.rng.bytes(DTLSRecord.cbcSize(packet.count)))
+            ip = w.udp(tf, iface: l.interface, from: a, sport: l.aPort == l.port(a) ? l.port(a) : l.port(a), to: b, dport: l.port(b), payload: rec)
+        } else {
+            ip = w.udp(tf, iface: l.interface, from: a, sport: l.port(a), to: b, dport: l.port(b), payload: packet)
+        }
+        let ti = tf + rtt / 2
+        w.icmpUnreachable(ti, iface: l.interface, from: b, to: a, original: ip)
+        let tl = ti + rtt / 2
+        w.log(a, tl + w.ms(0.3), "GCKSession", "Send UDP packet failed with error (8000003D).")
+        w.log(a, tl + w.ms(0.5), "GCKSession", "Failed to send Data packet to participant \(b.pidHex). Will mark channel \(l.channel) as invalid.")
+        w.log(a, tl + w.ms(0.7), "GCKSession", "Closing connection to participant [\(b.pidHex)] on channel [\(l.channel)].")
+        w.app(a, tl + w.ms(1), "Failed to send keep-alive: Error Domain=MCErrorDomain Code=1 \"Peers (\(b.name)) not connected\"")
+        w.app(a, tl + w.ms(1.2), "Disconnecting from peer: \(b.name)")
+        w.stateChange(a, b, tl + w.ms(1.5), from: "Connected", to: "Not Connected")
+        return ti
+    }
+
+    static func channelErrorICMP(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "any", linkType: .linuxSLL, family: .v4, description: "Linux cooked capture on the Wi-Fi LAN")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's iPhone", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.3)])
+        guard let (l, t, rtt) = connectPair(w, a, b, encrypted: encrypted, inviteAt: 1.5) else { return [] }
+        let hs = w.appHandshake(t + w.ms(1000, spread: 30), l, rtt: rtt, answered: true)
+        let tk = hs.end + w.ms(7_100, spread: 50)
+        _ = w.steady(hs.end, l, until: tk, rtt: rtt, keepAlives: true, chats: [(a, 1.0, "Can you hear me?")])
+        let ti = killAndUnreachable(w, l, kill: b, at: tk, rtt: rtt)
+        return [finding("channel-error", peer: b, observer: a, time: ti, tolerance: 2,
+                        detail: "\(b.name)'s app dies; \(a.name)'s next datagram to UDP port \(l.bPort) draws ICMP port unreachable and the channel is marked invalid")]
+    }
+
+    static func channelErrorReset(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "en0", linkType: .ethernet, family: .v4, description: "Wi-Fi")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's iPad", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.3)])
+        let rtt = w.rtt(iface)
+        let inv = w.invite(w.at(1.5), browser: a, advertiser: b, outcome: .resetBeforeResponse, encrypted: encrypted, rtt: rtt)
+        let tReset = inv.end - w.ms(2) - rtt / 2
+        return [finding("channel-error", peer: b, observer: a, time: tReset, tolerance: 2,
+                        detail: "the invitation channel to \(b.name)'s port \(b.srvPort) is reset (TCP RST) after the Invite, before any Response")]
+    }
+
+    // MARK: reconnect storm
+
+    static func reconnectStorm(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "any", linkType: .linuxSLL, family: .v4, description: "Linux cooked capture on the Wi-Fi LAN")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's iPhone", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.3)])
+        guard let (l, t, rtt) = connectPair(w, a, b, encrypted: encrypted, inviteAt: 1.5) else { return [] }
+        let hs = w.appHandshake(t + w.ms(1000, spread: 30), l, rtt: rtt, answered: true)
+        let tk = hs.end + w.ms(5_100, spread: 50)
+        _ = w.steady(hs.end, l, until: tk, rtt: rtt, keepAlives: true)
+        let ti = killAndUnreachable(w, l, kill: b, at: tk, rtt: rtt)
+        // Back-off as in the Diffusion seed: first retry immediate, then 1 s more per attempt up to 5 s.
+        var ta = ti + rtt / 2 + w.ms(5)
+        let firstAttempt = ta
+        let oldPort = b.srvPort
+        var failed = 0
+        var last = ta
+        for attempt in 1 ... 7 {
+            let delay = min(attempt - 1, 5)
+            ta += w.ms(Double(delay) * 1000, spread: delay == 0 ? 0 : 30)
+            w.app(a, ta - w.ms(0.5), "BackOffReconnectionStrategy --> session wishes to reconnect. Current state of strategy --> attempt:[\(attempt)] delay:[\(delay)] maxDelay:[5]")
+            if attempt > 1 {
+                let elapsed = Double(ta - last) / 1e9
+                w.app(a, ta - w.ms(0.7), "BackOffReconnectionStrategy --> elapsed time since last attempt: \(ExpectedJSON.num(elapsed))")
+            }
+            w.app(a, ta, "BackOffReconnectionStrategy --> attempt starting now")
+            w.app(a, ta + w.ms(0.2), "Inviting \(b.name)")
+            w.stateChange(a, b, ta + w.ms(0.3), from: "Not Connected", to: "Connecting")
+            w.refusedDial(ta + w.ms(0.5), browser: a, advertiser: b, port: oldPort, rtt: rtt)
+            w.stateChange(a, b, ta + w.ms(3) + rtt, from: "Connecting", to: "Not Connected")
+            failed += 1
+            last = ta
+        }
+        // Bob relaunches the app: a new process, a new SRV port, the same archived MCPeerID.
+        let tr = ta + w.ms(1500, spread: 100)
+        w.unmute(b)
+        b.processID += 17
+        b.threadID += 311
+        w.earlierSRVPorts[b.slug, default: []].append(oldPort)
+        b.srvPort = UInt16(truncatingIfNeeded: Int(oldPort) + 1 + w.rng.int(1 ... 900))
+        b.nextUDPPort = 16402
+        w.app(b, tr - w.ms(50), "Application: active")
+        w.startAdvertisingAndBrowsing(b, tr)
+        let tf = tr + w.ms(27, spread: 3)
+        w.log(a, tf, "MCNearbyServiceBrowser", "Peer already in the dictionary, but has a different NSNetService object. will replace it with the newly found peer.")
+        w.found(a, b, tf + w.ms(1))
+        w.mdnsAnnounce(a, tr + w.ms(60, spread: 20), iface: iface)
+        w.found(b, a, tr + w.ms(62, spread: 2))
+        // The next attempt (delay 5 s after the last one) succeeds.
+        let t8 = ta + w.ms(5000, spread: 30)
+        w.app(a, t8 - w.ms(0.5), "BackOffReconnectionStrategy --> session wishes to reconnect. Current state of strategy --> attempt:[8] delay:[5] maxDelay:[5]")
+        w.app(a, t8, "BackOffReconnectionStrategy --> attempt starting now")
+        let inv = w.invite(t8 + w.ms(0.5), browser: a, advertiser: b, outcome: .accept, encrypted: encrypted, rtt: rtt)
+        if let l2 = inv.link {
+            let c = w.establish(inv.end + w.ms(3), l2, rtt: rtt)
+            let hs2 = w.appHandshake(c + w.ms(1000, spread: 30), l2, rtt: rtt, answered: true)
+            _ = w.steady(hs2.end, l2, until: hs2.end + w.ms(4_000), rtt: rtt, keepAlives: true)
+        }
+        return [
+            finding("channel-error", peer: b, observer: a, time: ti, tolerance: 2,
+                    detail: "\(b.name)'s app is killed; the session's next datagram draws ICMP port unreachable"),
+            finding("reconnect-storm", peer: b, observer: a, time: firstAttempt, tolerance: 3, attempts: failed,
+                    detail: "\(failed) failed re-invitations to \(b.name)'s stale port \(oldPort) (TCP SYN answered by RST) at back-off 0, 1, 2, 3, 4, 5, 5 s "
+                        + "between \(LogTime.iso(firstAttempt)) and \(LogTime.iso(last)); attempt 8 reaches the relaunched app on port \(b.srvPort)"),
+        ]
+    }
+
+    // MARK: identity collision
+
+    static func identityCollision(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "en0", linkType: .ethernet, family: .v4, description: "Wi-Fi")
+        let host = w.addDevice("Bob's iPad", interfaces: [iface])
+        let first = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let second = w.addDevice("Alice's iPhone", interfaces: [iface])
+        w.discovery([(host, 0.05), (first, 0.3), (second, 3.0)])
+        guard let (l, t, rtt) = connectPair(w, host, first, encrypted: encrypted, inviteAt: 1.2) else { return [] }
+        let hs = w.appHandshake(t + w.ms(1000, spread: 30), l, rtt: rtt, answered: true)
+        // The second "Alice's iPhone" invites Bob; Bob's app keys peers by display name and declines.
+        let inv = w.invite(w.at(4.2), browser: second, advertiser: host, outcome: .decline, encrypted: encrypted, rtt: rtt,
+                           declineReason: "Declining invitation from \(second.name): a peer with this name is already connected")
+        let st = w.steady(hs.end, l, until: max(hs.end, inv.end) + w.ms(8_000), rtt: rtt, keepAlives: true)
+        w.app(host, st.end + w.ms(100), "User ended the chat")
+        w.disconnect(st.end + w.ms(100), l, by: host, rtt: rtt)
+        var f = finding("declined-invitation", peer: second, observer: host, time: inv.end - 2 * rtt, tolerance: 2,
+                        detail: "two devices advertise the display name \"\(second.name)\" (\(first.peer.idString), \(second.peer.idString)); "
+                            + "\(host.name) declines the second one's invitation (MCNearbyServiceAcceptInviteKey = false)")
+        f.evidence.append("log:\(second.slug)")
+        return [f]
+    }
+}

@@ -1,0 +1,135 @@
+import PeerscopeCore
+
+/// How the timeline identifies a peer. A peer ID is the real identity; the other cases stand for
+/// peers seen only partly (a participant ID in a GCK log, a display name, a bare address) and for
+/// the device that wrote a log when the log line does not say who it is.
+public enum PeerRef: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// MCPeerID's 64-bit ID.
+    case id(UInt64)
+    /// Only the 31-bit participant ID is known (GCK logs and packets of a peer never discovered).
+    case participant(UInt32)
+    /// Only a display name is known (app logs), or the name is shared by several peer IDs.
+    case name(String)
+    /// An endpoint no discovery or invitation tied to a peer: "unknown peer at ADDRESS".
+    case address(IPAddress)
+    /// The device that wrote log input `input` (log lines name only the remote side).
+    case logOwner(input: Int)
+
+    public var description: String {
+        switch self {
+        case .id(let v): "id:" + PeerIdentity.idString(v)
+        case .participant(let p): "participant:" + PeerIdentity.participantHex(p)
+        case .name(let n): "name:" + n
+        case .address(let a): "address:\(a)"
+        case .logOwner(let i): "log-owner:\(i)"
+        }
+    }
+
+    public var peerID: UInt64? { if case .id(let v) = self { return v } else { return nil } }
+}
+
+/// What the run knows about one peer, for display and reports.
+public struct PeerInfo: Sendable, Hashable {
+    public var ref: PeerRef
+    public var peerID: UInt64?
+    public var participantID: UInt32?
+    public var displayName: String?
+    public var addresses: [IPAddress]
+    public var endpoints: [Endpoint]
+    public var firstSeen: Nanos?
+    public var lastSeen: Nanos?
+
+    public init(ref: PeerRef) {
+        self.ref = ref
+        addresses = []
+        endpoints = []
+        switch ref {
+        case .id(let v):
+            peerID = v
+            participantID = PeerIdentity.participantID(v)
+        case .participant(let p): participantID = p
+        case .name(let n): displayName = n
+        case .address(let a): addresses = [a]
+        case .logOwner: break
+        }
+    }
+
+    /// The 13-character base-36 idString, when the peer ID is known.
+    public var idString: String? { peerID.map(PeerIdentity.idString) }
+    /// `%08X` participant ID, when known.
+    public var participantHex: String? { participantID.map(PeerIdentity.participantHex) }
+
+    /// How people see the peer: its display name, else what is known.
+    public var label: String {
+        if let displayName, !displayName.isEmpty { return displayName }
+        switch ref {
+        case .id(let v): return "peer " + PeerIdentity.idString(v)
+        case .participant(let p): return "participant " + PeerIdentity.participantHex(p)
+        case .name(let n): return n
+        case .address(let a): return "unknown peer at \(a)"
+        case .logOwner(let i): return "log owner (input \(i + 1))"
+        }
+    }
+}
+
+/// Resolves `PeerHint`s to `PeerRef`s: peer ID first, then participant ID (directory, then the low
+/// 31 bits of any peer ID seen in the events), display name (when it names exactly one peer ID),
+/// endpoint and address (directory, then endpoints seen beside a peer ID in the events).
+public struct PeerResolver: Sendable {
+    private var participants: [UInt32: UInt64] = [:]
+    private var names: [String: Set<UInt64>] = [:]
+    private var endpoints: [Endpoint: UInt64] = [:]
+    private var addresses: [IPAddress: Set<UInt64>] = [:]
+
+    /// Learns from the directory and from every hint that carries a peer ID, so a log line naming
+    /// only a participant resolves even when the packet that named the peer ID came later.
+    public init(directory: PeerDirectory, events: [PeerEvent] = []) {
+        for (id, e) in directory.entries {
+            participants[e.participantID] = id
+            if let n = e.displayName, !n.isEmpty { names[n, default: []].insert(id) }
+            for ep in e.endpoints { endpoints[ep] = id }
+            for a in e.addresses { addresses[a, default: []].insert(id) }
+        }
+        for e in events {
+            learn(e.from)
+            learn(e.to)
+        }
+    }
+
+    public mutating func learn(_ h: PeerHint) {
+        guard let id = h.peerID else { return }
+        participants[PeerIdentity.participantID(id)] = id
+        if let n = h.displayName, !n.isEmpty { names[n, default: []].insert(id) }
+        if let ep = h.endpoint, endpoints[ep] == nil { endpoints[ep] = id }
+        if let a = h.address { addresses[a, default: []].insert(id) }
+    }
+
+    /// Peer IDs known to use a display name.
+    public func peerIDs(named name: String) -> Set<UInt64> { names[name] ?? [] }
+
+    private func unique(_ s: Set<UInt64>?) -> UInt64? {
+        guard let s, s.count == 1 else { return nil }
+        return s.first
+    }
+
+    private func byAddress(_ a: IPAddress) -> UInt64? {
+        if let id = unique(addresses[a]) { return id }
+        if a.isLinkLocal { return unique(addresses[a.unscoped]) }
+        return nil
+    }
+
+    /// The peer a hint names, or nil for an empty hint. `evidence` decides what an empty hint means:
+    /// in a log line it is the device that wrote the log.
+    public func resolve(_ h: PeerHint, evidence: Evidence? = nil) -> PeerRef? {
+        if let id = h.peerID { return .id(id) }
+        if let p = h.participantID, let id = participants[p] { return .id(id) }
+        if let n = h.displayName, !n.isEmpty, let id = unique(names[n]) { return .id(id) }
+        if let ep = h.endpoint, let id = endpoints[ep] ?? byAddress(ep.address) { return .id(id) }
+        if let a = h.address, let id = byAddress(a) { return .id(id) }
+        if let p = h.participantID { return .participant(p) }
+        if let n = h.displayName, !n.isEmpty { return .name(n) }
+        if let a = h.address ?? h.endpoint?.address { return .address(a) }
+        if case .logLine(let input, _)? = evidence { return .logOwner(input: input) }
+        return nil
+    }
+}

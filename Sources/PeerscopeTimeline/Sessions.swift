@@ -1,0 +1,91 @@
+import PeerscopeCore
+
+/// Two peers, smaller first. A group session of up to 8 peers is a mesh of these pairs.
+public struct PeerPair: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let a: PeerRef
+    public let b: PeerRef
+
+    public init(_ x: PeerRef, _ y: PeerRef) {
+        if x <= y { a = x; b = y } else { a = y; b = x }
+    }
+
+    public func other(_ p: PeerRef) -> PeerRef { p == a ? b : a }
+    public func contains(_ p: PeerRef) -> Bool { p == a || p == b }
+
+    public static func < (x: PeerPair, y: PeerPair) -> Bool { x.a != y.a ? x.a < y.a : x.b < y.b }
+    public var description: String { "\(a)~\(b)" }
+}
+
+/// One session instance: the `number`th time (from 1) the pair set up a session.
+public struct SessionKey: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var pair: PeerPair
+    public var number: Int
+
+    public init(pair: PeerPair, number: Int) {
+        self.pair = pair
+        self.number = number
+    }
+
+    public static func < (x: SessionKey, y: SessionKey) -> Bool {
+        x.pair != y.pair ? x.pair < y.pair : x.number < y.number
+    }
+
+    public var description: String { "\(pair)#\(number)" }
+}
+
+/// A step a session instance reached, the first time it did.
+public struct SessionMilestone: Sendable, Hashable {
+    public var state: TimelineState
+    public var t: Nanos
+    public var evidence: Evidence
+    public var by: PeerRef?
+}
+
+/// A session instance between two peers: from its first event (invitation, ICE, DTLS, GCK...) to its
+/// end (disconnect, decline, timeout, a new handshake that superseded it) or the end of input.
+public struct SessionInstance: Sendable, Hashable {
+    public var key: SessionKey
+    public var pair: PeerPair { key.pair }
+    public var number: Int { key.number }
+    /// The side that sent the instance's first event (the inviter when the invitation was seen).
+    public var originator: PeerRef?
+    public var start: Nanos
+    public var startEvidence: Evidence
+    /// Nil while still open at the end of input.
+    public var end: Nanos?
+    public var endReason: String?
+    public var endEvidence: Evidence?
+    /// When the session counted as up: connected state, GCK connected, secure channel up, app
+    /// handshake done or the first keep-alive/heartbeat/data seen.
+    public var established: Nanos?
+    /// The instance was already up when the input began (its first event was traffic).
+    public var startedBeforeInput: Bool
+    /// DTLS handshake seen (the session is encrypted).
+    public var encrypted: Bool
+    public var milestones: [SessionMilestone]
+    /// New invitations or connect attempts seen while this instance was established.
+    public var overlappingAttempts: [Evidence]
+    /// Zeek-style history; upper case = `originator`.
+    public var history: String
+    public var eventCount: Int
+    public var lastT: Nanos
+
+    public init(key: SessionKey, originator: PeerRef?, start: Nanos, evidence: Evidence) {
+        self.key = key
+        self.originator = originator
+        self.start = start
+        startEvidence = evidence
+        startedBeforeInput = false
+        encrypted = false
+        milestones = []
+        overlappingAttempts = []
+        history = ""
+        eventCount = 0
+        lastT = start
+    }
+
+    public func milestone(_ s: TimelineState) -> SessionMilestone? { milestones.first { $0.state == s } }
+
+    /// The end of the instance, or `inputEnd` when it was still open.
+    public func endOr(_ inputEnd: Nanos) -> Nanos { end ?? max(inputEnd, lastT) }
+}

@@ -1,0 +1,389 @@
+import PeerscopeCore
+
+/// An event with its sides resolved to peers and its session instance, and what that instance had
+/// reached just before the event (detectors judge events against it).
+public struct ResolvedEvent: Sendable {
+    public var event: PeerEvent
+    public var from: PeerRef?
+    public var to: PeerRef?
+    public var session: SessionKey?
+    /// The state the timeline gave the event (after upgrades such as `gck-connected`).
+    public var state: TimelineState
+    public var establishedBefore: Bool
+    public var secureBefore: Bool
+    public var dtlsStartedBefore: Bool
+
+    public var t: Nanos { event.t }
+    public var kind: EventKind { event.kind }
+    public var evidence: Evidence { event.evidence }
+    public var flow: FlowKey? { event.flow }
+    public var pair: PeerPair? { session?.pair ?? ((from != nil && to != nil) ? from.flatMap { f in to.map { PeerPair(f, $0) } } : nil) }
+}
+
+/// One peer's timeline.
+public struct PeerTimeline: Sendable {
+    public var peer: PeerInfo
+    public var entries: [TimelineEntry]
+    /// Zeek-style history over all of the peer's entries (see `HistoryBuilder` for the letters).
+    public var history: String
+    public var sessions: [SessionKey]
+}
+
+/// Everything the timeline stage produced.
+public struct Timelines: Sendable {
+    /// Sorted by label, then identity.
+    public var peers: [PeerTimeline]
+    /// Sorted by start time.
+    public var sessions: [SessionInstance]
+    /// Every event, time-ordered, resolved.
+    public var events: [ResolvedEvent]
+    public var start: Nanos?
+    /// End of input (capture time): open timers and sessions are judged against it.
+    public var end: Nanos
+    public var resolver: PeerResolver
+    private var index: [PeerRef: Int]
+    private var sessionIndex: [SessionKey: Int]
+
+    init(peers: [PeerTimeline], sessions: [SessionInstance], events: [ResolvedEvent], start: Nanos?, end: Nanos,
+         resolver: PeerResolver) {
+        self.peers = peers.sorted { ($0.peer.label, $0.peer.ref) < ($1.peer.label, $1.peer.ref) }
+        self.sessions = sessions.sorted { ($0.start, $0.key) < ($1.start, $1.key) }
+        self.events = events
+        self.start = start
+        self.end = end
+        self.resolver = resolver
+        var idx: [PeerRef: Int] = [:]
+        for (i, p) in self.peers.enumerated() { idx[p.peer.ref] = i }
+        index = idx
+        var sidx: [SessionKey: Int] = [:]
+        for (i, s) in self.sessions.enumerated() { sidx[s.key] = i }
+        sessionIndex = sidx
+    }
+
+    public static let empty = Timelines(peers: [], sessions: [], events: [], start: nil, end: 0,
+                                        resolver: PeerResolver(directory: PeerDirectory()))
+
+    public func timeline(_ r: PeerRef) -> PeerTimeline? { index[r].map { peers[$0] } }
+    public func peer(_ r: PeerRef) -> PeerInfo? { index[r].map { peers[$0].peer } }
+    public func session(_ k: SessionKey) -> SessionInstance? { sessionIndex[k].map { sessions[$0] } }
+
+    /// The display label of a peer ("unknown" for nil).
+    public func label(_ r: PeerRef?) -> String {
+        guard let r else { return "unknown" }
+        return peer(r)?.label ?? PeerInfo(ref: r).label
+    }
+
+    public func idString(_ r: PeerRef?) -> String? {
+        guard let r else { return nil }
+        return peer(r)?.idString ?? PeerInfo(ref: r).idString
+    }
+
+    /// The instances of one pair, in order.
+    public func sessions(of pair: PeerPair) -> [SessionInstance] { sessions.filter { $0.pair == pair } }
+}
+
+private func < (x: (String, PeerRef), y: (String, PeerRef)) -> Bool { x.0 != y.0 ? x.0 < y.0 : x.1 < y.1 }
+private func < (x: (Nanos, SessionKey), y: (Nanos, SessionKey)) -> Bool { x.0 != y.0 ? x.0 < y.0 : x.1 < y.1 }
+
+/// Builds per-peer timelines and session instances from a time-ordered stream of peer events.
+/// Events are collected by `add` and resolved in `finish`, so a log line that names only a
+/// participant resolves to a peer whose ID a later packet revealed.
+public final class TimelineBuilder {
+    /// Traffic after a finished instance opens a new one only when it comes this long after the end
+    /// (stragglers of the old session attach to it instead).
+    public var reopenGap: Nanos = 5 * CaptureTime.second
+
+    private let directory: PeerDirectory
+    private var pending: [PeerEvent] = []
+
+    public init(directory: PeerDirectory) {
+        self.directory = directory
+    }
+
+    public func add(_ e: PeerEvent) { pending.append(e) }
+    public func add(contentsOf es: [PeerEvent]) { pending.append(contentsOf: es) }
+
+    // MARK: working state
+
+    private struct RunKey: Hashable {
+        var state: TimelineState
+        var kind: EventKind
+        var sent: Bool
+        var counterpart: PeerRef?
+        var session: SessionKey?
+    }
+
+    private struct PeerWork {
+        var info: PeerInfo
+        var entries: [TimelineEntry] = []
+        var history = HistoryBuilder()
+        var runs: [RunKey: Int] = [:]
+        var sessions: [SessionKey] = []
+        var addresses: Set<IPAddress> = []
+        var endpoints: Set<Endpoint> = []
+    }
+
+    private struct SessionWork {
+        var instance: SessionInstance
+        var history = HistoryBuilder()
+        var gckFrom: Set<PeerRef> = []
+        var ccsFrom: Set<PeerRef> = []
+        var secure = false
+        var dtlsStarted = false
+    }
+
+    private var peers: [PeerRef: PeerWork] = [:]
+    private var sessions: [SessionWork] = []
+    private var latest: [PeerPair: Int] = [:]
+    private var counts: [PeerPair: Int] = [:]
+
+    private enum Role { case start, traffic, attach }
+
+    private static let startKinds: Set<EventKind> = [
+        .invitationHello, .invitationAccept, .invite, .inviteConnect, .iceRequest, .dtlsHandshake, .gckHello,
+        .appHandshake,
+    ]
+    private static let trafficKinds: Set<EventKind> = [
+        .inviteResponse, .iceSuccess, .dtlsChangeCipherSpec, .dtlsEstablished, .dtlsApplicationData, .gckDD, .gckLSA,
+        .gckLSAACK, .gckHeartbeat, .gckData, .appHandshakeResponse, .appKeepAlive, .appChat, .appOther,
+    ]
+
+    private func role(_ e: PeerEvent) -> Role {
+        if TimelineBuilder.startKinds.contains(e.kind) { return .start }
+        if TimelineBuilder.trafficKinds.contains(e.kind) { return .traffic }
+        if e.kind == .stateChange {
+            switch TimelineMapping.targetState(e.attrs) {
+            case "connecting": return .start
+            case "connected": return .traffic
+            default: return .attach
+            }
+        }
+        return .attach
+    }
+
+    public func finish(at end: Nanos? = nil) -> Timelines {
+        let events = pending.enumerated().sorted { $0.element.t != $1.element.t ? $0.element.t < $1.element.t : $0.offset < $1.offset }
+            .map(\.element)
+        pending = []
+        let resolver = PeerResolver(directory: directory, events: events)
+        var resolved: [ResolvedEvent] = []
+        resolved.reserveCapacity(events.count)
+        for e in events {
+            resolved.append(process(e, resolver))
+        }
+        let endT = max(end ?? Nanos.min, events.last?.t ?? 0)
+        let peerTimelines = peers.values.map { w -> PeerTimeline in
+            var info = w.info
+            info.addresses = w.addresses.sorted()
+            info.endpoints = w.endpoints.sorted()
+            return PeerTimeline(peer: info, entries: w.entries, history: w.history.text, sessions: w.sessions)
+        }
+        let instances = sessions.map { w -> SessionInstance in
+            var s = w.instance
+            s.history = w.history.text
+            return s
+        }
+        let result = Timelines(peers: peerTimelines, sessions: instances, events: resolved, start: events.first?.t,
+                               end: endT, resolver: resolver)
+        peers = [:]
+        sessions = []
+        latest = [:]
+        counts = [:]
+        return result
+    }
+
+    // MARK: processing
+
+    private func touch(_ r: PeerRef, _ h: PeerHint, _ t: Nanos) {
+        var w = peers[r] ?? PeerWork(info: PeerInfo(ref: r))
+        if w.info.displayName == nil, let n = h.displayName, !n.isEmpty { w.info.displayName = n }
+        if case .id(let id) = r, let entry = directory.entries[id] {
+            if w.info.displayName == nil, let n = entry.displayName, !n.isEmpty { w.info.displayName = n }
+            w.addresses.formUnion(entry.addresses)
+            w.endpoints.formUnion(entry.endpoints)
+        }
+        if w.info.participantID == nil, let p = h.participantID { w.info.participantID = p }
+        if let a = h.address { w.addresses.insert(a) }
+        if let ep = h.endpoint { w.endpoints.insert(ep) }
+        if case .address(let a) = r { w.addresses.insert(a) }
+        if w.info.firstSeen.map({ t < $0 }) ?? true { w.info.firstSeen = t }
+        if w.info.lastSeen.map({ t > $0 }) ?? true { w.info.lastSeen = t }
+        peers[r] = w
+    }
+
+    private func process(_ e: PeerEvent, _ resolver: PeerResolver) -> ResolvedEvent {
+        var from = resolver.resolve(e.from, evidence: e.evidence)
+        var to = resolver.resolve(e.to, evidence: e.evidence)
+        if e.kind.family == "discovery" {
+            // Discovery is about one peer; the other side (a browser, the log owner) is not a session.
+            if from == nil { from = to }
+            to = nil
+        }
+        if from == to { to = nil }
+        if let f = from { touch(f, e.from, e.t) }
+        if let t = to { touch(t, e.to, e.t) }
+        var (state, letter) = TimelineMapping.classify(e)
+
+        var sessionKey: SessionKey?
+        var establishedBefore = false, secureBefore = false, dtlsStartedBefore = false
+        if let f = from, let t = to {
+            let pair = PeerPair(f, t)
+            if let si = instanceIndex(for: pair, e, originator: f) {
+                establishedBefore = sessions[si].instance.established != nil
+                secureBefore = sessions[si].secure
+                dtlsStartedBefore = sessions[si].dtlsStarted
+                (state, letter) = apply(e, state: state, letter: letter, from: f, to: t, at: si)
+                sessionKey = sessions[si].instance.key
+            }
+        }
+
+        let detail = TimelineMapping.detail(e.attrs)
+        if let f = from {
+            addEntry(f, e, state: state, letter: letter, sent: true, counterpart: to, session: sessionKey, detail: detail)
+        }
+        if let t = to {
+            addEntry(t, e, state: state, letter: letter, sent: from == nil, counterpart: from, session: sessionKey,
+                     detail: detail)
+        }
+        return ResolvedEvent(event: e, from: from, to: to, session: sessionKey, state: state,
+                             establishedBefore: establishedBefore, secureBefore: secureBefore,
+                             dtlsStartedBefore: dtlsStartedBefore)
+    }
+
+    private func addEntry(_ r: PeerRef, _ e: PeerEvent, state: TimelineState, letter: Character?, sent: Bool,
+                          counterpart: PeerRef?, session: SessionKey?, detail: String) {
+        guard var w = peers[r] else { return }
+        if let letter { w.history.add(letter, sent: sent) }
+        if let s = session, !w.sessions.contains(s) { w.sessions.append(s) }
+        let key = RunKey(state: state, kind: e.kind, sent: sent, counterpart: counterpart, session: session)
+        if state.aggregates, let i = w.runs[key], i < w.entries.count {
+            w.entries[i].count &+= 1
+            w.entries[i].lastT = e.t
+            if w.entries[i].evidence.count < 2 { w.entries[i].evidence.append(e.evidence) } else {
+                w.entries[i].evidence[1] = e.evidence
+            }
+        } else {
+            if !state.aggregates {
+                // A control entry ends the runs with the same counterpart.
+                w.runs = w.runs.filter { $0.key.counterpart != counterpart }
+            }
+            w.entries.append(TimelineEntry(t: e.t, state: state, kind: e.kind, sent: sent, counterpart: counterpart,
+                                           session: session, evidence: [e.evidence], source: e.source, detail: detail,
+                                           letter: letter))
+            if state.aggregates { w.runs[key] = w.entries.count - 1 }
+        }
+        peers[r] = w
+    }
+
+    private func open(_ pair: PeerPair, _ e: PeerEvent, originator: PeerRef, beforeInput: Bool) -> Int {
+        let n = (counts[pair] ?? 0) + 1
+        counts[pair] = n
+        var inst = SessionInstance(key: SessionKey(pair: pair, number: n), originator: originator, start: e.t,
+                                   evidence: e.evidence)
+        inst.startedBeforeInput = beforeInput
+        sessions.append(SessionWork(instance: inst))
+        latest[pair] = sessions.count - 1
+        return sessions.count - 1
+    }
+
+    private func close(_ si: Int, at e: PeerEvent, reason: String) {
+        guard sessions[si].instance.end == nil else { return }
+        sessions[si].instance.end = e.t
+        sessions[si].instance.endReason = reason
+        sessions[si].instance.endEvidence = e.evidence
+    }
+
+    private static func isClientHello(_ e: PeerEvent) -> Bool {
+        (e.attrs["message"] ?? "").lowercased().filter { $0.isLetter }.contains("clienthello")
+    }
+
+    private func instanceIndex(for pair: PeerPair, _ e: PeerEvent, originator: PeerRef) -> Int? {
+        let role = role(e)
+        guard let si = latest[pair] else {
+            switch role {
+            case .start: return open(pair, e, originator: originator, beforeInput: false)
+            case .traffic: return open(pair, e, originator: originator, beforeInput: true)
+            case .attach: return nil
+            }
+        }
+        let inst = sessions[si].instance
+        if let end = inst.end {
+            switch role {
+            case .start: return open(pair, e, originator: originator, beforeInput: false)
+            case .traffic where e.t &- end > reopenGap: return open(pair, e, originator: originator, beforeInput: true)
+            default: return si
+            }
+        }
+        if role == .start, inst.established != nil {
+            let restart = (e.kind == .dtlsHandshake && TimelineBuilder.isClientHello(e))
+                || (e.kind == .stateChange && TimelineMapping.targetState(e.attrs) == "connecting")
+            if restart {
+                close(si, at: e, reason: "superseded by a new handshake")
+                return open(pair, e, originator: originator, beforeInput: false)
+            }
+            if e.kind == .invite || e.kind == .inviteConnect || e.kind == .invitationHello {
+                sessions[si].instance.overlappingAttempts.append(e.evidence)
+            }
+        }
+        return si
+    }
+
+    private func milestone(_ si: Int, _ state: TimelineState, _ e: PeerEvent, by: PeerRef) {
+        guard sessions[si].instance.milestone(state) == nil else { return }
+        sessions[si].instance.milestones.append(SessionMilestone(state: state, t: e.t, evidence: e.evidence, by: by))
+    }
+
+    private static let gckKinds: Set<EventKind> = [.gckHello, .gckDD, .gckLSA, .gckLSAACK, .gckHeartbeat]
+    private static let establishing: Set<TimelineState> = [
+        .connected, .gckConnected, .secureChannelUp, .appHandshakeDone, .keepAlive, .heartbeat,
+    ]
+
+    private func apply(_ e: PeerEvent, state s0: TimelineState, letter l0: Character?, from: PeerRef, to: PeerRef,
+                       at si: Int) -> (TimelineState, Character?) {
+        var state = s0, letter = l0
+        var w = sessions[si]
+        if w.instance.eventCount == 0 { w.instance.originator = from }
+        w.instance.eventCount &+= 1
+        w.instance.lastT = max(w.instance.lastT, e.t)
+        if e.kind.family == "dtls" { w.instance.encrypted = true }
+        if e.kind == .dtlsHandshake || e.kind == .dtlsChangeCipherSpec || e.kind == .dtlsEstablished { w.dtlsStarted = true }
+        if TimelineBuilder.gckKinds.contains(e.kind) {
+            w.gckFrom.insert(from)
+            if w.gckFrom.count == 2, w.instance.milestone(.gckConnected) == nil { state = .gckConnected; letter = "G" }
+        }
+        if e.kind == .dtlsChangeCipherSpec {
+            w.ccsFrom.insert(from)
+            if w.ccsFrom.count == 2, !w.secure { state = .secureChannelUp; letter = "U" }
+        }
+        if state == .secureChannelUp { w.secure = true }
+        // DTLS records without a handshake seen: the secure channel was up before the input began.
+        if e.kind == .dtlsApplicationData, !w.dtlsStarted { w.secure = true }
+        if state == .data, w.instance.established == nil, w.instance.startedBeforeInput, !(w.dtlsStarted && !w.secure) {
+            // Data on a session joined late shows the session is up.
+            w.instance.established = e.t
+        }
+        if TimelineBuilder.establishing.contains(state), w.instance.established == nil { w.instance.established = e.t }
+        if let letter { w.history.add(letter, sent: from == w.instance.originator) }
+        sessions[si] = w
+        if state != .other { milestone(si, state, e, by: from) }
+
+        switch e.kind {
+        case .disconnected: close(si, at: e, reason: "disconnected")
+        case .stateChange:
+            let target = TimelineMapping.targetState(e.attrs)
+            if target == "notconnected" || target == "disconnected" { close(si, at: e, reason: "disconnected") }
+        case .inviteResponse where TimelineMapping.isAccepted(e.attrs) == false: close(si, at: e, reason: "declined")
+        case .connectionDecision where state == .invitationDeclined: close(si, at: e, reason: "declined")
+        case .inviteTimeout: close(si, at: e, reason: "invitation timed out")
+        case .iceTimeout, .dtlsTimeout, .gckGivingUp, .gckTimeout:
+            let st = (e.attrs["state"] ?? "").lowercased().filter { $0.isLetter }
+            let wait = (e.attrs["wait"] ?? "").lowercased()
+            let alreadyUp = st == "connected" || st == "dtlsconnected"
+            if sessions[si].instance.established == nil, !alreadyUp, !(e.kind == .gckTimeout && wait.contains("heartbeat")) {
+                close(si, at: e, reason: "handshake gave up")
+            }
+        default: break
+        }
+        return (state, letter)
+    }
+}

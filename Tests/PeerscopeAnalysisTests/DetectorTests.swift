@@ -1,0 +1,453 @@
+import PeerscopeCore
+import PeerscopeDetectors
+import PeerscopeTimeline
+import XCTest
+
+final class HandshakeTimeoutTests: XCTestCase {
+    let A = Script.alice, B = Script.bob
+
+    func testUnansweredICEChecksAtEndOfInputBlameTheSilentPeer() throws {
+        let s = Script()
+        s.packet(.iceRequest, 0, A, B)
+        s.packet(.iceRequest, 1, A, B)
+        s.packet(.iceRequest, 2, A, B)
+        let f = s.findings(end: 20).of("handshake-timeout")
+        XCTAssertEqual(f.count, 1)
+        let x = try XCTUnwrap(f.first)
+        XCTAssertEqual(x.peer, "Bob")
+        XCTAssertEqual(x.peerID, PeerIdentity.idString(0x0FED_CBA9_8765_4321))
+        XCTAssertEqual(x.severity, .error)
+        XCTAssertTrue(x.openAtEnd)
+        XCTAssertEqual(x.details["phase"], "ice")
+        XCTAssertEqual(x.t, Script.at(0))
+        XCTAssertEqual(x.evidence.count, 3)
+        XCTAssertTrue(x.message.contains("ICE"))
+    }
+
+    func testAnswerExactlyAtThresholdIsInTimeAndJustAfterIsLate() {
+        let s = Script()
+        s.packet(.iceRequest, 0, A, B)
+        s.packet(.iceSuccess, 10.0, B, A)
+        XCTAssertTrue(s.findings().of("handshake-timeout").isEmpty, "timeouts are strictly greater than the threshold")
+
+        let late = Script()
+        late.packet(.iceRequest, 0, A, B)
+        late.packet(.iceSuccess, 10.001, B, A)
+        let f = late.findings().of("handshake-timeout")
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.severity, .warning)
+        XCTAssertEqual(f.first?.details["outcome"], "late")
+        XCTAssertEqual(f.first?.peer, "Bob")
+    }
+
+    func testEndOfInputDuringHandshakeIsReportedAsOpen() throws {
+        let s = Script()
+        s.packet(.gckHello, 0, A, B)
+        let f = s.findings(end: 5).of("handshake-timeout")
+        let x = try XCTUnwrap(f.first)
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(x.severity, .info, "within the timeout: in progress, not yet a failure")
+        XCTAssertTrue(x.openAtEnd)
+        XCTAssertEqual(x.details["phase"], "gck")
+        XCTAssertEqual(x.details["outcome"], "open")
+    }
+
+    func testSessionEndingBeforeTheTimeoutIsNotATimeout() {
+        let s = Script()
+        s.packet(.iceRequest, 0, A, B)
+        s.log(.disconnected, 3, B, A)
+        XCTAssertTrue(s.findings(end: 30).of("handshake-timeout").isEmpty)
+    }
+
+    func testIncompleteDTLSBlamesThePeerThatOwesTheNextMessage() throws {
+        let s = Script()
+        s.packet(.dtlsHandshake, 0, A, B, attrs: ["message": "ClientHello"])
+        s.packet(.dtlsHandshake, 0.1, B, A, attrs: ["message": "ServerHello"])
+        let f = s.findings(end: 15).of("handshake-timeout")
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.peer, "Alice")
+        XCTAssertEqual(f.first?.details["phase"], "dtls")
+
+        let ok = Script()
+        ok.packet(.dtlsHandshake, 0, A, B, attrs: ["message": "ClientHello"])
+        ok.packet(.dtlsHandshake, 0.1, B, A, attrs: ["message": "ServerHello"])
+        ok.packet(.dtlsEstablished, 0.3, A, B)
+        XCTAssertTrue(ok.findings(end: 15).of("handshake-timeout").isEmpty)
+    }
+
+    func testAppHandshakeThresholdOverride() {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        s.packet(.appHandshake, 1, A, B)
+        s.packet(.appHandshakeResponse, 6, B, A)
+        XCTAssertTrue(s.findings().of("handshake-timeout").isEmpty)
+        let f = s.findings(config: DetectorConfig(values: ["handshake-timeout.app": 3])).of("handshake-timeout")
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.peer, "Bob")
+        XCTAssertEqual(f.first?.details["threshold"], "3s")
+    }
+
+    func testInvitationUsesItsOwnThirtySecondTimeout() {
+        let s = Script()
+        s.packet(.invite, 0, A, B)
+        s.packet(.inviteResponse, 20, B, A, attrs: ["accepted": "true"])
+        XCTAssertTrue(s.findings().of("handshake-timeout").isEmpty, "20 s is inside MPC's 30 s invite timeout")
+
+        let never = Script()
+        never.packet(.invite, 0, A, B)
+        let f = never.findings(end: 40).of("handshake-timeout")
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.details["phase"], "invitation")
+        XCTAssertEqual(f.first?.severity, .error)
+        XCTAssertEqual(f.first?.peer, "Bob")
+    }
+
+    func testLogTimeoutsAreFindingsAndBurstsMerge() throws {
+        let s = Script()
+        let bobP = PeerHint(participantID: PeerIdentity.participantID(0x0FED_CBA9_8765_4321))
+        s.log(.iceTimeout, 10, bobP, attrs: ["channel": "0", "state": "ICE"])
+        s.log(.gckGivingUp, 10.001, bobP, attrs: ["channel": "0"])
+        s.log(.gckGivingUp, 10.002, bobP, attrs: ["channel": "1"])
+        s.log(.gckGivingUp, 10.003, bobP, attrs: ["channel": "2"])
+        let f = s.findings().of("handshake-timeout")
+        XCTAssertEqual(f.count, 1, "one failure, four log lines")
+        let x = try XCTUnwrap(f.first)
+        XCTAssertEqual(x.peer, "Bob")
+        XCTAssertEqual(x.evidence.count, 4)
+        XCTAssertEqual(x.severity, .error)
+
+        let ignored = Script()
+        ignored.log(.iceTimeout, 10, bobP, attrs: ["state": "Connected"])
+        XCTAssertTrue(ignored.findings().of("handshake-timeout").isEmpty, "GCK ignores a timeout on a connected channel")
+    }
+}
+
+final class KeepaliveTimeoutTests: XCTestCase {
+    let A = Script.alice, B = Script.bob
+
+    func testOneDirectionFallsSilentUntilEndOfInput() throws {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        s.repeating(.appKeepAlive, from: 1, to: 30, every: 2, A, B)
+        s.repeating(.appKeepAlive, from: 1.5, to: 45, every: 2, B, A)
+        let f = s.findings(end: 45).of("keepalive-timeout")
+        XCTAssertEqual(f.count, 1)
+        let x = try XCTUnwrap(f.first)
+        XCTAssertEqual(x.peer, "Alice", "the silent sender")
+        XCTAssertEqual(x.severity, .error)
+        XCTAssertTrue(x.openAtEnd)
+        XCTAssertEqual(x.details["level"], "app")
+        XCTAssertEqual(x.t, Script.at(29))
+        XCTAssertEqual(x.details["direction"], "Alice -> Bob")
+    }
+
+    func testGapExactlyAtThresholdIsFineAndLongerGapThatRecoversIsAWarning() {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        for t in [1.0, 7.0, 9.0, 11.0] {
+            s.packet(.appKeepAlive, t, A, B)
+            s.packet(.appKeepAlive, t + 0.1, B, A)
+        }
+        XCTAssertTrue(s.findings(end: 12).of("keepalive-timeout").isEmpty, "a 6.000 s gap is not > 6 s")
+
+        let g = Script()
+        g.connect(A, B, at: 0)
+        for t in [1.0, 7.5, 9.5, 11.5] { g.packet(.appKeepAlive, t, A, B) }
+        for t in [1.1, 3.1, 5.1, 7.1, 9.1, 11.1] { g.packet(.appKeepAlive, t, B, A) }
+        let f = g.findings(end: 12).of("keepalive-timeout")
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.severity, .warning)
+        XCTAssertEqual(f.first?.peer, "Alice")
+        XCTAssertEqual(f.first?.details["outcome"], "recovered")
+    }
+
+    func testReconnectDoesNotSpanSilenceAcrossSessions() {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        s.repeating(.appKeepAlive, from: 1, to: 10, every: 2, A, B)
+        s.repeating(.appKeepAlive, from: 1.2, to: 10, every: 2, B, A)
+        s.log(.disconnected, 10, B, A)
+        s.connect(A, B, at: 30)
+        s.repeating(.appKeepAlive, from: 31, to: 40, every: 2, A, B)
+        s.repeating(.appKeepAlive, from: 31.2, to: 40, every: 2, B, A)
+        let tl = s.timelines(end: 40)
+        XCTAssertEqual(tl.sessions.count, 2)
+        XCTAssertTrue(s.findings(end: 40).of("keepalive-timeout").isEmpty)
+    }
+
+    func testSessionTrafficSilenceFromHeartbeats() throws {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        s.repeating(.gckHeartbeat, from: 1, to: 60, every: 5.5, A, B)
+        s.repeating(.gckHeartbeat, from: 1.2, to: 20, every: 5.5, B, A)
+        let f = s.findings(end: 60).of("keepalive-timeout")
+        XCTAssertEqual(f.count, 1)
+        let x = try XCTUnwrap(f.first)
+        XCTAssertEqual(x.peer, "Bob")
+        XCTAssertEqual(x.details["level"], "session")
+        XCTAssertEqual(f.first?.severity, .error)
+
+        let quiet = DetectorConfig(values: ["keepalive-timeout.session": 50])
+        XCTAssertTrue(s.findings(end: 60, config: quiet).of("keepalive-timeout").isEmpty)
+    }
+
+    func testHeartbeatTimeoutLogLine() {
+        let s = Script()
+        s.log(.gckTimeout, 5, PeerHint(participantID: PeerIdentity.participantID(0x0FED_CBA9_8765_4321)),
+              attrs: ["wait": "Heartbeat", "channel": "0"])
+        let f = s.findings().of("keepalive-timeout")
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.peer, "Bob")
+        XCTAssertTrue(s.findings().of("handshake-timeout").isEmpty, "a heartbeat timeout is not a handshake timeout")
+    }
+}
+
+final class DuplicateConnectionTests: XCTestCase {
+    let A = Script.alice, B = Script.bob
+
+    func testCrossingInvitations() {
+        let s = Script()
+        s.packet(.invite, 1.0, A, B)
+        s.packet(.invite, 1.2, B, A)
+        let f = s.findings().of("duplicate-connection")
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.details["case"], "crossing-invitations")
+        XCTAssertEqual(f.first?.peer, "Bob")
+
+        let single = Script()
+        single.packet(.invite, 1.0, A, B)
+        single.packet(.inviteResponse, 1.1, B, A, attrs: ["accepted": "true"])
+        XCTAssertTrue(single.findings().of("duplicate-connection").isEmpty)
+    }
+
+    func testInviteWhileConnected() {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        s.repeating(.gckHeartbeat, from: 1, to: 12, every: 5, A, B)
+        s.repeating(.gckHeartbeat, from: 1, to: 12, every: 5, B, A)
+        s.packet(.invite, 10, A, B)
+        let f = s.findings().of("duplicate-connection")
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.details["case"], "second-session")
+        XCTAssertEqual(f.first?.peer, "Alice")
+    }
+
+    func testTwoInvitationChannelsAtOnce() throws {
+        let s = Script()
+        let a = try XCTUnwrap(IPAddress("192.0.2.1")), b = try XCTUnwrap(IPAddress("192.0.2.2"))
+        s.packet(.invitationHello, 1, A, B, flow: FlowKey(.tcp, Endpoint(a, 50001), Endpoint(b, 60000)))
+        s.packet(.invitationHello, 1.5, B, A, flow: FlowKey(.tcp, Endpoint(b, 50002), Endpoint(a, 60001)))
+        let f = s.findings().of("duplicate-connection")
+        XCTAssertEqual(f.filter { $0.details["case"] == "channels" }.count, 1)
+    }
+
+    func testOneNameBehindTwoPeerIDsAtOnce() {
+        let ipad1 = PeerHint(peerID: 0x0000_0000_0000_1001, displayName: "iPad")
+        let ipad2 = PeerHint(peerID: 0x0000_0000_0000_2002, displayName: "iPad")
+        let s = Script()
+        s.packet(.announced, 0, ipad1, .unknown)
+        s.packet(.announced, 1, ipad2, .unknown)
+        s.packet(.updated, 10, ipad1, .unknown)
+        let f = s.findings().of("duplicate-connection")
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.peerID, PeerIdentity.idString(0x2002), "the newer ID")
+
+        let restarted = Script()
+        restarted.packet(.announced, 0, ipad1, .unknown)
+        restarted.packet(.goodbye, 5, ipad1, .unknown)
+        restarted.packet(.announced, 6, ipad2, .unknown)
+        XCTAssertTrue(restarted.findings().of("duplicate-connection").isEmpty, "one after the other is a restart")
+    }
+
+    func testNameConflictEvent() {
+        let s = Script()
+        s.packet(.nameConflict, 2, A, .unknown)
+        XCTAssertEqual(s.findings().of("duplicate-connection").first?.peer, "Alice")
+    }
+}
+
+final class ChannelErrorTests: XCTestCase {
+    let A = Script.alice, B = Script.bob
+
+    func testDTLSAlertBlamesSender() {
+        let s = Script()
+        s.packet(.dtlsHandshake, 0, A, B, attrs: ["message": "ClientHello"])
+        s.packet(.dtlsAlert, 0.2, B, A, attrs: ["level": "fatal", "description": "handshake_failure"])
+        let f = s.findings().of("channel-error")
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.peer, "Bob")
+        XCTAssertEqual(f.first?.severity, .error)
+    }
+
+    func testResetOnInvitationChannelBeforeResponse() throws {
+        let a = try XCTUnwrap(IPAddress("192.0.2.1")), b = try XCTUnwrap(IPAddress("192.0.2.2"))
+        let flow = FlowKey(.tcp, Endpoint(a, 50001), Endpoint(b, 60000))
+        let s = Script()
+        s.packet(.invitationHello, 0, A, B, flow: flow)
+        s.packet(.invite, 0.1, A, B, flow: flow)
+        s.packet(.tcpReset, 0.2, B, A, flow: flow.reversed)
+        let f = s.findings().of("channel-error")
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.peer, "Bob")
+        XCTAssertTrue(s.findings().of("handshake-timeout").isEmpty, "the reset is reported, not a timeout too")
+
+        let after = Script()
+        after.packet(.invitationHello, 0, A, B, flow: flow)
+        after.packet(.invite, 0.1, A, B, flow: flow)
+        after.packet(.inviteResponse, 0.2, B, A, attrs: ["accepted": "true"], flow: flow.reversed)
+        after.packet(.tcpReset, 0.3, B, A, flow: flow.reversed)
+        XCTAssertTrue(after.findings().of("channel-error").isEmpty)
+    }
+
+    func testChecksumAndDataBeforeSecureChannel() {
+        let s = Script()
+        s.packet(.checksumError, 0, A, B)
+        s.packet(.dtlsHandshake, 1, A, B, attrs: ["message": "ClientHello"])
+        s.log(.appChat, 1.5, B, A)
+        s.packet(.dtlsHandshake, 1.6, B, A, attrs: ["message": "ServerHello"])
+        let f = s.findings().of("channel-error")
+        XCTAssertEqual(f.count, 2)
+        XCTAssertEqual(f.first { $0.details["case"] == "checksum" }?.peer, "Alice")
+        XCTAssertEqual(f.first { $0.details["case"] == "data-before-secure" }?.peer, "Bob")
+
+        let ok = Script()
+        ok.packet(.dtlsHandshake, 1, A, B, attrs: ["message": "ClientHello"])
+        ok.packet(.dtlsEstablished, 1.2, B, A)
+        ok.packet(.dtlsApplicationData, 1.5, B, A)
+        XCTAssertTrue(ok.findings().of("channel-error").isEmpty)
+    }
+
+    func testEncryptionMismatch() {
+        let s = Script()
+        s.packet(.invite, 0, A, B)
+        s.packet(.inviteResponse, 0.1, B, A, attrs: ["accepted": "true", "encryption": "none"])
+        s.packet(.inviteConnect, 0.2, A, B, attrs: ["encryption": "required"])
+        let f = s.findings().of("channel-error")
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.peer, "Bob")
+
+        let same = Script()
+        same.packet(.invite, 0, A, B)
+        same.packet(.inviteResponse, 0.1, B, A, attrs: ["accepted": "true", "encryption": "required"])
+        same.packet(.inviteConnect, 0.2, A, B, attrs: ["encryption": "optional"])
+        XCTAssertTrue(same.findings().of("channel-error").isEmpty)
+    }
+
+    func testICMPUnreachableForSessionFlowOnly() throws {
+        let a = try XCTUnwrap(IPAddress("192.0.2.1")), b = try XCTUnwrap(IPAddress("192.0.2.2"))
+        let s = Script()
+        s.packet(.icmpUnreachable, 1, PeerHint(address: b), PeerHint(address: a),
+                 attrs: ["description": "port unreachable"], flow: FlowKey(.udp, Endpoint(a, 16402), Endpoint(b, 16401)))
+        s.packet(.icmpUnreachable, 2, PeerHint(address: b), PeerHint(address: a),
+                 flow: FlowKey(.udp, Endpoint(a, 5000), Endpoint(b, 53)))
+        let f = s.findings().of("channel-error")
+        XCTAssertEqual(f.count, 1, "the DNS flow is not a session flow")
+        XCTAssertEqual(f.first?.severity, .error)
+    }
+
+    func testSendErrorsAggregate() {
+        let s = Script()
+        for i in 0 ..< 3 { s.log(.sendError, Double(i), B, A) }
+        let f = s.findings().of("channel-error")
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.details["count"], "3")
+        XCTAssertEqual(f.first?.evidence.count, 3)
+    }
+}
+
+final class ReconnectAndDeclineTests: XCTestCase {
+    let A = Script.alice, B = Script.bob
+
+    func flapping(_ times: Int) -> Script {
+        let s = Script()
+        var t = 0.0
+        for i in 0 ..< times {
+            s.connect(A, B, at: t)
+            s.log(.disconnected, t + 1, B, A)
+            t += 2 + Double(i)  // back-off grows by a second each time
+        }
+        return s
+    }
+
+    func testReconnectStormWithDelays() throws {
+        let s = flapping(6)  // 5 reconnects within 20 s
+        let f = s.findings().of("reconnect-storm")
+        XCTAssertEqual(f.count, 1)
+        let x = try XCTUnwrap(f.first)
+        XCTAssertEqual(x.details["count"], "5")
+        XCTAssertEqual(x.peer, "Alice", "Alice started every new session")
+        XCTAssertTrue(x.message.contains("delays: 1.000s, 2.000s, 3.000s, 4.000s, 5.000s"), x.message)
+    }
+
+    func testFewReconnectsAreNotAStormUnlessConfigured() {
+        let s = flapping(4)  // 3 reconnects: not more than 3
+        XCTAssertTrue(s.findings().of("reconnect-storm").isEmpty)
+        let strict = DetectorConfig(values: ["reconnect-storm.count": 2])
+        XCTAssertEqual(s.findings(config: strict).of("reconnect-storm").count, 1)
+        let narrow = DetectorConfig(values: ["reconnect-storm.count": 2, "reconnect-storm.window": 2])
+        XCTAssertTrue(s.findings(config: narrow).of("reconnect-storm").isEmpty)
+    }
+
+    func testDeclinedInvitation() {
+        let s = Script()
+        s.packet(.invite, 0, A, B)
+        s.packet(.inviteResponse, 0.5, B, A, attrs: ["accepted": "false"])
+        let f = s.findings().of("declined-invitation")
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.peer, "Bob")
+        XCTAssertEqual(s.timelines().sessions.first?.endReason, "declined")
+
+        let ok = Script()
+        ok.packet(.invite, 0, A, B)
+        ok.packet(.inviteResponse, 0.5, B, A, attrs: ["accepted": "true"])
+        XCTAssertTrue(ok.findings(end: 5).of("declined-invitation").isEmpty)
+    }
+}
+
+final class DetectorConfigTests: XCTestCase {
+    func testYAMLShapedDictionary() throws {
+        let c = try DetectorConfig(dictionary: [
+            "detectors": [
+                "ignore": ["declined-invitation"],
+                "thresholds": ["handshake-timeout.ice": "500ms", "keepalive-timeout": ["app": 8] as [String: Any]] as [String: Any],
+                "reconnect-storm": ["count": 5, "enabled": false] as [String: Any],
+            ] as [String: Any],
+        ])
+        XCTAssertEqual(c.values["handshake-timeout.ice"], 0.5)
+        XCTAssertEqual(c.values["keepalive-timeout.app"], 8)
+        XCTAssertEqual(c.values["reconnect-storm.count"], 5)
+        XCTAssertFalse(c.isEnabled("declined-invitation"))
+        XCTAssertFalse(c.isEnabled("reconnect-storm"))
+        XCTAssertTrue(c.isEnabled("handshake-timeout"))
+        XCTAssertEqual(c.value("keepalive-timeout.session"), 15, "defaults from the registry")
+        XCTAssertEqual(c.value("handshake-timeout.invite"), 30)
+    }
+
+    func testTyposAreRejected() {
+        XCTAssertThrowsError(try DetectorConfig(dictionary: ["thresholds": ["handshake-timeout.icee": 5]]))
+        XCTAssertThrowsError(try DetectorConfig(dictionary: ["only": ["handshake-timeouts"]]))
+        XCTAssertThrowsError(try DetectorConfig(dictionary: ["keepalive-timeout.app": "soon"]))
+        XCTAssertEqual(DetectorConfig(values: ["nope.x": 1]).problems(), ["unknown threshold 'nope.x'"])
+    }
+
+    func testOnlyAndIgnoreSelectDetectors() {
+        let s = Script()
+        s.packet(.invite, 0, Script.alice, Script.bob)
+        s.packet(.inviteResponse, 0.5, Script.bob, Script.alice, attrs: ["accepted": "false"])
+        s.packet(.checksumError, 1, Script.alice, Script.bob)
+        XCTAssertEqual(Set(s.findings().map(\.kind)), ["declined-invitation", "channel-error"])
+        XCTAssertEqual(Set(s.findings(config: DetectorConfig(only: ["channel-error"])).map(\.kind)), ["channel-error"])
+        XCTAssertEqual(Set(s.findings(config: DetectorConfig(ignore: ["channel-error"])).map(\.kind)), ["declined-invitation"])
+    }
+
+    func testEveryKindHasDefaultsFromTheSeeds() {
+        XCTAssertEqual(DetectorSuite.kinds, ["handshake-timeout", "keepalive-timeout", "duplicate-connection",
+                                             "channel-error", "reconnect-storm", "declined-invitation"])
+        XCTAssertEqual(DetectorSuite.threshold(named: "keepalive-timeout.interval")?.defaultValue, 2)
+        XCTAssertEqual(DetectorSuite.threshold(named: "keepalive-timeout.app")?.defaultValue, 6)
+        XCTAssertEqual(DetectorSuite.threshold(named: "handshake-timeout.app")?.defaultValue, 10)
+        for t in DetectorSuite.thresholds {
+            XCTAssertTrue(DetectorSuite.kinds.contains { t.name.hasPrefix($0 + ".") }, t.name)
+        }
+    }
+}

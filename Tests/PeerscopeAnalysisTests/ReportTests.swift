@@ -1,0 +1,272 @@
+import Foundation
+import PeerscopeCore
+import PeerscopeDetectors
+import PeerscopeReports
+import PeerscopeTimeline
+import XCTest
+
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+final class ReportTests: XCTestCase {
+    let A = Script.alice, B = Script.bob, C = Script.carol
+    static let secret = "SECRET-CHAT-TEXT-42"
+
+    /// One input with findings of every kind, discovery, and a chat message whose text must never show.
+    func everyKind() throws -> Script {
+        let s = Script()
+        let a = try XCTUnwrap(IPAddress("192.0.2.1"))
+        s.packet(.announced, 0, PeerHint(peerID: A.peerID, displayName: "Alice", address: a), .unknown,
+                 attrs: ["service": "_peerscope._tcp", "txt.platform": "iOS", "port": "50000"], source: "mdns")
+        s.packet(.resolved, 0.1, B, .unknown, attrs: ["service": "_peerscope._tcp", "port": "50001"], source: "mdns")
+        // duplicate-connection + declined-invitation
+        s.packet(.invite, 1, A, B)
+        s.packet(.invite, 1.1, B, A)
+        s.packet(.inviteResponse, 1.2, B, A, attrs: ["accepted": "false"])
+        // reconnect-storm between Alice and Carol, with a chat message
+        var t = 2.0
+        for _ in 0 ..< 6 {
+            s.connect(A, C, at: t)
+            s.packet(.appChat, t + 0.5, A, C, attrs: ["text": ReportTests.secret])
+            s.log(.disconnected, t + 1, C, A)
+            t += 2
+        }
+        // handshake-timeout: Bob never answers ICE
+        s.packet(.iceRequest, 20, A, B)
+        // keepalive-timeout (log) and channel-error
+        s.log(.gckTimeout, 21, PeerHint(participantID: PeerIdentity.participantID(0x0FED_CBA9_8765_4321)), attrs: ["wait": "Heartbeat"])
+        s.packet(.checksumError, 22, C, A)
+        return s
+    }
+
+    func testEveryKindIsFound() throws {
+        let r = try everyKind().report(end: 40)
+        XCTAssertEqual(Set(r.findings.map(\.kind)), Set(DetectorSuite.kinds))
+    }
+
+    // MARK: JSON and the schema
+
+    static var root: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    func python(_ args: [String]) -> (Int32, String)? {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3"] + args
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = pipe
+        do { try p.run() } catch { return nil }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    func validate(_ json: String, name: String) throws {
+        guard let (code, _) = python(["-c", "import jsonschema"]), code == 0 else {
+            throw XCTSkip("python3 with jsonschema is not available")
+        }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerscope-schema-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let file = dir.appendingPathComponent("\(name).json")
+        try Data(json.utf8).write(to: file)
+        let schema = ReportTests.root.appendingPathComponent("Schemas/peerscope.report.v1.schema.json").path
+        let script = """
+            import json, sys, jsonschema
+            s = json.load(open(sys.argv[1])); d = json.load(open(sys.argv[2]))
+            jsonschema.Draft202012Validator.check_schema(s)
+            errs = list(jsonschema.Draft202012Validator(s).iter_errors(d))
+            for e in errs[:5]: print(list(e.absolute_path), e.message)
+            sys.exit(1 if errs else 0)
+            """
+        let (rc, out) = try XCTUnwrap(python(["-c", script, schema, file.path]))
+        XCTAssertEqual(rc, 0, "\(name): \(out)")
+    }
+
+    func testJSONReportsValidateAgainstTheSchema() throws {
+        let empty = Report(inputs: [], timelines: .empty, findings: [])
+        try validate(JSONReportWriter.render(empty), name: "empty")
+        try validate(JSONReportWriter.render(try everyKind().report(end: 40)), name: "every-kind")
+        let tl = Script.fullSession()
+        try validate(JSONReportWriter.render(tl.report()), name: "session")
+    }
+
+    func testSchemaRejectsABrokenReport() throws {
+        // The validation is real: a report missing `findings` and with a bad severity fails.
+        var bad = JSONReportWriter.json(try everyKind().report(end: 40))
+        if case .object(var members) = bad {
+            members.removeAll { $0.0 == "findings" }
+            bad = .object(members)
+        }
+        guard let (code, _) = python(["-c", "import jsonschema"]), code == 0 else {
+            throw XCTSkip("python3 with jsonschema is not available")
+        }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerscope-schema-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let file = dir.appendingPathComponent("bad.json")
+        try Data(bad.prettyText.utf8).write(to: file)
+        let schema = ReportTests.root.appendingPathComponent("Schemas/peerscope.report.v1.schema.json").path
+        let (rc, _) = try XCTUnwrap(python(["-c", "import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[2])), json.load(open(sys.argv[1])))", schema, file.path]))
+        XCTAssertNotEqual(rc, 0)
+    }
+
+    func testJSONKeyOrderAndFindingFields() throws {
+        let r = try everyKind().report(end: 40)
+        let v = try JSONParser.parse(JSONReportWriter.render(r))
+        XCTAssertEqual(v.objectValue?.map(\.0), ["schema", "tool", "inputs", "complete", "inputProblems", "summary", "stats",
+                                                 "diagnostics", "discovery", "peers", "sessions", "findings", "detectors"])
+        XCTAssertEqual(v["schema"]?.stringValue, "peerscope.report/1")
+        let f = try XCTUnwrap(v["findings"]?.arrayValue?.first { $0["kind"]?.stringValue == "handshake-timeout" })
+        XCTAssertEqual(f["peer"]?.stringValue, "Bob")
+        XCTAssertEqual(f["peerID"]?.stringValue, PeerIdentity.idString(0x0FED_CBA9_8765_4321))
+        XCTAssertEqual(f["t"]?.int64Value, Script.at(20))
+        XCTAssertEqual(v["stats"]?["firstT"]?.int64Value, Script.at(0))
+        XCTAssertEqual(v["stats"]?["firstTime"]?.stringValue, CaptureTime.iso8601(Script.at(0)))
+        XCTAssertEqual(v["diagnostics"]?["counts"]?["gck.header.short"]?.int64Value, 1)
+        let alice = try XCTUnwrap(v["peers"]?.arrayValue?.first { $0["displayName"]?.stringValue == "Alice" })
+        XCTAssertEqual(alice["participantID"]?.stringValue, PeerIdentity.participantHex(PeerIdentity.participantID(0x0123_4567_89AB_CDEF)))
+        XCTAssertEqual(v["discovery"]?["services"]?.arrayValue?.first?["name"]?.stringValue, "_peerscope._tcp")
+        let dAlice = try XCTUnwrap(v["discovery"]?["peers"]?.arrayValue?.first { $0["displayName"]?.stringValue == "Alice" })
+        XCTAssertEqual(dAlice["port"]?.int64Value, 50000)
+        XCTAssertEqual(dAlice["info"]?["platform"]?.stringValue, "iOS")
+        XCTAssertEqual(dAlice["addresses"]?.arrayValue?.first?.stringValue, "192.0.2.1")
+        // Stable: the same input renders the same bytes.
+        XCTAssertEqual(JSONReportWriter.render(r), JSONReportWriter.render(try everyKind().report(end: 40)))
+    }
+
+    // MARK: Writers
+
+    func testNoWriterPrintsMessageContents() throws {
+        let r = try everyKind().report(end: 40)
+        for (name, text) in [("text", TextReportWriter.render(r, colour: false, showAllTimeline: true)),
+                             ("json", JSONReportWriter.render(r)), ("sarif", SARIFWriter.render(r)),
+                             ("junit", JUnitWriter.render(r)), ("html", HTMLReportWriter.render(r))] {
+            XCTAssertFalse(text.contains(ReportTests.secret), "\(name) leaks chat text")
+        }
+    }
+
+    func testTextHasSummaryFirstAndColourOnlyWhenAsked() throws {
+        let r = try everyKind().report(end: 40)
+        let text = TextReportWriter.render(r, colour: false, showAllTimeline: false)
+        let lines = text.split(separator: "\n").map(String.init)
+        let peers = try XCTUnwrap(lines.firstIndex { $0.hasPrefix("peers: ") })
+        let sessions = try XCTUnwrap(lines.firstIndex { $0.hasPrefix("sessions: ") })
+        let findings = try XCTUnwrap(lines.firstIndex { $0.hasPrefix("findings: ") })
+        let timelines = try XCTUnwrap(lines.firstIndex { $0 == "Timelines" })
+        let findingList = try XCTUnwrap(lines.firstIndex { $0 == "Findings" })
+        XCTAssertLessThan(peers, timelines)
+        XCTAssertLessThan(sessions, timelines)
+        XCTAssertLessThan(findings, timelines)
+        XCTAssertLessThan(timelines, findingList)
+        XCTAssertTrue(lines.contains("  handshake-timeout: 1"), text)
+        XCTAssertFalse(text.contains("\u{1B}["))
+        XCTAssertTrue(TextReportWriter.render(r, colour: true, showAllTimeline: false).contains("\u{1B}["))
+        XCTAssertTrue(text.contains("evidence: capture.pcapng frame"))
+    }
+
+    func testTextFoldsLongTimelinesUnlessAskedForAll() {
+        let s = Script()
+        for i in 0 ..< 60 {
+            s.packet(i % 2 == 0 ? .invite : .inviteResponse, Double(i), i % 2 == 0 ? A : B, i % 2 == 0 ? B : A,
+                     attrs: ["accepted": "true"])
+        }
+        let r = s.report()
+        XCTAssertTrue(TextReportWriter.render(r).contains("more entries"))
+        XCTAssertFalse(TextReportWriter.render(r, showAllTimeline: true).contains("more entries"))
+    }
+
+    func testSARIFStructure() throws {
+        let r = try everyKind().report(end: 40)
+        let v = try JSONParser.parse(SARIFWriter.render(r))
+        XCTAssertEqual(v["version"]?.stringValue, "2.1.0")
+        XCTAssertNotNil(v["$schema"]?.stringValue)
+        let run = try XCTUnwrap(v["runs"]?.arrayValue?.first)
+        XCTAssertEqual(run["tool"]?["driver"]?["name"]?.stringValue, "peerscope")
+        let rules = try XCTUnwrap(run["tool"]?["driver"]?["rules"]?.arrayValue).compactMap { $0["id"]?.stringValue }
+        XCTAssertEqual(Set(rules), Set(DetectorSuite.kinds))
+        let results = try XCTUnwrap(run["results"]?.arrayValue)
+        XCTAssertEqual(results.count, r.findings.count)
+        for res in results {
+            let rule = try XCTUnwrap(res["ruleId"]?.stringValue)
+            XCTAssertTrue(rules.contains(rule))
+            XCTAssertEqual(res["ruleIndex"]?.int64Value.map(Int.init), rules.firstIndex(of: rule))
+            XCTAssertTrue(["error", "warning", "note", "none"].contains(res["level"]?.stringValue ?? ""))
+            XCTAssertFalse(res["message"]?["text"]?.stringValue?.isEmpty ?? true)
+            let locs = try XCTUnwrap(res["locations"]?.arrayValue)
+            XCTAssertFalse(locs.isEmpty)
+            for l in locs {
+                XCTAssertNotNil(l["physicalLocation"]?["artifactLocation"]?["uri"]?.stringValue)
+                if let line = l["physicalLocation"]?["region"]?["startLine"]?.int64Value { XCTAssertGreaterThanOrEqual(line, 1) }
+            }
+        }
+        let logResult = try XCTUnwrap(results.first { $0["ruleId"]?.stringValue == "keepalive-timeout" })
+        XCTAssertEqual(logResult["locations"]?.arrayValue?.first?["physicalLocation"]?["artifactLocation"]?["uri"]?.stringValue, "device.log")
+        XCTAssertNotNil(logResult["locations"]?.arrayValue?.first?["physicalLocation"]?["region"]?["startLine"]?.int64Value)
+    }
+
+    final class JUnitCounter: NSObject, XMLParserDelegate {
+        var testcases = 0
+        var failures = 0
+        var suites = 0
+        var failureMessages: [String] = []
+        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                    attributes: [String: String] = [:]) {
+            switch name {
+            case "testcase": testcases += 1
+            case "failure": failures += 1; failureMessages.append(attributes["message"] ?? "")
+            case "testsuite": suites += 1
+            default: break
+            }
+        }
+    }
+
+    func testJUnitIsWellFormedWithOneFailurePerFinding() throws {
+        let r = try everyKind().report(end: 40)
+        let xml = JUnitWriter.render(r)
+        let parser = XMLParser(data: Data(xml.utf8))
+        let counter = JUnitCounter()
+        parser.delegate = counter
+        XCTAssertTrue(parser.parse(), "\(parser.parserError.map { "\($0)" } ?? "")")
+        XCTAssertEqual(counter.failures, r.findings.count)
+        XCTAssertEqual(counter.suites, DetectorSuite.kinds.count)
+        XCTAssertEqual(counter.testcases, r.findings.count)  // every kind has findings here
+
+        let clean = JUnitWriter.render(Report(inputs: ["x.pcap"], timelines: .empty, findings: []))
+        let p2 = XMLParser(data: Data(clean.utf8))
+        let c2 = JUnitCounter()
+        p2.delegate = c2
+        XCTAssertTrue(p2.parse())
+        XCTAssertEqual(c2.failures, 0)
+        XCTAssertEqual(c2.testcases, DetectorSuite.kinds.count, "one passing case per kind checked")
+    }
+
+    func testJUnitEscapesMarkup() {
+        XCTAssertEqual(JUnitWriter.esc("a<b>&\"c\"\u{01}"), "a&lt;b&gt;&amp;&quot;c&quot;\u{FFFD}")
+    }
+
+    func testHTMLIsSelfContainedWithOneLanePerPeer() throws {
+        let r = try everyKind().report(end: 40)
+        let html = HTMLReportWriter.render(r)
+        XCTAssertTrue(html.hasPrefix("<!DOCTYPE html>"))
+        XCTAssertTrue(html.contains("<svg"))
+        for banned in ["<script", "src=", "href=", "@import", "url(", "<link"] {
+            XCTAssertFalse(html.lowercased().contains(banned), "fetches \(banned)")
+        }
+        let lanes = html.components(separatedBy: "class=\"lane").count - 1
+        XCTAssertEqual(lanes, r.timelines.peers.count)
+        let marks = html.components(separatedBy: "class=\"finding\"").count - 1
+        XCTAssertEqual(marks, r.findings.count)
+        XCTAssertTrue(html.contains("handshake-timeout"))
+        XCTAssertTrue(html.hasSuffix("</html>\n"))
+    }
+
+    func testEmptyReportRendersEverywhere() throws {
+        let r = Report(inputs: ["empty.pcap"], timelines: .empty, findings: [])
+        XCTAssertTrue(TextReportWriter.render(r).contains("findings: none"))
+        XCTAssertNil(r.worstSeverity)
+        XCTAssertEqual(try JSONParser.parse(SARIFWriter.render(r))["runs"]?.arrayValue?.first?["results"]?.arrayValue?.count, 0)
+        XCTAssertTrue(HTMLReportWriter.render(r).contains("No findings."))
+    }
+}

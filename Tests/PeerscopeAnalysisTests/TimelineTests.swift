@@ -1,0 +1,136 @@
+import PeerscopeCore
+import PeerscopeTimeline
+import XCTest
+
+final class TimelineTests: XCTestCase {
+    let A = Script.alice, B = Script.bob, C = Script.carol
+
+    func fullSession() -> Script { Script.fullSession() }
+
+    func testPerPeerEntriesFoldKeepAlivesAndKeepOrder() throws {
+        let tl = fullSession().timelines()
+        let alice = try XCTUnwrap(tl.timeline(.id(0x0123_4567_89AB_CDEF)))
+        XCTAssertEqual(alice.peer.label, "Alice")
+        let states = alice.entries.map(\.state)
+        XCTAssertEqual(Array(states.prefix(4)), [.discovered, .invited, .invitationAccepted, .connectionData])
+        XCTAssertTrue(states.contains(.secureChannelUp))
+        XCTAssertTrue(states.contains(.gckConnected))
+        XCTAssertEqual(states.last, .disconnected)
+        let kas = alice.entries.filter { $0.state == .keepAlive }
+        XCTAssertEqual(kas.count, 2, "one run each way, not one entry per keep-alive")
+        let sent = try XCTUnwrap(kas.first { $0.sent })
+        XCTAssertEqual(sent.count, 12)
+        XCTAssertEqual(sent.t, Script.at(4.0))
+        XCTAssertEqual(sent.lastT, Script.at(26.0))
+        XCTAssertEqual(sent.evidence.count, 2, "first and last evidence of the run")
+        XCTAssertEqual(alice.entries.first { $0.state == .invitationAccepted }?.sent, false)
+        // Bob's timeline sees the same exchange from the other side.
+        let bob = try XCTUnwrap(tl.timeline(.id(0x0FED_CBA9_8765_4321)))
+        XCTAssertEqual(bob.entries.first { $0.state == .invited }?.sent, false)
+        XCTAssertEqual(bob.entries.first { $0.state == .invitationAccepted }?.sent, true)
+    }
+
+    func testHistoryLetters() throws {
+        let tl = fullSession().timelines()
+        let alice = try XCTUnwrap(tl.timeline(.id(0x0123_4567_89AB_CDEF)))
+        // V announce, I invite, a accept (Bob), C connect, Q ICE, j answer, E e DTLS, u secure up (Bob's CCS
+        // completed it), O hello, g connected (Bob's hello), W app handshake, h response, K k ... K k (10th), x.
+        XCTAssertEqual(alice.history, "VIaCQjEeuOgWhKkKkx")
+        let bob = try XCTUnwrap(tl.timeline(.id(0x0FED_CBA9_8765_4321)))
+        XCTAssertEqual(bob.history, "ViAcqJeEUoGwHkKkKX")
+        let session = try XCTUnwrap(tl.sessions.first)
+        XCTAssertEqual(session.history, "IaCQjEeuOgWhKkKkx", "upper case is the originator (Alice)")
+    }
+
+    func testHistoryBuilderCompression() {
+        var h = HistoryBuilder()
+        for _ in 0 ..< 105 { h.add("K", sent: true) }
+        XCTAssertEqual(h.text, "KKK", "1st, 10th and 100th")
+        h.add("I", sent: true); h.add("I", sent: true); h.add("i", sent: false)
+        XCTAssertEqual(h.text, "KKKIi")
+        h.add("K", sent: true)
+        XCTAssertEqual(h.text, "KKKIiK", "a control letter restarts the traffic counts")
+    }
+
+    func testSessionsAreNumberedOnReconnect() throws {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        s.repeating(.gckHeartbeat, from: 1, to: 10, every: 5.5, A, B)
+        s.log(.disconnected, 11, B, A)
+        s.connect(A, B, at: 20)
+        s.connect(A, B, at: 40)
+        let tl = s.timelines()
+        // The third connect comes while #2 is established: no disconnect seen, ICE alone does not restart.
+        let sessions = tl.sessions
+        XCTAssertEqual(sessions.map(\.number), [1, 2])
+        XCTAssertEqual(sessions[0].endReason, "disconnected")
+        XCTAssertEqual(sessions[0].end, Script.at(11))
+        XCTAssertNil(sessions[1].end)
+        XCTAssertNotNil(sessions[0].established)
+        XCTAssertNotNil(sessions[1].established)
+        let alice = try XCTUnwrap(tl.timeline(.id(0x0123_4567_89AB_CDEF)))
+        XCTAssertEqual(Set(alice.entries.compactMap { $0.session?.number }), [1, 2])
+        XCTAssertEqual(alice.sessions.count, 2)
+    }
+
+    func testNewDTLSHandshakeOnEstablishedSessionStartsNewInstance() {
+        let s = Script()
+        s.packet(.dtlsHandshake, 0, A, B, attrs: ["message": "ClientHello"])
+        s.packet(.dtlsEstablished, 0.2, A, B)
+        s.packet(.dtlsApplicationData, 1, A, B)
+        s.packet(.dtlsHandshake, 5, B, A, attrs: ["message": "ClientHello"])
+        let tl = s.timelines()
+        XCTAssertEqual(tl.sessions.count, 2)
+        XCTAssertEqual(tl.sessions[0].endReason, "superseded by a new handshake")
+        XCTAssertEqual(tl.sessions[1].originator, .id(0x0FED_CBA9_8765_4321))
+    }
+
+    func testMeshOfThreeGivesThreePairSessions() {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        s.connect(A, C, at: 1)
+        s.connect(B, C, at: 2)
+        let tl = s.timelines()
+        XCTAssertEqual(tl.sessions.count, 3)
+        XCTAssertEqual(Set(tl.sessions.map(\.pair)).count, 3)
+        XCTAssertTrue(tl.sessions.allSatisfy { $0.number == 1 && $0.established != nil })
+        XCTAssertEqual(tl.peers.count, 3)
+        XCTAssertEqual(tl.peers.map(\.peer.label), ["Alice", "Bob", "Carol"])
+    }
+
+    func testResolutionOfPartialHints() throws {
+        let s = Script()
+        // A GCK log line names only the participant ID; a name-only app line; an unknown local address.
+        s.log(.gckTimeout, 1, PeerHint(participantID: PeerIdentity.participantID(0x0FED_CBA9_8765_4321)),
+              attrs: ["wait": "Heartbeat"])
+        s.log(.appKeepAlive, 2, PeerHint(displayName: "Carol"))
+        let local = IPAddress("192.0.2.7")
+        let unknown = PeerHint(endpoint: Endpoint(try XCTUnwrap(local), 16402))
+        s.packet(.gckHeartbeat, 3, unknown, A)
+        s.log(.stateChange, 4, PeerHint(displayName: "Dave"), attrs: ["to": "Connecting"])
+        let tl = s.timelines()
+        let labels = Set(tl.peers.map(\.peer.label))
+        XCTAssertTrue(labels.contains("Bob"), "participant ID resolved through the directory")
+        XCTAssertTrue(labels.contains("Carol"))
+        XCTAssertTrue(labels.contains("unknown peer at 192.0.2.7"))
+        XCTAssertTrue(labels.contains("Dave"), "a name seen only in logs becomes a peer")
+        XCTAssertTrue(labels.contains("log owner (input 2)"), "a log line's implicit side is the log's device")
+        XCTAssertEqual(tl.peer(.name("Dave"))?.peerID, nil)
+        let resolver = tl.resolver
+        XCTAssertEqual(resolver.resolve(PeerHint(participantID: PeerIdentity.participantID(0x0AAA_BBBB_CCCC_DDDD))),
+                       .id(0x0AAA_BBBB_CCCC_DDDD))
+        XCTAssertNil(resolver.resolve(.unknown, evidence: .frame(input: 0, frame: 1)))
+    }
+
+    func testPeerIDsLearntFromEventsResolveEarlierLogLines() {
+        let s = Script()
+        let zed: UInt64 = 0x0000_1234_5678_9ABC
+        // The log line (participant only) comes before the packet that reveals the peer ID.
+        s.log(.iceTimeout, 1, PeerHint(participantID: PeerIdentity.participantID(zed)))
+        s.packet(.announced, 2, PeerHint(peerID: zed, displayName: "Zed"), .unknown)
+        let tl = s.timelines()
+        XCTAssertNotNil(tl.timeline(.id(zed)))
+        XCTAssertEqual(tl.timeline(.id(zed))?.entries.count, 2)
+        XCTAssertNil(tl.peers.first { if case .participant = $0.peer.ref { return true } else { return false } })
+    }
+}

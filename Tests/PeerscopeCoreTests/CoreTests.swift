@@ -1,0 +1,134 @@
+import XCTest
+@testable import PeerscopeCore
+
+final class BytesTests: XCTestCase {
+    func testReadsAreBoundsCheckedAndZeroBased() {
+        let b = Bytes([0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99])
+        let s = b.slice(2, 4)
+        XCTAssertEqual(s?.count, 4)
+        XCTAssertEqual(s?.byte(0), 0x22)
+        XCTAssertEqual(s?.u16be(0), 0x2233)
+        XCTAssertEqual(s?.u16le(0), 0x3322)
+        XCTAssertEqual(s?.u32be(0), 0x2233_4455)
+        XCTAssertNil(s?.u32be(1), "a read past the slice must fail even though the storage has more bytes")
+        XCTAssertNil(s?.byte(4))
+        XCTAssertNil(s?.byte(-1))
+        XCTAssertNil(b.slice(8, 3))
+        XCTAssertNil(b.slice(-1, 2))
+        XCTAssertNil(b.slice(2, Int.max), "huge lengths from the wire must not overflow")
+        XCTAssertEqual(b.u64be(2), 0x2233_4455_6677_8899)
+        XCTAssertEqual(b.suffix(from: 100).count, 0)
+        XCTAssertEqual(b.prefix(3).array, [0x00, 0x11, 0x22])
+    }
+
+    func testCursorDoesNotMovePastTheEnd() {
+        var c = ByteCursor(Bytes([1, 2, 3]))
+        XCTAssertEqual(c.u16be(), 0x0102)
+        XCTAssertNil(c.u16be())
+        XCTAssertEqual(c.offset, 2)
+        XCTAssertEqual(c.u8(), 3)
+        XCTAssertTrue(c.atEnd)
+        XCTAssertFalse(c.skip(1))
+    }
+
+    func testHexRoundTrip() {
+        let b = Bytes(hex: "07d0 0000 0000001b")
+        XCTAssertEqual(b?.array, [0x07, 0xD0, 0, 0, 0, 0, 0, 0x1B])
+        XCTAssertEqual(b?.hex, "07d000000000001b")
+        XCTAssertNil(Bytes(hex: "abc"), "odd number of digits")
+        XCTAssertNil(Bytes(hex: "zz"))
+    }
+}
+
+final class AddressTests: XCTestCase {
+    func testIPv6TextFollowsRFC5952() {
+        XCTAssertEqual(IPAddress("fe80:0:0:0:1c78:b065:b483:f72c%awdl0")?.description, "fe80::1c78:b065:b483:f72c%awdl0")
+        XCTAssertEqual(IPAddress("2001:db8::1")?.description, "2001:db8::1")
+        XCTAssertEqual(IPAddress("::")?.description, "::")
+        XCTAssertEqual(IPAddress("::1")?.description, "::1")
+        XCTAssertEqual(IPAddress("2001:db8:0:1:1:1:1:1")?.description, "2001:db8:0:1:1:1:1:1", "a single zero group is not compressed")
+        XCTAssertEqual(IPAddress("ff02::fb")?.isMulticast, true)
+        XCTAssertNil(IPAddress("1::2::3"))
+        XCTAssertNil(IPAddress("1:2:3"))
+    }
+
+    func testScopesOnlyOnLinkLocalAndDistinguishInterfaces() {
+        let a = IPAddress("fe80::1%awdl0")
+        let b = IPAddress("fe80::1%en0")
+        XCTAssertNotEqual(a, b)
+        XCTAssertEqual(a?.unscoped, b?.unscoped)
+        XCTAssertEqual(IPAddress("2001:db8::1%en0")?.description, "2001:db8::1", "global addresses carry no scope")
+        XCTAssertEqual(IPAddress(v6: Bytes(hex: "fe800000000000000000000000000001")!, scope: "awdl0"), a)
+    }
+
+    func testIPv4() {
+        XCTAssertEqual(IPAddress("192.0.2.225")?.description, "192.0.2.225")
+        XCTAssertNil(IPAddress("192.0.2"))
+        XCTAssertNil(IPAddress("192.0.2.256"))
+        XCTAssertEqual(IPAddress("169.254.1.1")?.isLinkLocal, true)
+        XCTAssertEqual(Endpoint(IPAddress("fe80::1")!, 16402).description, "[fe80::1]:16402")
+        let f = FlowKey(.udp, Endpoint(.v4(2), 9), Endpoint(.v4(1), 8))
+        XCTAssertEqual(f.canonical, f.reversed.canonical)
+    }
+}
+
+final class IdentityTests: XCTestCase {
+    func testBase36PeerIDAndParticipantID() {
+        // Spec §1.1: int("1ddatjp8m3xy7", 36) == 0x5a2ddcb42308149f, logged as participant 2308149F.
+        let id = PeerIdentity.parse(idString: "1ddatjp8m3xy7")
+        XCTAssertEqual(id, 0x5A2D_DCB4_2308_149F)
+        XCTAssertEqual(id.map(PeerIdentity.participantID), 0x2308_149F)
+        XCTAssertEqual(PeerIdentity.participantHex(0x2308_149F), "2308149F")
+        XCTAssertEqual(PeerIdentity.idString(0x5A2D_DCB4_2308_149F), "1ddatjp8m3xy7")
+        XCTAssertEqual(PeerIdentity.idString(35), "000000000000z", "zero-padded to 13 characters")
+        XCTAssertNil(PeerIdentity.parse(idString: "zzzzzzzzzzzzz"), "does not fit 64 bits")
+        XCTAssertNil(PeerIdentity.parse(idString: "12345678901234"))
+        XCTAssertNil(PeerIdentity.parse(idString: "abc-def"))
+        XCTAssertEqual(PeerHint(peerID: 0x5A2D_DCB4_A308_149F).participantID, 0x2308_149F, "top bit of the low word is dropped")
+    }
+}
+
+final class ChecksumTests: XCTestCase {
+    func testKnownVectors() {
+        XCTAssertEqual(Checksum.crc32(Array("123456789".utf8)), 0xCBF4_3926)
+        XCTAssertEqual(Checksum.crc16ARC(Array("123456789".utf8)), 0xBB3D)
+        // The real invitation receipt frame (corpus mpc-vectors): CRC over the header with the field zeroed.
+        let receipt: [UInt8] = [0x07, 0xD0, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+        XCTAssertEqual(Checksum.crc32(receipt), 0x0CCA_7E2C)
+    }
+}
+
+final class TimeTests: XCTestCase {
+    func testISO8601WithNanoseconds() {
+        XCTAssertEqual(CaptureTime.iso8601(0), "1970-01-01T00:00:00.000000000Z")
+        XCTAssertEqual(CaptureTime.iso8601(1_768_471_200_123_456_789), "2026-01-15T10:00:00.123456789Z")
+        XCTAssertEqual(CaptureTime.iso8601(-1), "1969-12-31T23:59:59.999999999Z")
+        XCTAssertEqual(CaptureTime.days(year: 2026, month: 1, day: 15), 20468)
+        XCTAssertEqual(CaptureTime.relative(12_345_678_901, to: 0), "+12.345s")
+        XCTAssertEqual(CaptureTime.duration(6_004_000_000), "6.004s")
+    }
+}
+
+final class JSONTests: XCTestCase {
+    func testWriterKeepsOrderAndEscapes() {
+        let v: JSONValue = .object([("b", 1), ("a", .string("x\"y\n\u{1}")), ("c", [true, .null])])
+        XCTAssertEqual(v.jsonText, #"{"b":1,"a":"x\"y\n\u0001","c":[true,null]}"#)
+    }
+
+    func testParserRoundTripAndErrors() throws {
+        let text = #"{"type":"keep_alive","n":-12,"big":18446744073709551615,"f":1.5e2,"s":"\u00e9\ud83d\ude00","a":[{}]}"#
+        let v = try JSONParser.parse(text)
+        XCTAssertEqual(v["type"]?.stringValue, "keep_alive")
+        XCTAssertEqual(v["n"]?.int64Value, -12)
+        XCTAssertEqual(v["big"], .uint(UInt64.max))
+        XCTAssertEqual(v["f"], .double(150))
+        XCTAssertEqual(v["s"]?.stringValue, "é😀")
+        XCTAssertEqual(try JSONParser.parse(v.jsonText), v)
+        XCTAssertThrowsError(try JSONParser.parse(#"{"a":}"#)) { e in
+            XCTAssertEqual(e as? JSONParser.Failure, .syntax(offset: 5, expected: "a value"))
+        }
+        XCTAssertThrowsError(try JSONParser.parse(String(repeating: "[", count: 10_000)))
+        XCTAssertThrowsError(try JSONParser.parse(#"{"a":1} x"#))
+        XCTAssertThrowsError(try JSONParser.parse("\"abc"))
+    }
+}

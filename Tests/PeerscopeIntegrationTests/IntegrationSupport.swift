@@ -1,0 +1,40 @@
+import Foundation
+import XCTest
+
+/// Where things are for end-to-end tests: the package root, `../shared`, the built `peerscope` binary.
+enum Place {
+    static let packageRoot: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `../shared` beside the package (or `PEERSCOPE_SHARED`), nil when absent.
+    static var shared: URL? {
+        if let env = ProcessInfo.processInfo.environment["PEERSCOPE_SHARED"] {
+            return URL(fileURLWithPath: env)
+        }
+        let u = packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
+        return FileManager.default.fileExists(atPath: u.path) ? u : nil
+    }
+
+    static func requireShared(file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+        guard let s = shared, FileManager.default.fileExists(atPath: s.appendingPathComponent("corpus").path) else {
+            throw XCTSkip("../shared/corpus is not beside the package")
+        }
+        return s
+    }
+
+    static var samples: URL { packageRoot.appendingPathComponent("Samples") }
+
+    /// The manifest's rows: file name -> (packets, bytes).
+    static func manifest(_ shared: URL) throws -> [String: (packets: UInt64, bytes: UInt64)] {
+        let text = try String(contentsOf: shared.appendingPathComponent("corpus/MANIFEST.md"), encoding: .utf8)
+        var rows: [String: (UInt64, UInt64)] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("| `") {
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count > 7 else { continue }
+            let name = cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+            guard let packets = UInt64(cells[5]), let bytes = UInt64(cells[6]) else { continue }
+            rows[name] = (packets, bytes)
+        }
+        return rows
+    }
+}

@@ -1,0 +1,177 @@
+import PeerscopeCore
+import PeerscopePlugins
+import XCTest
+
+/// The seeds' JSON messages (../shared/seeds 000-003): shapes copied from the apps' code.
+enum Seeds {
+    static let handshake = #"{"type":"handshake","deviceId":"Test iPad","platform":"iOS"}"#
+    static let response = #"{"type":"handshake_response","status":"accepted"}"#
+    static let keepAlive = #"{"type":"keep_alive","timestamp":1763795012.25,"deviceId":"Test iPad"}"#
+    static let secret = "meet at the blue door"
+    static let chat = #"{"sender":"Test iPad","content":"meet at the blue door","timestamp":785488212.5}"#
+    static let other = #"{"type":"file_offer","name":"x.png","bytes":12}"#
+    static let all = [handshake, response, keepAlive, chat, other]
+    static let kinds: [EventKind] = [.appHandshake, .appHandshakeResponse, .appKeepAlive, .appChat, .appOther]
+}
+
+/// A GCK Data packet carrying `payload` at byte 36, with a valid CRC-16.
+func gckData(_ payload: [UInt8], src: UInt32 = 0x294C_B86B, dst: UInt32 = 0x4138_0245, seq: UInt32 = 0) -> [UInt8] {
+    func be(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)] }
+    func le(_ v: UInt32) -> [UInt8] { Array(be(v).reversed()) }
+    let inner: [UInt8] = [0x05, 0x00, 0x00, 0x00] + le(src) + le(dst) + le(seq) + [0x02, UInt8(seq & 0xFF), 0x00, 0x04]
+    let total = 16 + inner.count + payload.count
+    var p: [UInt8] = [0xC1, 0x05, UInt8(total >> 8), UInt8(total & 0xFF), 0, 0, 0, 0] + be(src) + be(dst) + inner + payload
+    TestCRC.sealGCK(&p)
+    return p
+}
+
+final class AppMessageTests: XCTestCase {
+    let a = Endpoint(v4(10, 2, 0, 1), 50000)
+    let b = Endpoint(v4(10, 2, 0, 2), 50001)
+    let conn = TCPConnectionInfo(id: 7, client: Endpoint(v4(10, 2, 0, 1), 50500), server: Endpoint(v4(10, 2, 0, 2), 7000), sawSYN: true)
+
+    func appEvents(_ h: Harness) -> [PeerEvent] { h.events.filter { $0.kind.family == "app" } }
+
+    func checkSeedEvents(_ h: Harness, file: StaticString = #filePath, line: UInt = #line) {
+        let ev = appEvents(h)
+        XCTAssertEqual(ev.map(\.kind), Seeds.kinds, file: file, line: line)
+        guard ev.count == 5 else { return }
+        XCTAssertEqual(ev[0].attrs["deviceId"], "Test iPad", file: file, line: line)
+        XCTAssertEqual(ev[0].attrs["platform"], "iOS", file: file, line: line)
+        XCTAssertEqual(ev[1].attrs["status"], "accepted", file: file, line: line)
+        XCTAssertEqual(ev[1].attrs["accepted"], "true", file: file, line: line)
+        XCTAssertEqual(ev[2].attrs["deviceId"], "Test iPad", file: file, line: line)
+        XCTAssertEqual(ev[3].attrs["size"], String(Seeds.secret.utf8.count), file: file, line: line)
+        XCTAssertEqual(ev[3].attrs["sender"], "Test iPad", file: file, line: line)
+        XCTAssertEqual(ev[4].attrs["type"], "file_offer", file: file, line: line)
+        XCTAssertEqual(ev.map(\.source), ["app-handshake", "app-handshake-response", "app-keepalive", "app-chat", "app-other"],
+                       file: file, line: line)
+        XCTAssertFalse(h.allText.contains(Seeds.secret), "chat content leaked", file: file, line: line)
+        XCTAssertTrue(h.warnings.isEmpty, "\(h.warnings.map(\.line))", file: file, line: line)
+        let chat = h.messages.first { $0.type == "chat" }
+        XCTAssertEqual(chat?.field("contentLength"), .int(Int64(Seeds.secret.utf8.count)), file: file, line: line)
+        XCTAssertNil(chat?.field("content"), file: file, line: line)
+    }
+
+    func testSeedMessagesOverUDP() {
+        let h = Harness()
+        for m in Seeds.all { h.udp(Array(m.utf8), a, b) }
+        checkSeedEvents(h)
+        XCTAssertEqual(appEvents(h).first?.flow, FlowKey(.udp, a, b))
+    }
+
+    func testChatContentOnlyWithShowPayloads() {
+        let h = Harness(showPayloads: true)
+        h.udp(Array(Seeds.chat.utf8), a, b)
+        let chat = h.messages.first { $0.type == "chat" }
+        XCTAssertEqual(chat?.field("content"), .string(Seeds.secret))
+        // Events stay small even then.
+        XCTAssertNil(h.events(.appChat).first?.attrs["content"])
+        XCTAssertFalse(h.events.map { "\($0.attrs)" }.joined().contains(Seeds.secret))
+    }
+
+    func testRejectedHandshakeResponse() {
+        let h = Harness()
+        h.udp(Array(#"{"type":"handshake_response","status":"rejected"}"#.utf8), a, b)
+        XCTAssertEqual(h.events(.appHandshakeResponse).first?.attrs["accepted"], "false")
+        XCTAssertEqual(h.events(.appHandshakeResponse).first?.attrs["status"], "rejected")
+    }
+
+    func testSeedMessagesOverTCPNewlineDelimitedOneBytePerDelivery() {
+        let h = Harness()
+        let stream = Array(Seeds.all.joined(separator: "\n").utf8) + [0x0A]
+        for byte in stream { h.tcp([byte], conn, .toServer) }
+        checkSeedEvents(h)
+        XCTAssertEqual(appEvents(h).first?.flow, conn.flow(.toServer))
+        h.tcpEvent(.closed, conn, .toServer)
+        XCTAssertTrue(h.diagnostics.isEmpty)
+    }
+
+    func testConcatenatedAndPrettyPrintedObjectsOverTCP() {
+        let h = Harness()
+        let pretty = "{\n  \"type\" : \"handshake\",\n  \"deviceId\" : \"Test iPad\",\n  \"platform\" : \"iOS\"\n}"
+        let rest = Seeds.all.dropFirst().joined()   // no separators at all
+        h.tcp(Array((pretty + rest).utf8), conn, .toServer)
+        checkSeedEvents(h)
+    }
+
+    func testSeedMessagesOverTCPLengthPrefixedOneBytePerDelivery() {
+        let h = Harness()
+        var stream: [UInt8] = []
+        for m in Seeds.all {
+            let body = Array(m.utf8)
+            stream += [0, 0, UInt8(body.count >> 8), UInt8(body.count & 0xFF)] + body
+        }
+        for byte in stream { h.tcp([byte], conn, .toClient) }
+        checkSeedEvents(h)
+        XCTAssertEqual(appEvents(h).first?.flow, conn.flow(.toClient))
+    }
+
+    func testBothDirectionsKeepTheirOwnFraming() {
+        let h = Harness()
+        // Client writes newline-delimited, server answers length-prefixed; bytes interleave.
+        let up = Array((Seeds.handshake + "\n" + Seeds.keepAlive + "\n").utf8)
+        let body = Array(Seeds.response.utf8)
+        let down = [0, 0, 0, UInt8(body.count)] + body
+        for i in 0 ..< max(up.count, down.count) {
+            if i < up.count { h.tcp([up[i]], conn, .toServer) }
+            if i < down.count { h.tcp([down[i]], conn, .toClient) }
+        }
+        let kinds = appEvents(h).map(\.kind)
+        XCTAssertEqual(Set(kinds), [.appHandshake, .appHandshakeResponse, .appKeepAlive])
+        XCTAssertEqual(kinds.count, 3)
+        XCTAssertEqual(h.events(.appHandshakeResponse).first?.flow, conn.flow(.toClient))
+    }
+
+    func testSeedMessagesInsideGCKData() {
+        let h = Harness()
+        let s = Endpoint(v4(10, 2, 0, 1), 16402), d = Endpoint(v4(10, 2, 0, 2), 16401)
+        for (i, m) in Seeds.all.enumerated() { h.udp(gckData(Array(m.utf8), seq: UInt32(i)), s, d) }
+        checkSeedEvents(h)
+        XCTAssertEqual(h.events(.gckData).count, 5)
+        XCTAssertEqual(h.events(.gckData).map { $0.attrs["payloadSize"] }, Seeds.all.map { String($0.utf8.count) })
+        XCTAssertEqual(appEvents(h).first?.flow, FlowKey(.udp, s, d))
+        // The GCK Data message shows no payload bytes unless asked.
+        XCTAssertNil(h.messages.first { $0.plugin == "gck-data" }?.field("restHex"))
+    }
+
+    func testOtherMustComeLast() {
+        // With app-other listed before app-chat, it takes the chat message: dispatch order matters.
+        let h = Harness([AppJSONPlugin.self, AppOtherPlugin.self, AppChatPlugin.self])
+        h.udp(Array(Seeds.chat.utf8), a, b)
+        XCTAssertEqual(appEvents(h).map(\.kind), [.appOther])
+        XCTAssertEqual(appEvents(h).first?.attrs["type"], "(none)")
+        XCTAssertFalse(h.allText.contains(Seeds.secret))
+    }
+
+    func testRegistryOrder() {
+        let ids = PluginRegistry.decoders.map { $0.descriptor.id }
+        let session = ["stun", "dtls", "gck-hello", "gck-dd", "gck-lsa", "gck-lsaack", "gck-data", "gck-heartbeat", "gck-other"]
+        let app = ["app-json", "app-handshake", "app-handshake-response", "app-keepalive", "app-chat", "app-other"]
+        XCTAssertEqual(ids.filter { session.contains($0) }, session)
+        XCTAssertEqual(ids.filter { app.contains($0) }, app)
+        XCTAssertEqual(ids.filter { $0.hasPrefix("app-") }.last, "app-other")
+        XCTAssertEqual(Set(ids).count, ids.count)
+        for t in PluginRegistry.decoders { XCTAssertFalse(t.descriptor.claims.isEmpty, t.descriptor.id) }
+    }
+
+    func testNonJSONStreamIsNotClaimed() {
+        let h = Harness()
+        for byte in Array("GET / HTTP/1.1\r\n\r\n".utf8) { h.tcp([byte], conn, .toServer) }
+        XCTAssertTrue(h.events.isEmpty)
+        XCTAssertTrue(h.messages.isEmpty)
+        XCTAssertGreaterThan(h.pipeline.unclaimed["tcp"] ?? 0, 0)
+    }
+
+    func testUnfinishedMessageWhenStreamEnds() {
+        let h = Harness()
+        h.tcp(Array((Seeds.handshake + "\n" + #"{"type":"keep_al"#).utf8), conn, .toServer)
+        h.tcpEvent(.closed, conn, .toServer)
+        XCTAssertEqual(appEvents(h).map(\.kind), [.appHandshake])
+        XCTAssertEqual(h.diagnostics.map(\.id), ["app-json.truncated"])
+        // A new connection starts clean.
+        let next = TCPConnectionInfo(id: 8, client: conn.client, server: conn.server, sawSYN: true)
+        h.tcp(Array((Seeds.keepAlive + "\n").utf8), next, .toServer)
+        XCTAssertEqual(appEvents(h).map(\.kind), [.appHandshake, .appKeepAlive])
+    }
+}
