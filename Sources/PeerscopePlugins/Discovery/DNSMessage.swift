@@ -174,6 +174,11 @@ public struct DNSMessage: Sendable, Equatable {
                                        offset: 4))
         }
         var reader = Reader(bytes: bytes)
+        // Counts are untrusted: reserve no more than the bytes can hold.
+        let room = max(0, bytes.count - 12) / 11
+        msg.questions.reserveCapacity(min(Int(qd), room * 2))
+        msg.answers.reserveCapacity(min(Int(an), room))
+        msg.additionals.reserveCapacity(min(Int(ar), room))
         var off = 12
         for _ in 0 ..< Int(qd) {
             guard let q = reader.question(at: off, &problems) else { msg.complete = false; return (msg, problems) }
@@ -216,6 +221,7 @@ public struct DNSMessage: Sendable, Equatable {
         /// which rules out loops: every jump goes to a smaller offset.
         mutating func name(at start: Int, limit: Int, _ problems: inout [DNSProblem]) -> (DNSName, Int, Int)? {
             var labels: [String] = []
+            labels.reserveCapacity(4)
             var text = ""
             var pos = start
             var segmentStart = start

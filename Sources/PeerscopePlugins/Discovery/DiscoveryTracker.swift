@@ -141,6 +141,7 @@ final class DiscoveryTracker {
     }
 
     private func noteService(_ type: String, instance: String? = nil, mpc: Bool = false, query: Bool = false) {
+        if serviceStats[type] == nil && serviceStats.count >= Self.maxInstances { return }
         var s = serviceStats[type] ?? (instances: [], queries: 0, mpc: [])
         if let instance {
             if s.instances.count < Self.maxInstances { s.instances.insert(instance) }
@@ -459,7 +460,7 @@ final class DiscoveryTracker {
 
     func attrs(_ inst: Instance) -> [String: String] {
         var a: [String: String] = ["service": inst.name.service.description, "instance": inst.name.instance,
-                                   "name": inst.fullName]
+                                   "instanceName": inst.fullName]
         if let id = inst.peerID {
             a["peerID"] = PeerIdentity.idString(id)
             a["participantID"] = PeerIdentity.participantHex(PeerIdentity.participantID(id))
