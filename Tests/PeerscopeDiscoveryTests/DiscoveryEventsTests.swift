@@ -151,6 +151,21 @@ final class DiscoveryEventsTests: XCTestCase {
         XCTAssertEqual(h.kinds(), [.announced, .resolved, .goodbye, .announced, .resolved])
     }
 
+    func testTXTArrivingAfterAnAnnouncementWithoutItIsAnUpdate() {
+        let h = Harness()
+        var ptr = DNSBuilder(an: 1)
+        ptr.ptr("_chat._tcp.local", Self.peerA, ttl: 4500)
+        h.send(ptr, at: t0, from: "10.0.0.1")
+        var txt = DNSBuilder(an: 1)
+        txt.txt(Self.peerA, ["_d=Late Name"], ttl: 4500)
+        h.send(txt, at: t0 + 1 * s, from: "10.0.0.1")
+        XCTAssertEqual(h.kinds(), [.announced, .updated])
+        XCTAssertNil(h.events[0].attrs["displayName"])
+        XCTAssertEqual(h.events[1].attrs["displayName"], "Late Name")
+        XCTAssertEqual(h.events[1].attrs["changedKeys"], "_d")
+        XCTAssertEqual(h.directory.entries[Self.idA]?.displayName, "Late Name")
+    }
+
     func testBrowseQueriesAreThrottledPerQuerierAndService() {
         let h = Harness()
         var q = DNSBuilder(flags: 0, qd: 1)

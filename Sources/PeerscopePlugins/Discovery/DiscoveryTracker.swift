@@ -321,6 +321,9 @@ final class DiscoveryTracker {
                 if inst.ptrExpiry == nil && inst.srvExpiry == nil && inst.txtExpiry == nil { announcedNow.insert(key) }
                 if let old = inst.txt, old.strings != txt.strings {
                     txtChanged[key] = changedKeys(old, txt)
+                } else if inst.txt == nil, !announcedNow.contains(key) {
+                    // Announced without TXT earlier (PTR/SRV only): its TXT arriving now is news too.
+                    txtChanged[key] = txt.keys
                 }
                 inst.txt = txt
                 inst.txtExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
