@@ -140,16 +140,16 @@ public struct DNSRecord: Sendable, Equatable {
 public struct DNSMessage: Sendable, Equatable {
     public var header: DNSHeader
     public var questions: [DNSQuestion] = []
-    public var answers: [DNSRecord] = []
-    public var authorities: [DNSRecord] = []
-    public var additionals: [DNSRecord] = []
+    /// Answers, authorities and additionals, in wire order (each knows its `section`).
+    public var records: [DNSRecord] = []
     /// False when decoding stopped before all the header's counts were read.
     public var complete: Bool = true
 
     public var isResponse: Bool { header.isResponse }
 
-    /// Answers, authorities and additionals, in wire order.
-    public var records: [DNSRecord] { answers + authorities + additionals }
+    public var answers: [DNSRecord] { records.filter { $0.section == .answer } }
+    public var authorities: [DNSRecord] { records.filter { $0.section == .authority } }
+    public var additionals: [DNSRecord] { records.filter { $0.section == .additional } }
 
     /// Names longer than this (wire octets, RFC 1035) are cut and reported.
     public static let maxNameLength = 255
@@ -177,8 +177,7 @@ public struct DNSMessage: Sendable, Equatable {
         // Counts are untrusted: reserve no more than the bytes can hold.
         let room = max(0, bytes.count - 12) / 11
         msg.questions.reserveCapacity(min(Int(qd), room * 2))
-        msg.answers.reserveCapacity(min(Int(an), room))
-        msg.additionals.reserveCapacity(min(Int(ar), room))
+        msg.records.reserveCapacity(min(Int(an) + Int(ns) + Int(ar), room))
         var off = 12
         for _ in 0 ..< Int(qd) {
             guard let q = reader.question(at: off, &problems) else { msg.complete = false; return (msg, problems) }
@@ -192,11 +191,7 @@ public struct DNSMessage: Sendable, Equatable {
                     msg.complete = false
                     return (msg, problems)
                 }
-                switch section {
-                case .answer: msg.answers.append(r.0)
-                case .authority: msg.authorities.append(r.0)
-                case .additional: msg.additionals.append(r.0)
-                }
+                msg.records.append(r.0)
                 off = r.1
             }
         }
@@ -210,8 +205,15 @@ public struct DNSMessage: Sendable, Equatable {
 
     struct Reader {
         let bytes: Bytes
-        /// Names already decoded at an offset: (name, offset after it, wire length).
-        var cache: [Int: (DNSName, Int, Int)] = [:]
+        /// Names already decoded, by offset: (name, offset after it, wire length). Few per message, so a
+        /// linear search beats hashing.
+        var cacheOffsets: [Int] = []
+        var cacheValues: [(DNSName, Int, Int)] = []
+
+        func cached(_ offset: Int) -> (DNSName, Int, Int)? {
+            for (i, o) in cacheOffsets.enumerated() where o == offset { return cacheValues[i] }
+            return nil
+        }
 
         init(bytes: Bytes) { self.bytes = bytes }
 
@@ -278,7 +280,7 @@ public struct DNSMessage: Sendable, Equatable {
                         return nil
                     }
                     // The rest is a name decoded before: reuse it.
-                    if let cached = cache[target] {
+                    if let cached = cached(target) {
                         let total = wireLength + cached.2 - 1
                         if total > DNSMessage.maxNameLength {
                             problems.append(DNSProblem("name.too_long",
@@ -302,9 +304,12 @@ public struct DNSMessage: Sendable, Equatable {
         }
 
         mutating func cachedName(at start: Int, limit: Int, _ problems: inout [DNSProblem]) -> (DNSName, Int)? {
-            if let c = cache[start], c.1 <= limit { return (c.0, c.1) }
+            if let c = cached(start), c.1 <= limit { return (c.0, c.1) }
             guard let r = name(at: start, limit: limit, &problems) else { return nil }
-            cache[start] = r
+            if cacheOffsets.count < 256 {
+                cacheOffsets.append(start)
+                cacheValues.append(r)
+            }
             return (r.0, r.1)
         }
 

@@ -79,6 +79,7 @@ final class DiscoveryTracker {
         var srvExpiry: Nanos?
         var srvSource: IPAddress?
         var txt: DNSSD.TXTRecord?
+        var txtRaw: [Bytes]?
         var txtExpiry: Nanos?
         var sources: Set<IPAddress> = []
         var firstSeen: Nanos
@@ -118,7 +119,11 @@ final class DiscoveryTracker {
 
     var instances: [String: Instance] = [:]
     var hosts: [String: Host] = [:]
-    var browseLast: [String: Nanos] = [:]
+    struct BrowseKey: Hashable {
+        var querier: IPAddress?
+        var name: String
+    }
+    var browseLast: [BrowseKey: Nanos] = [:]
     var browsers: [IPAddress: Set<String>] = [:]
     var serviceStats: [String: (instances: Set<String>, queries: Int, mpc: Set<String>)] = [:]
     var reportedConflicts: Set<String> = []
@@ -162,7 +167,7 @@ final class DiscoveryTracker {
             } else {
                 continue
             }
-            let throttleKey = "\(src.map { "\($0)" } ?? "?")|\(q.name.key)"
+            let throttleKey = BrowseKey(querier: src, name: q.name.key)
             if let last = browseLast[throttleKey], t &- last < Self.browseWindow, t >= last { continue }
             if browseLast.count >= Self.maxInstances { pruneBrowse(t) }
             browseLast[throttleKey] = t
@@ -170,7 +175,8 @@ final class DiscoveryTracker {
             if let src, browsers.count < Self.maxHosts || browsers[src] != nil {
                 browsers[src, default: []].insert(service)
             }
-            let known = msg.answers.filter { $0.type == DNSType.ptr && $0.name.key == q.name.key }.count
+            let qkey = q.name.key
+            let known = msg.records.filter { $0.section == .answer && $0.type == DNSType.ptr && $0.name.key == qkey }.count
             var attrs: [String: String] = ["service": service, "qu": q.unicastResponse ? "true" : "false"]
             if q.name.labels.count > 1, q.name.labels[1].lowercased() == "_sub" { attrs["subtype"] = q.name.labels[0] }
             if known > 0 { attrs["knownAnswers"] = "\(known)" }
@@ -317,15 +323,19 @@ final class DiscoveryTracker {
                     continue
                 }
                 if inst.state != .alive { revive(&inst) }
-                let txt = DNSSD.TXTRecord(raw)
                 if inst.ptrExpiry == nil && inst.srvExpiry == nil && inst.txtExpiry == nil { announcedNow.insert(key) }
-                if let old = inst.txt, old.strings != txt.strings {
-                    txtChanged[key] = changedKeys(old, txt)
-                } else if inst.txt == nil, !announcedNow.contains(key) {
-                    // Announced without TXT earlier (PTR/SRV only): its TXT arriving now is news too.
-                    txtChanged[key] = txt.keys
+                // Refreshes repeat the same bytes: only read the record when they changed.
+                if inst.txtRaw != raw {
+                    let txt = DNSSD.TXTRecord(raw)
+                    if let old = inst.txt, old.strings != txt.strings {
+                        txtChanged[key] = changedKeys(old, txt)
+                    } else if inst.txt == nil, !announcedNow.contains(key) {
+                        // Announced without TXT earlier (PTR/SRV only): its TXT arriving now is news too.
+                        txtChanged[key] = txt.keys
+                    }
+                    inst.txt = txt
+                    inst.txtRaw = raw
                 }
-                inst.txt = txt
                 inst.txtExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
                 touch(&inst, t, src, input)
                 instances[key] = inst
