@@ -1,6 +1,5 @@
 // swift-tools-version: 6.0
 import PackageDescription
-import Foundation
 
 // Data flow, one target per stage:
 //   capture -> packets -> plugins -> timeline -> detectors -> reports
@@ -47,7 +46,6 @@ var targets: [Target] = [
     .executableTarget(name: "PeerscopeBench", dependencies: ["Peerscope", "PeerscopeSimulator"]),
 ]
 
-// Test targets are declared for the folders that exist, so a checkout with only some of them builds.
 let testTargets: [(String, [Target.Dependency])] = [
     ("PeerscopeCoreTests", ["PeerscopeCore"]),
     ("PeerscopeCaptureTests", ["PeerscopeCapture", "PeerscopeCore"]),
@@ -62,9 +60,8 @@ let testTargets: [(String, [Target.Dependency])] = [
     // End to end: the whole pipeline on the corpus, the samples and the `peerscope` binary.
     ("PeerscopeIntegrationTests", ["Peerscope", "PeerscopeSimulator", "PeerscopeCore", "PeerscopePlugins"]),
 ]
-let root = Context.packageDirectory
-for (name, deps) in testTargets where FileManager.default.fileExists(atPath: "\(root)/Tests/\(name)") {
-    targets.append(.testTarget(name: name, dependencies: deps, exclude: [], resources: nil))
+for (name, deps) in testTargets {
+    targets.append(.testTarget(name: name, dependencies: deps))
 }
 
 let package = Package(

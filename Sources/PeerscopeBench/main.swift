@@ -1,1 +1,178 @@
-print("peerscope-bench: under construction")
+// peerscope-bench: speed and memory of reading, decoding and analysing a large capture, with
+// tcpdump and tshark on the same file for ratios measured in the same run. Build in release:
+//   swift run -c release PeerscopeBench [--frames N] [--keep DIR]
+import Foundation
+import Peerscope
+import PeerscopeCapture
+import PeerscopeCore
+import PeerscopeSimulator
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+var targetFrames = 2_000_000
+var keepDir: String?
+var args = CommandLine.arguments.dropFirst()
+while let a = args.first {
+    args = args.dropFirst()
+    switch a {
+    case "--frames": targetFrames = args.first.flatMap { Int($0) } ?? targetFrames; args = args.dropFirst()
+    case "--keep": keepDir = args.first; args = args.dropFirst()
+    default:
+        print("usage: PeerscopeBench [--frames N] [--keep DIR]")
+        exit(2)
+    }
+}
+
+func now() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// Builds a classic pcap of at least `frames` frames from simulated 8-peer group sessions, each copy
+/// with its own seed (its own peers) and shifted in time so the file is one long capture.
+func makeCapture(path: String, frames: Int) throws -> (frames: Int, bytes: Int) {
+    guard let out = FileHandle(forWritingAtPath: path) ?? {
+        FileManager.default.createFile(atPath: path, contents: nil)
+        return FileHandle(forWritingAtPath: path)
+    }() else { throw NSError(domain: "bench", code: 1) }
+    var written = 0, bytes = 0, seed: UInt64 = 1
+    var offset: Int64 = 0
+    var header = true
+    var buffer: [UInt8] = []
+    while written < frames {
+        let r = try Simulator.run("group-8", options: SimulationOptions(seed: seed, peers: 8, format: .pcap))
+        let c = r.capture
+        guard c.count > 24 else { break }
+        if header { buffer.append(contentsOf: c[0 ..< 24]); header = false }
+        var i = 24
+        var lastT: Int64 = 0
+        while i + 16 <= c.count {
+            func u32(_ o: Int) -> UInt32 { UInt32(c[o]) | UInt32(c[o + 1]) << 8 | UInt32(c[o + 2]) << 16 | UInt32(c[o + 3]) << 24 }
+            let sec = Int64(u32(i)), sub = Int64(u32(i + 4)), incl = Int(u32(i + 8))
+            guard i + 16 + incl <= c.count else { break }
+            // Classic pcap from the simulator is microsecond resolution.
+            let t = sec * 1_000_000 + sub + offset
+            lastT = max(lastT, t)
+            let s = UInt32(truncatingIfNeeded: t / 1_000_000), us = UInt32(truncatingIfNeeded: t % 1_000_000)
+            for v in [s, us] { buffer.append(contentsOf: [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)]) }
+            buffer.append(contentsOf: c[(i + 8) ..< (i + 16 + incl)])
+            written += 1
+            i += 16 + incl
+        }
+        // The next copy starts one second after this one ended (relative to the simulator's epoch).
+        offset = lastT - Int64(simulationEpochNanos / 1000) + 1_000_000
+        seed += 1
+        if buffer.count > 8 << 20 { out.write(Data(buffer)); bytes += buffer.count; buffer.removeAll(keepingCapacity: true) }
+    }
+    out.write(Data(buffer)); bytes += buffer.count
+    try out.close()
+    return (written, bytes)
+}
+
+struct Measured {
+    var seconds: Double
+    var maxRSSKiB: Int
+    var status: Int32
+}
+
+/// Runs a command with output to /dev/null and measures wall time and peak RSS of that child alone.
+func measure(_ argv: [String], env: [String: String] = [:]) -> Measured? {
+    var pid: pid_t = 0
+    var fa = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&fa)
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0)
+    var environment = ProcessInfo.processInfo.environment
+    for (k, v) in env { environment[k] = v }
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    let cargs = argv.map { strdup($0) } + [nil]
+    defer {
+        for p in cargs { free(p) }
+        for p in envp { free(p) }
+        posix_spawn_file_actions_destroy(&fa)
+    }
+    let start = now()
+    guard posix_spawnp(&pid, argv[0], &fa, nil, cargs, envp) == 0 else { return nil }
+    var status: Int32 = 0
+    var ru = rusage()
+    guard wait4(pid, &status, 0, &ru) == pid else { return nil }
+    let elapsed = now() - start
+    #if os(Linux)
+    let rss = Int(ru.ru_maxrss)            // KiB on Linux
+    #else
+    let rss = Int(ru.ru_maxrss) / 1024     // bytes on macOS
+    #endif
+    return Measured(seconds: elapsed, maxRSSKiB: rss, status: (status >> 8) & 0xFF)
+}
+
+func which(_ tool: String) -> String? {
+    for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+        let p = "\(dir)/\(tool)"
+        if FileManager.default.isExecutableFile(atPath: p) { return p }
+    }
+    return nil
+}
+
+func fmt(_ x: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", x) }
+
+let dir = keepDir ?? (NSTemporaryDirectory() + "peerscope-bench-\(getpid())")
+try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+let big = dir + "/big.pcap", quarter = dir + "/quarter.pcap"
+let peerscope = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("peerscope").path
+guard FileManager.default.isExecutableFile(atPath: peerscope) else {
+    print("build the peerscope binary first (swift build -c release --product peerscope)")
+    exit(2)
+}
+
+print("peerscope benchmark (\(ProcessInfo.processInfo.processorCount) cores)")
+var t0 = now()
+let (frames, bytes) = try makeCapture(path: big, frames: targetFrames)
+let (qFrames, qBytes) = try makeCapture(path: quarter, frames: targetFrames / 4)
+print("capture: \(frames) frames, \(fmt(Double(bytes) / 1e6, 1)) MB of simulated 8-peer sessions (made in \(fmt(now() - t0, 1)) s); quarter: \(qFrames) frames, \(fmt(Double(qBytes) / 1e6, 1)) MB")
+
+// In-process: the bare reader.
+t0 = now()
+var n = 0
+if let r = try? CaptureFileReader(path: big) { while r.next() != nil { n += 1 } }
+let readSeconds = now() - t0
+print("")
+print(String(format: "%-34@ %9@ %12@ %10@ %12@", "step" as NSString, "seconds" as NSString, "frames/s" as NSString, "MB/s" as NSString, "peak RSS MiB" as NSString))
+func row(_ name: String, _ s: Double, _ rss: Int?) {
+    let fps = Double(frames) / s, mbs = Double(bytes) / 1e6 / s
+    print(String(format: "%-34@ %9@ %12@ %10@ %12@", name as NSString, fmt(s, 3) as NSString, fmt(fps / 1e6, 2) + " M" as NSString,
+                 fmt(mbs, 1) as NSString, (rss.map { fmt(Double($0) / 1024, 1) } ?? "-") as NSString))
+}
+row("read frames (in process)", readSeconds, nil)
+
+var results: [String: Measured] = [:]
+if let m = measure([peerscope, "decode", big]) { results["decode"] = m; row("peerscope decode (JSON Lines)", m.seconds, m.maxRSSKiB) }
+if let m = measure([peerscope, "analyze", "--format", "json", "--output", "/dev/null", big]) {
+    results["analyze"] = m
+    row("peerscope analyze", m.seconds, m.maxRSSKiB)
+}
+if let tcpdump = which("tcpdump"), let m = measure([tcpdump, "-nr", big], env: ["TZ": "UTC"]) {
+    results["tcpdump"] = m
+    row("tcpdump -nr (text)", m.seconds, m.maxRSSKiB)
+}
+if let tshark = which("tshark"), let m = measure([tshark, "-r", quarter, "-T", "fields", "-e", "frame.number"]) {
+    // tshark is slow: it reads the quarter file; scaled to the full file for the ratio.
+    let scaled = Measured(seconds: m.seconds * Double(frames) / Double(max(1, qFrames)), maxRSSKiB: m.maxRSSKiB, status: m.status)
+    results["tshark"] = scaled
+    row("tshark -T fields (quarter, x\(fmt(Double(frames) / Double(max(1, qFrames)), 1)))", scaled.seconds, m.maxRSSKiB)
+}
+if let q = measure([peerscope, "analyze", "--format", "json", "--output", "/dev/null", quarter]), let full = results["analyze"] {
+    print("")
+    print("memory: analyze peak RSS \(fmt(Double(q.maxRSSKiB) / 1024, 1)) MiB on the quarter file, \(fmt(Double(full.maxRSSKiB) / 1024, 1)) MiB on the full one (x\(fmt(Double(full.maxRSSKiB) / Double(max(1, q.maxRSSKiB)), 2)) for x\(fmt(Double(frames) / Double(max(1, qFrames)), 1)) the frames)")
+}
+if let a = results["analyze"] {
+    print("")
+    print("ratios in this run (time):")
+    if let t = results["tcpdump"] { print("  analyze / tcpdump -nr: \(fmt(a.seconds / t.seconds))") }
+    if let t = results["tshark"] { print("  analyze / tshark -T fields: \(fmt(a.seconds / t.seconds, 3))") }
+    if let d = results["decode"] { print("  decode / analyze: \(fmt(d.seconds / a.seconds))") }
+}
+if keepDir == nil { try? FileManager.default.removeItem(atPath: dir) }

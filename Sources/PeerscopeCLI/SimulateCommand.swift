@@ -10,19 +10,22 @@ struct Simulate: ParsableCommand {
         commandName: "simulate",
         abstract: "Write a simulated MultipeerConnectivity capture, its device logs and its expected findings.",
         discussion: """
-        Every scenario is deterministic: the same scenario, options and seed give byte-identical files.
-        Timestamps start at 2026-01-15T10:00:00Z. Addresses are documentation ranges (192.0.2.0/24, fe80::/64).
+        Every scenario is deterministic: the same scenario, options and seed give byte-identical files. \
+        Timestamps start at 2026-01-15T10:00:00Z, never at the wall clock; addresses are documentation \
+        ranges (192.0.2.0/24, fe80::/64) and device names are invented.
 
-        Besides the capture, the simulator writes the expected findings as JSON (by default next to the
-        capture: <output without extension>.expected.json) and, with --log-dir, one Xcode-console-style log
-        per device (<dir>/<device>.log).
+        Besides the capture, it writes the findings the scenario is built to produce as JSON (by default \
+        <output without extension>.expected.json) and, with --log-dir, one Xcode-console-style log per \
+        device (<dir>/<device>.log).
 
         Examples:
           peerscope simulate --list
-          peerscope simulate healthy-pair --output /tmp/healthy.pcapng
-          peerscope simulate keepalive-timeout --output out/k.pcapng --log-dir out/logs --seed 7
-          peerscope simulate group-8 --peers 5 --output /tmp/group.pcapng
-          peerscope simulate healthy-pair --encrypted --format pcap --output /tmp/enc.pcap
+          peerscope simulate healthy-pair -o /tmp/healthy.pcapng
+          peerscope simulate keepalive-timeout -o k.pcapng \\
+              --log-dir logs --seed 7
+          peerscope simulate group-8 --peers 5 -o /tmp/group.pcapng
+          peerscope simulate healthy-pair --encrypted \\
+              --format pcap -o /tmp/enc.pcap
         """
     )
 

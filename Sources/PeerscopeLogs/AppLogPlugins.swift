@@ -1,3 +1,4 @@
+import Foundation
 import PeerscopeCore
 
 // The seeds' own `print` lines (seeds 000-003) and the Diffusion back-off example (seed 004).

@@ -84,13 +84,21 @@ public struct FormatPattern: Sendable, Hashable, CustomStringConvertible {
         var end = b.count
         while end > 0, b[end - 1] == 32 || b[end - 1] == 9 || b[end - 1] == 10 || b[end - 1] == 13 { end -= 1 }
         var caps = [(Int, Int)](repeating: (0, 0), count: args.count)
-        var budget = 20_000
+        // Cheap necessary condition: the literals occur in order (the last one may lack its final dot).
+        var p0 = 0
+        for (i, seg) in segments.enumerated() {
+            guard case .literal(var l) = seg else { continue }
+            if i == segments.count - 1, l.count > 1, l.last == UInt8(ascii: ".") { l.removeLast() }
+            guard let q = find(l, in: b, from: p0, end: end) else { return nil }
+            p0 = q + l.count
+        }
+        // One step budget for the whole line, so a hostile line (thousands of `[`) cannot make matching slow.
+        var budget = 10_000
         if run(b, end, 0, 0, 0, &caps, &budget) { return strings(b, caps) }
         // Tolerate a prefix (an app's own tag, a repeated timestamp) before a format that starts with text.
         if case .literal(let first)? = segments.first, first.count >= 4 {
             var p = 1
-            while let q = find(first, in: b, from: p, end: end) {
-                budget = 20_000
+            while budget > 0, let q = find(first, in: b, from: p, end: end) {
                 if run(b, end, q, 0, 0, &caps, &budget) { return strings(b, caps) }
                 p = q + 1
             }
@@ -128,6 +136,7 @@ public struct FormatPattern: Sendable, Hashable, CustomStringConvertible {
                 if case .literal(let next) = segments[si + 1] {
                     var p = pos
                     while let q = find(next, in: b, from: p, end: end) {
+                        budget -= (q - p) >> 4   // scanning costs too
                         caps[ai] = (pos, q)
                         if run(b, end, q, si + 1, ai + 1, &caps, &budget) { return true }
                         if budget <= 0 { return false }

@@ -190,6 +190,10 @@ public enum LogAnalyzer {
             }
             result.recognized[source, default: 0] += 1
             for l in m.learn { directory.learn(peerID: l.peerID, displayName: l.displayName) }
+            // Any line naming both an idString and a display name teaches the directory.
+            for h in [m.from, m.to] {
+                if let id = h.peerID, let n = h.displayName { directory.learn(peerID: id, displayName: n) }
+            }
             if let kind = m.kind { builder.add(kind: kind, match: m, entry: e, source: source) }
         }
         result.events = builder.events.sorted { ($0.t, $0.evidence) < ($1.t, $1.evidence) }
@@ -347,11 +351,42 @@ struct InputReader {
             return nil
         }
         let slice = Array(b[r])
-        if String(validating: slice, as: UTF8.self) == nil {
+        if !InputReader.isValidUTF8(slice) {
             problems.add("log.line.encoding", .warning, "not UTF-8; invalid bytes replaced", ev(lineNo))
             return Array(String(decoding: slice, as: UTF8.self).utf8)
         }
         return slice
+    }
+
+    /// Strict UTF-8 check (no overlongs, no surrogates), without the macOS 15-only `String(validating:)`.
+    static func isValidUTF8(_ b: [UInt8]) -> Bool {
+        var i = 0
+        let n = b.count
+        while i < n {
+            let c = b[i]
+            if c < 0x80 { i += 1; continue }
+            let len: Int
+            var lo: UInt8 = 0x80, hi: UInt8 = 0xBF
+            switch c {
+            case 0xC2...0xDF: len = 2
+            case 0xE0: len = 3; lo = 0xA0
+            case 0xE1...0xEC, 0xEE...0xEF: len = 3
+            case 0xED: len = 3; hi = 0x9F
+            case 0xF0: len = 4; lo = 0x90
+            case 0xF1...0xF3: len = 4
+            case 0xF4: len = 4; hi = 0x8F
+            default: return false
+            }
+            guard i + len <= n else { return false }
+            guard b[i + 1] >= lo, b[i + 1] <= hi else { return false }
+            var k = 2
+            while k < len {
+                guard b[i + k] & 0xC0 == 0x80 else { return false }
+                k += 1
+            }
+            i += len
+        }
+        return true
     }
 
     // MARK: time
@@ -365,6 +400,23 @@ struct InputReader {
         var days: Int64
         if let d = st.days {
             days = d
+        } else if let md = st.monthDay {
+            // The year: the date option's, the reference time's, else the year of the line before.
+            let year = options.baseDate?.year ?? options.referenceTime.map { LogDate(utcDayOf: $0).year } ?? lastDays.map { LogDate(daysSinceEpoch: $0).year }
+            guard let year else {
+                if !missingDateReported {
+                    problems.add("log.time.no_date", .warning, "dates without a year and no --date given: year 1970 assumed", ev(lineNo))
+                    missingDateReported = true
+                }
+                guard LogDate.valid(year: 1970, month: md.month, day: md.day) else { return nil }
+                days = LogDate(year: 1970, month: md.month, day: md.day).daysSinceEpoch
+                return finish(days, st)
+            }
+            guard LogDate.valid(year: year, month: md.month, day: md.day) else {
+                problems.add("log.time.invalid", .warning, "no such day \(md.month)/\(md.day) in \(year)", ev(lineNo))
+                return nil
+            }
+            days = LogDate(year: year, month: md.month, day: md.day).daysSinceEpoch
         } else if let d = lastDays {
             days = d
             if let last = lastNanosOfDay, st.nanosOfDay + 12 * 3_600_000_000_000 < last { days += 1 }  // past midnight
@@ -379,6 +431,10 @@ struct InputReader {
             }
             days = 0
         }
+        return finish(days, st)
+    }
+
+    private mutating func finish(_ days: Int64, _ st: Stamp) -> Nanos {
         let offset = st.offset ?? options.utcOffsetSeconds ?? lastOffset ?? 0
         if let o = st.offset { lastOffset = o }
         lastDays = days
@@ -403,6 +459,14 @@ struct InputReader {
 
     // MARK: text styles
 
+    static let closers: Set<UInt8> = [UInt8(ascii: "}"), UInt8(ascii: ")"), UInt8(ascii: "]")]
+
+    /// The text so far ends in `{`, `[`, `(`, `,` or `=` (a structure printed over several lines).
+    static func endsOpen(_ s: [UInt8]) -> Bool {
+        guard let last = s.last(where: { $0 != 32 && $0 != 9 }) else { return false }
+        return "{[(,=".utf8.contains(last)
+    }
+
     static func opens(_ s: [UInt8]) -> Int {
         var depth = 0
         var inString = false
@@ -423,6 +487,7 @@ struct InputReader {
         var cur: LogEntry? = nil
         var curBytes: [UInt8] = []
         var depth = 0
+        var joining = false
         func close(_ cur: inout LogEntry?, _ bytes: inout [UInt8]) {
             if var e = cur {
                 e.message = String(decoding: bytes, as: UTF8.self)
@@ -448,15 +513,19 @@ struct InputReader {
                                subsystem: h.subsystem, category: h.category, level: h.level, message: "")
                 curBytes = Array(line[min(h.messageStart, line.count)...])
                 depth = InputReader.opens(curBytes)
+                joining = false
                 continue
             }
             // A continuation of the entry above: indented, closing a bracket, or inside an open one.
+            // (An open bracket alone is not enough: a print such as "failed (code 3" must not swallow the next
+            // lines; the entry must end in an opener, a comma or `=` for unindented lines to join it.)
             if var e = cur, e.lineCount < options.maxEntryLines,
-               depth > 0 || trimmed.count < line.count || [UInt8(ascii: "}"), UInt8(ascii: ")"), UInt8(ascii: "]")].contains(line[0]) {
+               trimmed.count < line.count || InputReader.closers.contains(line[0]) || (depth > 0 && (joining || InputReader.endsOpen(curBytes))) {
                 curBytes.append(10)
                 curBytes.append(contentsOf: line)
                 e.lineCount += 1
                 cur = e
+                joining = true
                 depth += InputReader.opens(line)
                 continue
             }
@@ -477,6 +546,7 @@ struct InputReader {
             cur = LogEntry(input: input, line: lineNo, t: t, timeKnown: known, message: "")
             curBytes = Array(line[min(start, line.count)...])
             depth = InputReader.opens(curBytes)
+            joining = false
         }
         close(&cur, &curBytes)
         return out
@@ -654,7 +724,7 @@ struct EventBuilder {
             if let i = lastState[key], events[i].attrs["to"] == to, e.t &- events[i].t <= options.duplicateStateWindow, e.t >= events[i].t {
                 // The same change printed again (MCSession prints two lines; apps print their own).
                 if events[i].attrs["from"] == nil, let f = attrs["from"] { events[i].attrs["from"] = f }
-                mergeHint(&events[i].from, m.from)
+                EventBuilder.mergeHint(&events[i].from, m.from)
                 events[i].attrs["lines"] = String((Int(events[i].attrs["lines", default: "1"]) ?? 1) + 1)
                 return
             }
@@ -665,7 +735,7 @@ struct EventBuilder {
         events.append(PeerEvent(kind: kind, t: e.t, evidence: e.evidence, from: m.from, to: m.to, source: source, attrs: attrs))
     }
 
-    func mergeHint(_ a: inout PeerHint, _ b: PeerHint) {
+    static func mergeHint(_ a: inout PeerHint, _ b: PeerHint) {
         if a.peerID == nil { a.peerID = b.peerID }
         if a.participantID == nil { a.participantID = b.participantID }
         if a.displayName == nil { a.displayName = b.displayName }

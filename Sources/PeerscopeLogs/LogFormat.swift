@@ -14,6 +14,12 @@ public enum LogFormat: String, Sendable, CaseIterable, Hashable, CustomStringCon
     case logJSON = "log-json"
     /// `log show|stream --style ndjson`: one JSON object per line.
     case logNDJSON = "log-ndjson"
+    /// A device's syslog relayed by `idevicesyslog` (libimobiledevice) or old syslog files:
+    /// `Sep 15 19:02:55 iPhone App(MultipeerConnectivity)[25100] <Notice>: message` (no year, no zone).
+    case deviceSyslog = "device-syslog"
+    /// Console.app's copied rows: tab-separated columns (type, time, process, [subsystem, category,] message)
+    /// in whatever order and subset the window showed; the message is the last column.
+    case consoleApp = "console-app"
     /// App prints (`print`), with or without a leading timestamp.
     case plain
 
@@ -28,6 +34,8 @@ public enum LogFormat: String, Sendable, CaseIterable, Hashable, CustomStringCon
         case "log-syslog", "syslog": self = .logSyslog
         case "log-json", "json": self = .logJSON
         case "log-ndjson", "ndjson", "jsonl": self = .logNDJSON
+        case "device-syslog", "idevicesyslog", "bsd-syslog": self = .deviceSyslog
+        case "console-app", "consoleapp", "console.app", "tsv": self = .consoleApp
         case "plain", "print", "text": self = .plain
         default: return nil
         }
@@ -70,6 +78,8 @@ enum LineParsers {
         case .logDefault: logDefault(b)
         case .logCompact: compact(b)
         case .logSyslog: syslog(b)
+        case .consoleApp: consoleApp(b)
+        case .deviceSyslog: deviceSyslog(b)
         case .plain, .logJSON, .logNDJSON: plainStamp(b)
         }
     }
@@ -208,6 +218,79 @@ enum LineParsers {
         return h
     }
 
+    /// `Sep 15 19:02:55 host process(Library)[pid] <Level>: message`; `(Library)` and `<Level>` optional.
+    static func deviceSyslog(_ b: Buf) -> LineHeader? {
+        guard let st = StampParser.parseMonthDay(b) else { return nil }
+        var p = st.length
+        guard token(b, &p) != nil else { return nil }  // device name
+        skipSpaces(b, &p)
+        let ps = p
+        // process, optional (Library), [pid]
+        while p < b.count, b[p] != UInt8(ascii: "["), b[p] != UInt8(ascii: "("), !isSpace(b[p]), p - ps < 128 { p += 1 }
+        guard p > ps, p < b.count else { return nil }
+        var h = LineHeader(stamp: st, process: str(b, ps..<p), messageStart: p)
+        if b[p] == UInt8(ascii: "(") {  // the sender library, e.g. (MultipeerConnectivity)
+            while p < b.count, b[p] != UInt8(ascii: ")") { p += 1 }
+            guard p < b.count else { return nil }
+            p += 1
+        }
+        guard p < b.count, b[p] == UInt8(ascii: "[") else { return nil }
+        var q = p + 1
+        var pid = 0
+        while q < b.count, isDigit(b[q]), q - p < 11 { pid = pid * 10 + Int(b[q] - 48); q += 1 }
+        guard q > p + 1, q < b.count, b[q] == UInt8(ascii: "]") else { return nil }
+        h.pid = pid
+        p = q + 1
+        skipSpaces(b, &p)
+        if p < b.count, b[p] == UInt8(ascii: "<"), let close = find(Array(">".utf8), in: b, from: p, end: min(b.count, p + 16)) {
+            h.level = str(b, (p + 1)..<close)
+            p = close + 1
+        }
+        if p < b.count, b[p] == UInt8(ascii: ":") { p += 1 }
+        subsystemPrefix(b, &p, into: &h)
+        h.messageStart = p
+        return h
+    }
+
+    static let levelWords: Set<String> = ["default", "info", "debug", "error", "fault", "notice", "activity", "signpost",
+                                           "Default", "Info", "Debug", "Error", "Fault", "Notice", "Activity", "Signpost"]
+
+    /// A Console.app row: at least three tab-separated columns, one of the first four a timestamp.
+    static func consoleApp(_ b: Buf) -> LineHeader? {
+        var cols: [Range<Int>] = []
+        var s = 0
+        for i in 0..<b.count where b[i] == 9 {
+            cols.append(s..<i)
+            s = i + 1
+        }
+        cols.append(s..<b.count)
+        guard cols.count >= 3, let last = cols.last else { return nil }
+        var h = LineHeader(messageStart: last.lowerBound)
+        var stampCol: Int? = nil
+        for (i, c) in cols.prefix(4).enumerated() where !c.isEmpty {
+            let col = UnsafeBufferPointer(rebasing: b[c])
+            if let st = StampParser.parse(col, allowTimeOnly: true), st.length == c.count {
+                h.stamp = st
+                stampCol = i
+                break
+            }
+        }
+        guard let stampCol else { return nil }
+        for (i, c) in cols.dropLast().enumerated() where i != stampCol && !c.isEmpty {
+            let v = str(b, c)
+            if levelWords.contains(v), h.level == nil {
+                h.level = v.prefix(1).uppercased() + v.dropFirst()
+            } else if v.contains("."), !v.contains(" "), h.subsystem == nil, v.split(separator: ".").count >= 2 {
+                h.subsystem = v
+            } else if h.subsystem != nil, h.category == nil {
+                h.category = v
+            } else if h.process == nil {
+                h.process = v
+            }
+        }
+        return h
+    }
+
     /// An app print's own timestamp: `2024-05-01 12:00:00.123[zone] msg`, `12:00:00.123 msg`,
     /// `[2024-05-01T12:00:00Z] msg`, `[12:00:00.123] msg`.
     static func plainStamp(_ b: Buf) -> LineHeader? {
@@ -229,7 +312,10 @@ enum LineParsers {
 
     /// Lines `log` prints around the entries (headers, notes, statistics).
     static func isMeta(_ line: Substring) -> Bool {
-        if line.hasPrefix("Timestamp ") || line.hasPrefix("Filtering the log data") || line.hasPrefix("Skipping info and debug")
+        if line.hasPrefix("Timestamp "), line.contains("Thread") || line.contains(" Ty ") || line.contains("(process)") || line.contains("Process[") {
+            return true
+        }
+        if line.hasPrefix("Filtering the log data") || line.hasPrefix("Skipping info and debug")
             || line.hasPrefix("Log      -") || line.hasPrefix("Activity -") || line.hasPrefix("Signpost -")
             || line.hasPrefix("Boundary -") || line.hasPrefix("Ttl      -") || line.hasPrefix("---") && line.allSatisfy({ $0 == "-" }) {
             return true
@@ -239,7 +325,7 @@ enum LineParsers {
 }
 
 enum FormatDetector {
-    static let textFormats: [LogFormat] = [.logDefault, .logCompact, .logSyslog, .xcode]
+    static let textFormats: [LogFormat] = [.logDefault, .logCompact, .logSyslog, .xcode, .consoleApp, .deviceSyslog]
 
     /// Picks the format that explains most of the first lines; `plain` when none does.
     static func detect(_ lines: [Substring]) -> LogFormat {

@@ -58,6 +58,13 @@ struct Stamp: Sendable, Equatable {
     var length: Int
     /// False when the shape is a timestamp but a field is out of range (month 13, hour 25).
     var valid: Bool
+    /// Month and day without a year (`Sep 15 19:02:55`, syslog's style): the year comes from context.
+    var monthDay: (month: Int, day: Int)? = nil
+
+    static func == (a: Stamp, b: Stamp) -> Bool {
+        a.days == b.days && a.nanosOfDay == b.nanosOfDay && a.offset == b.offset && a.length == b.length && a.valid == b.valid
+            && a.monthDay?.month == b.monthDay?.month && a.monthDay?.day == b.monthDay?.day
+    }
 }
 
 enum StampParser {
@@ -132,6 +139,28 @@ enum StampParser {
         }
         let nod = Int64(hh) * 3_600_000_000_000 + Int64(mm) * 60_000_000_000 + Int64(ss) * 1_000_000_000 + nanos
         return Stamp(days: days, nanosOfDay: nod, offset: offset, length: p - p0, valid: valid)
+    }
+
+    static let months: [String: Int] = ["Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May": 5, "Jun": 6,
+                                        "Jul": 7, "Aug": 8, "Sep": 9, "Oct": 10, "Nov": 11, "Dec": 12]
+
+    /// BSD syslog's `Sep 15 19:02:55[.frac]` (day space-padded or not), at the start of `b`.
+    static func parseMonthDay(_ b: UnsafeBufferPointer<UInt8>) -> Stamp? {
+        guard b.count >= 15, b[3] == 32 else { return nil }
+        let name = String(decoding: UnsafeBufferPointer(rebasing: b[0..<3]), as: UTF8.self)
+        guard let month = months[name] else { return nil }
+        var p = 4
+        if b[p] == 32 { p += 1 }
+        var day = 0
+        let ds = p
+        while p < b.count, let d = digit(b[p]), p - ds < 2 { day = day * 10 + d; p += 1 }
+        guard p > ds, p < b.count, b[p] == 32 else { return nil }
+        p += 1
+        guard var st = parse(UnsafeBufferPointer(rebasing: b[p...]), allowTimeOnly: true), st.days == nil else { return nil }
+        st.length += p
+        st.monthDay = (month, day)
+        if day < 1 || day > 31 { st.valid = false }
+        return st
     }
 
     static func parse(_ s: Substring, allowTimeOnly: Bool = false) -> Stamp? {

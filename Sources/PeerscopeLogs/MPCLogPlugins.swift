@@ -1,3 +1,4 @@
+import Foundation
 import PeerscopeCore
 
 /// Event kinds only logs produce (the packet plugins have no evidence for these).
@@ -122,7 +123,7 @@ public struct MPCInviteResponseLogPlugin: RuleListPlugin {
     static let ruleList: [LogRule] = [
         LogRule(format: "Got invite response [%@] from peer [%@].") { c, _ in
             var attrs: [String: String] = [:]
-            let d = c[0].replacingAll(" ", with: "")
+            let d = c[0].replacingOccurrences(of: " ", with: "")
             if d.contains("MCNearbyServiceAcceptInviteKey=1") || d.contains("MCNearbyServiceAcceptInviteKey=true") { attrs["accepted"] = "true" }
             if d.contains("MCNearbyServiceAcceptInviteKey=0") || d.contains("MCNearbyServiceAcceptInviteKey=false") { attrs["accepted"] = "false" }
             return LogMatch(kind: .inviteResponse, from: PeerText.hint(c[1]), attrs: attrs)
@@ -253,7 +254,7 @@ public struct MPCSessionSendErrorLogPlugin: RuleListPlugin {
             var to = PeerHint.unknown
             // One recipient: `( "<MCPeerID: … DisplayName = X>" )`.
             let r = c[0].trimmingSpaces
-            if let s = r.range(of: "<MCPeerID:"), let e = r[s.lowerBound...].firstIndex(of: ">"), r.components(separatedByString: "<MCPeerID:").count == 2 {
+            if let s = r.range(of: "<MCPeerID:"), let e = r[s.lowerBound...].firstIndex(of: ">"), r.components(separatedBy: "<MCPeerID:").count == 2 {
                 to = PeerText.hint(r[s.lowerBound...e])
             }
             return LogMatch(kind: .sendError, to: to, attrs: ["layer": "session", "error": "not connected"])

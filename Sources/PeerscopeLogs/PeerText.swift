@@ -68,7 +68,7 @@ public enum PeerText {
     /// MCSession's state names, and the seeds' prints of them, in one spelling.
     public static func sessionState(_ s: some StringProtocol) -> String {
         let t = String(s).trimmingSpaces
-        switch t.lowercased().replacingAll(" ", with: "").replacingAll("_", with: "") {
+        switch t.lowercased().replacingOccurrences(of: " ", with: "").replacingOccurrences(of: "_", with: "") {
         case "notconnected", "0", ".notconnected", "disconnected": return "Not Connected"
         case "connecting", "1", ".connecting": return "Connecting"
         case "connected", "2", ".connected": return "Connected"
@@ -78,28 +78,5 @@ public enum PeerText {
 }
 
 extension StringProtocol {
-    var trimmingSpaces: String {
-        var s = Substring(self)
-        while let f = s.first, f.isWhitespace { s = s.dropFirst() }
-        while let l = s.last, l.isWhitespace { s = s.dropLast() }
-        return String(s)
-    }
-}
-
-extension String {
-    func replacingAll(_ a: String, with b: String) -> String {
-        guard !a.isEmpty else { return self }
-        return components(separatedByString: a).joined(separator: b)
-    }
-
-    func components(separatedByString sep: String) -> [String] {
-        var out: [String] = []
-        var rest = Substring(self)
-        while let r = rest.range(of: sep) {
-            out.append(String(rest[..<r.lowerBound]))
-            rest = rest[r.upperBound...]
-        }
-        out.append(String(rest))
-        return out
-    }
+    var trimmingSpaces: String { trimmingCharacters(in: .whitespacesAndNewlines) }
 }

@@ -78,7 +78,7 @@ public struct UserPatternPlugin: LogPlugin {
     static func substitute(_ template: String, _ named: [String: String]) -> String {
         guard template.contains("${") else { return template }
         var s = template
-        for (k, v) in named { s = s.replacingAll("${\(k)}", with: v) }
+        for (k, v) in named { s = s.replacingOccurrences(of: "${\(k)}", with: v) }
         return s
     }
 

@@ -8,7 +8,9 @@ enum Scenarios {
         case "healthy-pair-encrypted": return healthyPair(w, encrypted: true, awdl: true)
         case "group-8": return group(w, count: options.peers ?? 8, encrypted: encrypted)
         case "handshake-timeout-ice": return handshakeTimeoutICE(w, encrypted: encrypted)
+        case "handshake-timeout-dtls": return handshakeTimeoutDTLS(w)
         case "handshake-timeout-app": return handshakeTimeoutApp(w, encrypted: encrypted)
+        case "declined-invitation": return declinedInvitation(w, encrypted: encrypted)
         case "keepalive-timeout": return keepAliveTimeout(w, encrypted: encrypted)
         case "duplicate-connection": return duplicateConnection(w, encrypted: encrypted)
         case "channel-error-dtls-alert": return dtlsAlert(w)
@@ -23,7 +25,7 @@ enum Scenarios {
     static func finding(_ kind: String, peer: SimDevice, observer: SimDevice, time: Int64, tolerance: Double,
                         phase: String? = nil, attempts: Int? = nil, detail: String, capture: Bool = true) -> ExpectedFinding {
         ExpectedFinding(kind: kind, peer: peer.name, peerIdString: peer.peer.idString, participant: peer.pidHex,
-                        observer: observer.name, time: time, toleranceSeconds: tolerance, phase: phase, detail: detail,
+                        observer: observer.name, observerIdString: observer.peer.idString, time: time, toleranceSeconds: tolerance, phase: phase, detail: detail,
                         evidence: (capture ? ["capture"] : []) + ["log:\(observer.slug)"], attempts: attempts)
     }
 
@@ -139,6 +141,24 @@ enum Scenarios {
                         detail: "ICE connectivity checks from \(a.name) to \(b.name) go unanswered; the 10 s ICE timer fires on channel 0")]
     }
 
+    static func handshakeTimeoutDTLS(_ w: World) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "en0", linkType: .ethernet, family: .v4, description: "Wi-Fi")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's MacBook Pro", platform: "macOS", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.3)])
+        let rtt = w.rtt(iface)
+        let inv = w.invite(w.at(1.5), browser: a, advertiser: b, outcome: .accept, encrypted: true, rtt: rtt)
+        guard let l = inv.link else { return [] }
+        w.listenLogs(inv.end + w.ms(2), l)
+        let t = w.iceConnect(inv.end + w.ms(6, spread: 2), l, rtt: rtt)
+        let timeout = w.dtlsUnanswered(t + w.ms(2, spread: 1), l)
+        w.stateChange(a, b, timeout + w.ms(1), from: "Connecting", to: "Not Connected")
+        w.log(b, timeout + w.ms(40, spread: 10), "GCKSession", "Perform DTLS Handshake for participant [\(a.pidHex)] on channel [\(l.channel)] failed with hResult [-2146828288].")
+        w.stateChange(b, a, timeout + w.ms(42, spread: 10), from: "Connecting", to: "Not Connected")
+        return [finding("handshake-timeout", peer: b, observer: a, time: timeout, tolerance: 3, phase: "dtls",
+                        detail: "ICE succeeds but \(b.name) never answers \(a.name)'s DTLS ClientHello (retransmitted 1, 2, 4 s apart); the 10 s DTLS handshake timer fires")]
+    }
+
     static func handshakeTimeoutApp(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
         let iface = w.addInterface(name: "any", linkType: .linuxSLL, family: .v4, description: "Linux cooked capture on the Wi-Fi LAN")
         let a = w.addDevice("Alice's iPhone", interfaces: [iface])
@@ -244,7 +264,7 @@ enum Scenarios {
         let ip: [UInt8]
         if l.encrypted {
             let rec = DTLSRecord.wrapped(.applicationData, epoch: 1, sequence: l.nextDTLS(a), fragment: w.rng.bytes(DTLSRecord.cbcSize(packet.count)))
-            ip = w.udp(tf, iface: l.interface, from: a, sport: l.aPort == l.port(a) ? l.port(a) : l.port(a), to: b, dport: l.port(b), payload: rec)
+            ip = w.udp(tf, iface: l.interface, from: a, sport: l.port(a), to: b, dport: l.port(b), payload: rec)
         } else {
             ip = w.udp(tf, iface: l.interface, from: a, sport: l.port(a), to: b, dport: l.port(b), payload: packet)
         }
@@ -326,7 +346,8 @@ enum Scenarios {
         b.processID += 17
         b.threadID += 311
         w.earlierSRVPorts[b.slug, default: []].append(oldPort)
-        b.srvPort = UInt16(truncatingIfNeeded: Int(oldPort) + 1 + w.rng.int(1 ... 900))
+        let delta = 1 + w.rng.int(1 ... 900)
+        b.srvPort = UInt16(Int(oldPort) + delta <= 65_535 ? Int(oldPort) + delta : Int(oldPort) - delta)
         b.nextUDPPort = 16402
         w.app(b, tr - w.ms(50), "Application: active")
         w.startAdvertisingAndBrowsing(b, tr)
@@ -354,6 +375,22 @@ enum Scenarios {
         ]
     }
 
+    // MARK: declined invitation
+
+    static func declinedInvitation(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "en0", linkType: .ethernet, family: .v4, description: "Wi-Fi")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's iPad", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.3)])
+        let rtt = w.rtt(iface)
+        let inv = w.invite(w.at(1.5), browser: a, advertiser: b, outcome: .decline, encrypted: encrypted, rtt: rtt,
+                           declineReason: "User declined the invitation from \(a.name)")
+        var f = finding("declined-invitation", peer: b, observer: a, time: inv.end - 2 * rtt, tolerance: 2,
+                        detail: "\(b.name) answers \(a.name)'s Invite with MCNearbyServiceAcceptInviteKey = false (no connection data)")
+        f.evidence.append("log:\(b.slug)")
+        return [f]
+    }
+
     // MARK: identity collision
 
     static func identityCollision(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
@@ -370,10 +407,10 @@ enum Scenarios {
         let st = w.steady(hs.end, l, until: max(hs.end, inv.end) + w.ms(8_000), rtt: rtt, keepAlives: true)
         w.app(host, st.end + w.ms(100), "User ended the chat")
         w.disconnect(st.end + w.ms(100), l, by: host, rtt: rtt)
-        var f = finding("declined-invitation", peer: second, observer: host, time: inv.end - 2 * rtt, tolerance: 2,
+        var f = finding("declined-invitation", peer: host, observer: second, time: inv.end - 2 * rtt, tolerance: 2,
                         detail: "two devices advertise the display name \"\(second.name)\" (\(first.peer.idString), \(second.peer.idString)); "
-                            + "\(host.name) declines the second one's invitation (MCNearbyServiceAcceptInviteKey = false)")
-        f.evidence.append("log:\(second.slug)")
+                            + "\(host.name), already connected to the first, declines the second one's invitation (MCNearbyServiceAcceptInviteKey = false)")
+        f.evidence.append("log:\(host.slug)")
         return [f]
     }
 }

@@ -45,8 +45,9 @@ public struct ExpectedFinding: Sendable, Equatable {
     public var peer: String
     public var peerIdString: String
     public var participant: String
-    /// The device whose capture/log shows it.
+    /// The device whose capture/log shows it (display name and instance name: names can collide).
     public var observer: String
+    public var observerIdString: String
     /// Capture time in nanoseconds since the Unix epoch.
     public var time: Int64
     public var toleranceSeconds: Double
@@ -109,6 +110,8 @@ public enum Simulator {
                      peerRange: 2 ... 8, alwaysEncrypted: false),
         ScenarioInfo(name: "handshake-timeout-ice", summary: "Invitation accepted, then the invitee goes to the background: ICE checks go unanswered and time out after 10 s.",
                      peerRange: nil, alwaysEncrypted: false),
+        ScenarioInfo(name: "handshake-timeout-dtls", summary: "ICE succeeds, but the peer never answers the DTLS ClientHello: retransmissions, then the DTLS handshake timer fires.",
+                     peerRange: nil, alwaysEncrypted: true),
         ScenarioInfo(name: "handshake-timeout-app", summary: "Session connects, but the peer never answers the app 'handshake' with 'handshake_response'; the 10 s app timer fires.",
                      peerRange: nil, alwaysEncrypted: false),
         ScenarioInfo(name: "keepalive-timeout", summary: "One side's keep-alives and heartbeats stop while the other keeps sending; the 6 s keep-alive monitor fires.",
@@ -122,6 +125,8 @@ public enum Simulator {
         ScenarioInfo(name: "channel-error-reset", summary: "The invitee's process dies after the Invite: its kernel resets the invitation channel before any Response.",
                      peerRange: nil, alwaysEncrypted: false),
         ScenarioInfo(name: "reconnect-storm", summary: "After the peer's app is killed, the inviter re-dials its stale record with back-off (0, 1, 2, ... 5 s) until it returns.",
+                     peerRange: nil, alwaysEncrypted: false),
+        ScenarioInfo(name: "declined-invitation", summary: "The invitee's user declines: the Response carries MCNearbyServiceAcceptInviteKey = false and no connection data.",
                      peerRange: nil, alwaysEncrypted: false),
         ScenarioInfo(name: "identity-collision", summary: "Two devices named \"Alice's iPhone\" with different peer IDs; the second one's invitation is declined.",
                      peerRange: nil, alwaysEncrypted: false),
@@ -224,7 +229,8 @@ enum ExpectedJSON {
                              "      \"peer\": \(str(f.peer)),",
                              "      \"peerIdString\": \(str(f.peerIdString)),",
                              "      \"participant\": \(str(f.participant)),",
-                             "      \"observer\": \(str(f.observer)),"]
+                             "      \"observer\": \(str(f.observer)),",
+                             "      \"observerIdString\": \(str(f.observerIdString)),"]
                 if let p = f.phase { lines.append("      \"phase\": \(str(p)),") }
                 if let n = f.attempts { lines.append("      \"attempts\": \(n),") }
                 lines.append("      \"time\": \(str(LogTime.iso(f.time))),")

@@ -22,6 +22,8 @@ final class SimDevice {
     var logs: [(time: Int64, order: Int, line: String)] = []
     var pointerBase: UInt64
     var socketCounter = 11
+    /// GCK neighbours currently up (for "My routing table: %d nodes.").
+    var neighbors = 0
 
     init(peer: SimPeerID, slug: String, platform: String, processID: Int, threadID: Int, mac: [UInt8],
          ipv4: [UInt8], ipv6: [UInt8], hostName: String, srvPort: UInt16, interfaces: [Int], ipID: UInt16, pointerBase: UInt64) {
@@ -411,11 +413,9 @@ final class World {
     // MARK: invitation channel
 
     private func frameTrailer(_ c: TCPConnection, client: Bool) -> String {
-        let d = client ? c.client : c.server
         let other = client ? c.server : c.client
         let ptr = client ? c.clientPtr : c.serverPtr
         let s = client ? c.clientStreams : c.serverStreams
-        _ = d
         return "ptr [\(ptr)] inputStream [\(s.0)] outputStream [\(s.1)] remote [\(other.peer.idString)+\(other.name)]."
     }
 
@@ -428,7 +428,6 @@ final class World {
         let frame = InvitationFrame.encode(type: type, sequence: seq, body: body)
         let crc = Hex.upper8(UInt32(frame[8]) << 24 | UInt32(frame[9]) << 16 | UInt32(frame[10]) << 8 | UInt32(frame[11]))
         let sender = fromClient ? c.client : c.server
-        let receiver = fromClient ? c.server : c.client
         log(sender, t0 - ms(0.2), "MCNearbyDiscoveryPeerConnection",
             "Made message #\(seq) with length [len=\(body.count)] and crc [=\(crc)] - \(frameTrailer(c, client: fromClient))")
         log(sender, t0 - ms(0.1), "MCNearbyDiscoveryPeerConnection",
@@ -440,7 +439,6 @@ final class World {
         let t2 = t1 + rtt / 2 + ms(0.3, spread: 0.1)
         log(sender, t2, "MCNearbyDiscoveryPeerConnection",
             "Got receipt #\(seq) for message #\(seq) with length [len=\(body.count)] and crc [=\(crc)] - \(frameTrailer(c, client: fromClient))")
-        _ = receiver
         return t2 + ms(0.5, spread: 0.2)
     }
 
@@ -683,6 +681,26 @@ final class World {
         return deadline
     }
 
+    /// A ClientHello nobody answers, retransmitted 1, 2, 4 s apart, until the 10 s DTLS handshake timer fires.
+    func dtlsUnanswered(_ t0: Int64, _ l: GCKLink) -> Int64 {
+        for d in [l.a, l.b] { log(d, t0 - ms(0.3), "GCKSession", "DTLS Settings: authentication [0] encryption [1] certificate length [0].") }
+        let hello = DTLSRecord.handshake(type: 1, messageSeq: 0, body: DTLSRecord.clientHello(random: rng.bytes(32)))
+        var t = t0
+        var gap: Int64 = 1_000_000_000
+        let deadline = t0 + 10_000_000_000
+        while t < deadline {
+            let rec = DTLSRecord.wrapped(.handshake, epoch: 0, sequence: l.nextDTLS(l.a), fragment: hello)
+            udp(t, iface: l.interface, from: l.a, sport: l.aPort, to: l.b, dport: l.bPort, payload: rec)
+            t += gap + ms(0, spread: 5)
+            gap *= 2
+        }
+        let b = l.b
+        log(l.a, deadline, "GCKSession", "DTLS Handshake timeout expired for participant [\(b.pidHex)] on channel [\(l.channel)] DTLS state [DTLSNotConnected].")
+        log(l.a, deadline + ms(0.1), "GCKSession", "Not in connected state, so giving up for participant [\(b.pidHex)] on channel [\(l.channel)].")
+        log(l.a, deadline + ms(0.3), "GCKSession", "Closing connection to participant [\(b.pidHex)] on channel [\(l.channel)].")
+        return deadline
+    }
+
     /// DTLS 1.0 handshake behind the 0xD0 prefix (anonymous ECDH, suite c019). Returns the end time.
     func dtlsHandshake(_ t0: Int64, _ l: GCKLink, rtt: Int64) -> Int64 {
         let a = l.a, b = l.b
@@ -736,8 +754,9 @@ final class World {
         sendGCK(t, l, from: b, packet: GCKPacket.lsaAck(source: pb, destination: pa, sequence: 0))
         t += rtt / 2 + ms(0.5)
         for d in [a, b] {
+            d.neighbors += 1
             log(d, t, "GCKSession", "Updated routing table.")
-            log(d, t + ms(0.1), "GCKSession", "My routing table: 2 nodes.")
+            log(d, t + ms(0.1), "GCKSession", "My routing table: \(d.neighbors + 1) nodes.")
         }
         return t + ms(1)
     }
@@ -778,6 +797,8 @@ final class World {
     /// Tears down the session on both sides (app-initiated disconnect by `by`).
     func disconnect(_ t: Int64, _ l: GCKLink, by d: SimDevice, rtt: Int64, remoteNotices: Bool = true) {
         let other = l.other(d)
+        d.neighbors = max(0, d.neighbors - 1)
+        other.neighbors = max(0, other.neighbors - 1)
         log(d, t + ms(0.3), "GCKSession", "Disconnecting participant [\(other.pidHex)].")
         log(d, t + ms(0.5), "GCKSession", "Closing connection to participant [\(other.pidHex)] on channel [\(l.channel)].")
         stateChange(d, other, t + ms(1), from: "Connected", to: "Not Connected")

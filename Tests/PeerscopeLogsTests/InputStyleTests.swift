@@ -104,6 +104,33 @@ final class InputStyleTests: XCTestCase {
         XCTAssertTrue(r.problems.isEmpty, "\(r.problems)")
     }
 
+    func testConsoleAppCopiedRows() throws {
+        // Console.app copies the visible columns tab-separated; the column set varies.
+        let a = "default\t19:02:55.002888+0100\tApp\tcom.apple.multipeerconnectivity\tGCKSession\t\(Self.msg)"
+        let r = try read(a, LogOptions(baseDate: LogDate(year: 2018, month: 9, day: 15)))
+        assertGivingUp(r, at: Self.t0, format: .consoleApp)
+        let b = "2018-09-15 19:02:55.002888+0100\terror\tApp\t\(Self.msg)"
+        assertGivingUp(try read(b), at: Self.t0, format: .consoleApp)
+    }
+
+    func testDeviceSyslogFromIdevicesyslog() throws {
+        let text = """
+        Sep 15 19:02:55 iPhone App(MultipeerConnectivity)[25100] <Notice>: \(Self.msg)
+        Sep 15 19:02:56 iPhone App[25100] <Notice>: Keep-alive timeout for peer: Bob
+        Sep 31 19:02:57 iPhone App(MultipeerConnectivity)[25100] <Notice>: Disconnecting participant [2308149F].
+        """
+        var o = LogOptions(baseDate: LogDate(year: 2018, month: 1, day: 1))
+        o.utcOffsetSeconds = 3600
+        let r = try read(text, o)
+        XCTAssertEqual(r.format, .deviceSyslog)
+        XCTAssertEqual(r.events.map(\.kind), [.gckGivingUp, .appTimeout, .disconnected])
+        XCTAssertEqual(r.events.first?.t, Self.t0 - 2_888_000)
+        XCTAssertEqual(r.events[1].t, Self.t0 - 2_888_000 + CaptureTime.second)
+        // September has no 31st: named, and the entry keeps the time before it.
+        XCTAssertEqual(r.problems.first { $0.id == "log.time.invalid" }?.evidence, .logLine(input: 0, line: 3))
+        XCTAssertEqual(r.events[2].attrs["time"], "inferred")
+    }
+
     func testTimeZonesGiveTheSameInstant() throws {
         let a = try read("2018-09-15 19:02:55.002888+0100 App[1:2] \(Self.msg)")
         let b = try read("2018-09-15 10:02:55.002888-0800 App[1:2] \(Self.msg)")
@@ -170,6 +197,23 @@ final class InputStyleTests: XCTestCase {
         XCTAssertEqual(r.events.first?.evidence, .logLine(input: 0, line: 1))
         XCTAssertEqual(r.events.last?.evidence, .logLine(input: 0, line: 5))
         XCTAssertEqual(r.unknownCounts, [:])
+    }
+
+    func testAnOpenBracketInAPrintDoesNotSwallowTheNextLines() throws {
+        let text = """
+        Handshake rejected (code 3
+        Ignoring duplicate connection from Carol
+        Received data from Carol: {
+        type = "keep_alive";
+        deviceId = Carol;
+        }
+        Keep-alive timeout for peer: Carol
+        """
+        let r = try read(text)
+        XCTAssertEqual(r.events.map(\.kind), [.appDuplicateIgnored, .appKeepAlive, .appTimeout])
+        XCTAssertEqual(r.events.map(\.evidence), [.logLine(input: 0, line: 2), .logLine(input: 0, line: 3), .logLine(input: 0, line: 7)])
+        XCTAssertEqual(r.unknownCounts, ["plain": 1])   // "Handshake rejected (code 3" is not the seed's line
+        XCTAssertEqual(r.entries, 4)
     }
 
     func testSwiftPrintsBetweenConsoleLinesTakeThePreviousTime() throws {

@@ -99,3 +99,21 @@ final class PipelineTests: XCTestCase {
         XCTAssertEqual(diagnostics.map(\.id), ["any.handoff.depth"])
     }
 }
+
+final class RegistryTests: XCTestCase {
+    func testRegistryIdsAreUniqueAndEveryPluginClaimsSomething() {
+        let ds = PluginRegistry.decoders.map { $0.descriptor }
+        XCTAssertEqual(Set(ds.map(\.id)).count, ds.count, "duplicate plugin ids: \(ds.map(\.id))")
+        for d in ds {
+            XCTAssertFalse(d.claims.isEmpty, "\(d.id) claims nothing")
+            XCTAssertFalse(d.summary.isEmpty, "\(d.id) has no summary")
+        }
+        // A catch-all for a carrier must come after the keyed claimants of the same carrier.
+        for (i, d) in ds.enumerated() {
+            for case .carried(let c, nil) in d.claims {
+                let keyedLater = ds[(i + 1)...].contains { $0.claims.contains { if case .carried(c, .some) = $0 { true } else { false } } }
+                XCTAssertFalse(keyedLater, "\(d.id) takes every '\(c)' payload before a keyed plugin can")
+            }
+        }
+    }
+}

@@ -135,6 +135,19 @@ final class AppMessageTests: XCTestCase {
         XCTAssertNil(h.messages.first { $0.plugin == "gck-data" }?.field("restHex"))
     }
 
+    func testMessageSplitOverTwoDataPackets() {
+        let h = Harness()
+        let src = Endpoint(v4(10, 2, 0, 1), 16402), dst = Endpoint(v4(10, 2, 0, 2), 16401)
+        let chat = Array(Seeds.chat.utf8)
+        h.udp(gckData(Array(chat[..<30]), seq: 0), src, dst)
+        h.udp(gckData(Array(Seeds.keepAlive.utf8), src: 0x4138_0245, dst: 0x294C_B86B), dst, src)  // other direction between
+        h.udp(gckData(Array(chat[30...]), seq: 1), src, dst)
+        h.finish()
+        XCTAssertEqual(appEvents(h).map(\.kind), [.appKeepAlive, .appChat])
+        XCTAssertEqual(h.events(.appChat).first?.attrs["size"], String(Seeds.secret.utf8.count))
+        XCTAssertTrue(h.diagnostics.isEmpty)
+    }
+
     func testOtherMustComeLast() {
         // With app-other listed before app-chat, it takes the chat message: dispatch order matters.
         let h = Harness([AppJSONPlugin.self, AppOtherPlugin.self, AppChatPlugin.self])
@@ -173,5 +186,18 @@ final class AppMessageTests: XCTestCase {
         let next = TCPConnectionInfo(id: 8, client: conn.client, server: conn.server, sawSYN: true)
         h.tcp(Array((Seeds.keepAlive + "\n").utf8), next, .toServer)
         XCTAssertEqual(appEvents(h).map(\.kind), [.appHandshake, .appKeepAlive])
+    }
+}
+
+final class AppBroadcastTests: XCTestCase {
+    func testBroadcastJSONIsNotAnAppMessage() {
+        let h = Harness()
+        let src = Endpoint(v4(192, 168, 2, 1), 17500)
+        h.udp(Array(Seeds.handshake.utf8), src, Endpoint(v4(192, 168, 2, 255), 17500))
+        h.udp(Array(Seeds.handshake.utf8), src, Endpoint(v4(255, 255, 255, 255), 17500))
+        h.udp(Array(Seeds.handshake.utf8), src, Endpoint(v4(224, 0, 0, 251), 5353))
+        XCTAssertTrue(h.events.isEmpty)
+        h.udp(Array(Seeds.handshake.utf8), src, Endpoint(v4(192, 168, 2, 17), 17500))
+        XCTAssertEqual(h.events.map(\.kind), [.appHandshake])
     }
 }

@@ -205,3 +205,35 @@ final class DTLSTests: XCTestCase {
         XCTAssertEqual(Set(stalled.compactMap { $0.flow?.src.port }), all.subtracting(answered))
     }
 }
+
+/// zeek's WebRTC capture (STUN checks with MESSAGE-INTEGRITY and FINGERPRINT, then a DTLS 1.2
+/// handshake). tshark 4 reads frames 1-14 as: requests 1,3,4,7,10; successes 2,5,6,8,12
+/// (frame 2 XOR-MAPPED-ADDRESS 192.150.187.238:31288, frame 5 74.201.205.9:43044); DTLS Client
+/// Hello 9, Server Hello..Done 11, client CCS+Finished 13, server CCS+Finished 14.
+final class WebRTCCaptureTests: XCTestCase {
+    func testSTUNAndDTLSOfAWebRTCCall() throws {
+        let packets = try Shared.pcapUDP("corpus/zeek-webrtc-stun-dtls.pcap")
+        XCTAssertGreaterThanOrEqual(packets.count, 14)
+        let h = Harness(Harness.session)
+        for (f, p) in packets { h.udp(p, f.src, f.dst) }
+        h.finish()
+        XCTAssertTrue(h.warnings.isEmpty, "\(h.warnings.map(\.line))")
+        let req = h.events(.iceRequest), ok = h.events(.iceSuccess)
+        XCTAssertEqual(req.prefix(5).map(\.evidence), [1, 3, 4, 7, 10].map { .frame(input: 0, frame: $0) })
+        XCTAssertEqual(ok.prefix(5).map(\.evidence), [2, 5, 6, 8, 12].map { .frame(input: 0, frame: $0) })
+        XCTAssertTrue(ok.allSatisfy { $0.attrs["matched"] == "true" })
+        XCTAssertEqual(ok.first?.attrs["mapped"], "192.150.187.238:31288")
+        XCTAssertEqual(ok.dropFirst().first?.attrs["mapped"], "74.201.205.9:43044")
+        // Every FINGERPRINT verifies.
+        let fps = h.messages.flatMap { ($0.field("attributes")?.arrayValue ?? []).filter { $0["type"] == .string("0x8028") } }
+        XCTAssertFalse(fps.isEmpty)
+        XCTAssertTrue(fps.allSatisfy { $0["valid"] == .bool(true) })
+        XCTAssertTrue(h.events(.checksumError).isEmpty)
+        let hs = h.events(.dtlsHandshake).map { $0.attrs["message"] ?? "" }
+        XCTAssertEqual(Array(hs.prefix(6)), ["ClientHello", "ServerHello", "Certificate", "ServerKeyExchange", "CertificateRequest", "ServerHelloDone"])
+        XCTAssertEqual(h.events(.dtlsEstablished).count, 1)
+        XCTAssertEqual(h.events(.dtlsEstablished).first?.evidence, .frame(input: 0, frame: 14))
+        XCTAssertTrue(h.events(.dtlsStalled).isEmpty)
+        XCTAssertTrue(h.events(.iceUnanswered).isEmpty)
+    }
+}

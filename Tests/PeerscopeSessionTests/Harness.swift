@@ -25,8 +25,8 @@ final class Harness {
     var lastTick: Nanos
 
     init(_ plugins: [any DecoderPlugin.Type] = Harness.all, showPayloads: Bool = false,
-         directory: PeerDirectory = PeerDirectory()) {
-        let ctx = PluginContext(directory: directory, options: DecodeOptions(showPayloads: showPayloads, wantsMessages: true))
+         directory: PeerDirectory = PeerDirectory(), wantsMessages: Bool = true) {
+        let ctx = PluginContext(directory: directory, options: DecodeOptions(showPayloads: showPayloads, wantsMessages: wantsMessages))
         pipeline = PluginPipeline(plugins: plugins, context: ctx)
         lastTick = t
         ctx.onMessage = { [unowned self] in self.messages.append($0) }

@@ -195,6 +195,26 @@ final class RealVectorTests: XCTestCase {
         XCTAssertTrue(h.events.filter { $0.kind.family == "app" }.isEmpty)
     }
 
+    /// Analysis runs without messages: the same events and diagnostics, no messages built.
+    func testEventsDoNotDependOnMessages() throws {
+        let lines = try Shared.gckSession()
+        var runs: [Harness] = []
+        for wants in [true, false] {
+            let h = Harness(wantsMessages: wants)
+            for (i, p) in lines.enumerated() { h.udp(p, i % 2 == 0 ? p16402 : p16401, i % 2 == 0 ? p16401 : p16402) }
+            for m in Seeds.all { h.udp(gckData(Array(m.utf8)), p16402, p16401) }
+            var bad = lines[10]
+            bad[20] ^= 0xFF
+            h.udp(bad, p16402, p16401)
+            h.finish(after: 30 * CaptureTime.second)
+            runs.append(h)
+        }
+        XCTAssertEqual(runs[0].events, runs[1].events)
+        XCTAssertEqual(runs[0].diagnostics, runs[1].diagnostics)
+        XCTAssertTrue(runs[1].messages.isEmpty)
+        XCTAssertGreaterThan(runs[0].events.count, 30)
+    }
+
     func testParticipantHintsResolveThroughDirectory() throws {
         let lines = try Shared.gckSession()
         let dir = PeerDirectory()

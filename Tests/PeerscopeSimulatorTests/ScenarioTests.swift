@@ -51,6 +51,12 @@ final class ScenarioTests: XCTestCase {
             compared += 1
         }
         XCTAssertGreaterThanOrEqual(compared, Simulator.scenarios.count * 3)
+        // Nothing stale: every committed file but the README is one the simulator writes.
+        let committed = fm.enumerator(atPath: samples.path)?.compactMap { $0 as? String } ?? []
+        let fresh = Set(files)
+        for rel in committed where rel != "README.md" && (rel.hasSuffix(".pcapng") || rel.hasSuffix(".json") || rel.hasSuffix(".log")) {
+            XCTAssertTrue(fresh.contains(rel), "Samples/\(rel) is not written by the simulator any more")
+        }
     }
 
     // MARK: logs and findings
@@ -107,6 +113,11 @@ final class ScenarioTests: XCTestCase {
         let iceLog = try observerLog(ice, fi)
         XCTAssertTrue(iceLog.contains("[GCKSession] ICE timeout expired for participant [\(fi.participant)] on channel [0] state [ICE]."))
         XCTAssertTrue(iceLog.contains("[GCKSession] Not in connected state, so giving up for participant [\(fi.participant)] on channel [0]."))
+        let dtls = try Simulator.run("handshake-timeout-dtls")
+        let fdt = try XCTUnwrap(dtls.findings.first)
+        XCTAssertEqual(fdt.phase, "dtls")
+        XCTAssertTrue(try observerLog(dtls, fdt).contains(
+            "[GCKSession] DTLS Handshake timeout expired for participant [\(fdt.participant)] on channel [0] DTLS state [DTLSNotConnected]."))
         let keep = try Simulator.run("keepalive-timeout")
         let fk = try XCTUnwrap(keep.findings.first)
         XCTAssertTrue(try observerLog(keep, fk).contains("Keep-alive timeout for peer: \(fk.peer)"))
@@ -119,8 +130,11 @@ final class ScenarioTests: XCTestCase {
         XCTAssertTrue(try observerLog(dup, fd).contains("Ignoring duplicate connection from \(fd.peer)"))
         let col = try Simulator.run("identity-collision")
         let fc = try XCTUnwrap(col.findings.first)
-        XCTAssertTrue(try observerLog(col, fc).contains("Invitation declined (accept=0, session=(null))."))
-        XCTAssertEqual(col.devices.filter { $0.name == fc.peer }.count, 2, "two devices share the display name")
+        XCTAssertTrue(try observerLog(col, fc).contains("Handle declined invitation from peer with peerID [\(fc.peer),\(fc.participant)]."))
+        let decliner = try XCTUnwrap(col.logs.first { $0.device == fc.peer })
+        XCTAssertTrue(decliner.text.contains("Invitation declined (accept=0, session=(null))."))
+        XCTAssertEqual(col.devices.filter { $0.name == fc.observer }.count, 2, "two devices share the inviter's display name")
+        XCTAssertEqual(col.devices.filter { $0.idString == fc.observerIdString }.count, 1)
     }
 
     func testOptionsAreValidated() {

@@ -39,6 +39,7 @@ public final class AppJSONPlugin: DecoderPlugin {
     }
 
     private var streams: [StreamKey: StreamState] = [:]
+    private var carriedPending: [FlowKey: [UInt8]] = [:]
 
     public init() {}
 
@@ -62,12 +63,22 @@ public final class AppJSONPlugin: DecoderPlugin {
         default:
             var i = 0
             while let c = b.byte(i), Self.isSpace(c) { i += 1 }
+            if case .carried = input.delivery, let f = input.flow, carriedPending[f] != nil { return .accept }
             guard b.byte(i) == UInt8(ascii: "{") else { return .reject }
             if case .carried = input.delivery { return .accept }
+            // MPC sessions are unicast: JSON broadcast on the LAN (Dropbox LAN sync on 17500, ...) is not an app message.
+            if let dst = input.flow?.dst.address, Self.isBroadcastLike(dst) { return .reject }
             var j = b.count - 1
             while let c = b.byte(j), Self.isSpace(c) || c == 0 { j -= 1 }
             return b.byte(j) == UInt8(ascii: "}") ? .accept : .reject
         }
+    }
+
+    /// Multicast, or IPv4 limited/subnet broadcast (last octet 255: a heuristic).
+    static func isBroadcastLike(_ a: IPAddress) -> Bool {
+        if a.isMulticast { return true }
+        if case .v4(let v) = a { return v & 0xFF == 0xFF }
+        return false
     }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
@@ -77,8 +88,64 @@ public final class AppJSONPlugin: DecoderPlugin {
             var st = streams[key] ?? StreamState()
             feed(&st, input.payload, ctx)
             streams[key] = st
+        case .carried:
+            carried(input, ctx)
         default:
             object(input.payload, offset: 0, ctx)
+        }
+    }
+
+    /// GCK Data payloads. An object cut at the end of one payload is kept (per directed flow, bounded)
+    /// and continued by the next payloads that do not start a new object: a guess that large messages
+    /// are split over consecutive Data packets with nothing between the pieces (unverified).
+    private func carried(_ input: PluginInput, _ ctx: PluginContext) {
+        let b = input.payload
+        guard let flow = input.flow else {
+            object(b, offset: 0, ctx)
+            return
+        }
+        var i = 0
+        while let c = b.byte(i), Self.isSpace(c) { i += 1 }
+        let startsObject = b.byte(i) == UInt8(ascii: "{")
+        var bytes = b.array
+        if let pending = carriedPending[flow] {
+            carriedPending[flow] = nil
+            if startsObject {
+                ctx.diagnose("incomplete", "\(pending.count) bytes of a JSON message never completed before the next one",
+                             severity: .info)
+            } else {
+                bytes = pending + bytes
+            }
+        }
+        let whole = Bytes(bytes)
+        switch Self.completeness(whole) {
+        case .complete:
+            object(whole, offset: 0, ctx)
+        case .cut where bytes.count <= Self.maxMessage:
+            if carriedPending.count >= 1024 {
+                ctx.diagnose("incomplete", "\(carriedPending.count) partial JSON messages dropped (table full)", severity: .info)
+                carriedPending.removeAll()
+            }
+            carriedPending[flow] = bytes
+        default:
+            object(whole, offset: 0, ctx)
+        }
+    }
+
+    private enum Completeness { case complete, cut, broken }
+
+    /// Whether `b` holds a whole JSON value, one cut at its end, or something else.
+    private static func completeness(_ b: Bytes) -> Completeness {
+        var end = b.count
+        while end > 0, let c = b.byte(end - 1), c == 0 || isSpace(c) { end -= 1 }
+        do {
+            _ = try JSONParser.parse(b.prefix(end))
+            return .complete
+        } catch {
+            switch error {
+            case .syntax(let o, _) where o >= end: return .cut
+            default: return .broken
+            }
         }
     }
 
@@ -99,6 +166,10 @@ public final class AppJSONPlugin: DecoderPlugin {
                          severity: .info)
         }
         streams.removeAll()
+        for (_, p) in carriedPending {
+            ctx.diagnose("incomplete", "\(p.count) bytes of a JSON message from GCK Data never completed", severity: .info)
+        }
+        carriedPending.removeAll()
     }
 
     // MARK: Stream framing

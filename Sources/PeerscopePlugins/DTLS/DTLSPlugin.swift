@@ -94,13 +94,17 @@ public final class DTLSPlugin: DecoderPlugin {
                 records += 1
                 continue
             }
+            guard (20 ... 25).contains(first) else {
+                ctx.diagnose("record.invalid", "record \(records + 1) has content type \(first)", offset: o)
+                break
+            }
             guard let ct = b.byte(o), let ver = b.u16be(o + 1), let epoch = b.u16be(o + 3),
                   let seqHi = b.u16be(o + 5), let seqLo = b.u32be(o + 7), let len = b.u16be(o + 11) else {
                 ctx.diagnose("record.truncated", "record header cut short: \(b.count - o) of 13 bytes", offset: o)
                 break
             }
-            guard (20 ... 25).contains(ct), DTLSWire.versions.contains(ver) else {
-                ctx.diagnose("record.invalid", "record \(records + 1) has content type \(ct), version \(SessionHex.x16(ver))",
+            guard DTLSWire.versions.contains(ver) else {
+                ctx.diagnose("record.invalid", "record \(records + 1) has version \(SessionHex.x16(ver))",
                              offset: o)
                 break
             }
@@ -151,8 +155,9 @@ public final class DTLSPlugin: DecoderPlugin {
         case 22:
             markStarted(&st, input)
             if !clear {
+                // The first encrypted handshake message after a CCS is the Finished.
+                let name = side.ccs && !side.encryptedHandshake ? "Finished" : "encrypted handshake"
                 side.encryptedHandshake = true
-                let name = side.ccs ? "Finished" : "encrypted handshake"
                 st.lastMessage = name
                 ctx.message("record", fields + [("handshake", .string(name)), ("encrypted", .bool(true))])
                 ctx.event(.dtlsHandshake, from: h.from, to: h.to, attrs: ["message": name, "encrypted": "true", "epoch": String(rec.epoch)])

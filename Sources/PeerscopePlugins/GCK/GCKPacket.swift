@@ -80,6 +80,11 @@ struct GCKHeader {
 
 /// What every GCK plugin does before looking at its body: header, length and CRC checks, hints.
 enum GCKDecoding {
+    /// Message types every GCK plugin may emit besides its own.
+    static let truncatedType = "truncated"
+    static let badCRCType = "bad-crc"
+    static func messageTypes(_ own: String...) -> [String] { own + [truncatedType, badCRCType] }
+
     static func diagnose(_ ctx: PluginContext, _ id: String, _ message: String, offset: Int?, severity: Severity = .warning) {
         let input = ctx.currentInput
         ctx.onDiagnostic(Diagnostic(id: id, severity: severity, message: message, evidence: input?.evidence,
@@ -93,7 +98,7 @@ enum GCKDecoding {
         let b = input.payload
         guard let h = GCKHeader(b) else {
             diagnose(ctx, "gck.truncated", "GCK packet of \(b.count) bytes, header needs \(GCKHeader.size)", offset: b.count)
-            ctx.message("truncated", [("length", .int(Int64(b.count))), ("hex", .string(b.prefix(32).hex))])
+            ctx.message(GCKDecoding.truncatedType, [("length", .int(Int64(b.count))), ("hex", .string(b.prefix(32).hex))])
             return nil
         }
         if Int(h.length) != b.count {
@@ -110,7 +115,7 @@ enum GCKDecoding {
                 "protocol": "gck", "type": GCKHeader.typeName(h.type),
                 "given": SessionHex.u16(h.crc), "computed": SessionHex.u16(h.computedCRC),
             ])
-            ctx.message(GCKHeader.typeName(h.type).lowercased(), common(h, b) + [("dropped", .string("bad CRC"))])
+            ctx.message(GCKDecoding.badCRCType, common(h, b) + [("dropped", .string("bad CRC"))])
             return nil
         }
         return (h, from, to)

@@ -5,7 +5,7 @@ private let gckClaims: [Claim] = [.udpPorts(GCKHeader.mpcPorts), .udpHeuristic]
 /// GCK Hello (type 1, 34 bytes observed). The 18-byte body is not understood; shown as hex.
 public final class GCKHelloPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-hello", summary: "GCK session Hello (OSPF-like type 1)", claims: gckClaims, messageTypes: ["hello"])
+        id: "gck-hello", summary: "GCK session Hello (OSPF-like type 1)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("hello"))
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.hello } }
 
@@ -21,7 +21,7 @@ public final class GCKHelloPlugin: DecoderPlugin {
 /// GCK Database Description (type 2): `u16 nodeCount` then node records (see `GCKNodeRecord`).
 public final class GCKDDPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-dd", summary: "GCK session DD, database description (type 2)", claims: gckClaims, messageTypes: ["dd"])
+        id: "gck-dd", summary: "GCK session DD, database description (type 2)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("dd"))
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.dd } }
 
@@ -41,6 +41,9 @@ public final class GCKDDPlugin: DecoderPlugin {
                 GCKDecoding.diagnose(ctx, "gck.dd.body", "DD body not fully read as \(n) node record(s); \(c.remaining) bytes left",
                                      offset: GCKHeader.size + c.offset, severity: .info)
             }
+        } else {
+            GCKDecoding.diagnose(ctx, "gck.dd.body", "DD body of \(h.body.count) bytes, expected at least 2",
+                                 offset: GCKHeader.size, severity: .info)
         }
         ctx.message("dd", GCKDecoding.common(h, input.payload) + [
             ("nodes", .array(records.map(\.json))), ("bodyHex", .string(h.body.prefix(64).hex)),
@@ -53,7 +56,7 @@ public final class GCKDDPlugin: DecoderPlugin {
 /// `0000 0001`, and logs show "LSA SN=0") then node records.
 public final class GCKLSAPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-lsa", summary: "GCK session LSA, link state advertisement (type 3)", claims: gckClaims, messageTypes: ["lsa"])
+        id: "gck-lsa", summary: "GCK session LSA, link state advertisement (type 3)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("lsa"))
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.lsa } }
 
@@ -87,7 +90,7 @@ public final class GCKLSAPlugin: DecoderPlugin {
 /// GCK LSA acknowledgement (type 4, 18 bytes): `u16 sn`.
 public final class GCKLSAACKPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-lsaack", summary: "GCK session LSAACK (type 4)", claims: gckClaims, messageTypes: ["lsaack"])
+        id: "gck-lsaack", summary: "GCK session LSAACK (type 4)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("lsaack"))
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.lsaack } }
 
@@ -111,7 +114,7 @@ public final class GCKLSAACKPlugin: DecoderPlugin {
 /// `0002 0001` and `0000 0001`; which half is the "SN" the logs print is a reading).
 public final class GCKHeartbeatPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-heartbeat", summary: "GCK session Heartbeat, keep-alive (type 8)", claims: gckClaims, messageTypes: ["heartbeat"])
+        id: "gck-heartbeat", summary: "GCK session Heartbeat, keep-alive (type 8)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("heartbeat"))
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.heartbeat } }
 
@@ -137,7 +140,7 @@ public final class GCKHeartbeatPlugin: DecoderPlugin {
 public final class GCKDataPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "gck-data", summary: "GCK session Data (type 5): reliable-delivery header, app payload handed on as gck.data",
-        claims: gckClaims, messageTypes: ["data", "ack"])
+        claims: gckClaims, messageTypes: GCKDecoding.messageTypes("data", "ack"))
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.data } }
 
@@ -189,7 +192,7 @@ public final class GCKDataPlugin: DecoderPlugin {
 public final class GCKOtherPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "gck-other", summary: "GCK session packets of other types (10 data-like, unknown)", claims: gckClaims,
-        messageTypes: ["type-10", "unknown"])
+        messageTypes: GCKDecoding.messageTypes("type-10", "unknown"))
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { !GCKHeader.known.contains($0) } }
 

@@ -214,6 +214,9 @@ public final class STUNPlugin: DecoderPlugin {
                 if let tok = STUNMessage.mpcUsername(a.value) {
                     o.append(("to", .string(SessionHex.u32(tok.to))))
                     o.append(("from", .string(SessionHex.u32(tok.from))))
+                } else if a.value.array.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
+                    // Standard ICE (RFC 8445): "remote-ufrag:local-ufrag" text.
+                    o.append(("text", .string(String(decoding: a.value.prefix(128).array, as: UTF8.self))))
                 }
             case 0x0009:
                 if let (code, reason) = STUNMessage.errorCode(a.value) {
