@@ -27,6 +27,14 @@ public struct ChannelErrorDetector: Detector {
     /// GCK binds 16402 down to 16384.
     static let gckPorts: ClosedRange<UInt16> = 16384 ... 16402
 
+    /// Port numbers in a flow's text (`udp 192.0.2.1:16402 > [fe80::1]:16401`).
+    static func ports(in text: String) -> [UInt16] {
+        text.split(separator: " ").compactMap { tok in
+            guard let i = tok.lastIndex(of: ":") else { return nil }
+            return UInt16(tok[tok.index(after: i)...])
+        }
+    }
+
     private static func encryption(_ v: String?) -> String? {
         switch squash(v) {
         case "required", "1": return "required"
@@ -44,9 +52,11 @@ public struct ChannelErrorDetector: Detector {
         var encryption: [SessionKey: [PeerRef: (String, Evidence)]] = [:]
         var sendErrors: [String: (Finding, Int)] = [:]
         var sendOrder: [String] = []
+        var refused: [String: (Finding, Int)] = [:]
+        var refusedOrder: [String] = []
 
         for e in input.timelines.events {
-            let scope = input.scope(e)
+            var scope: String { input.scope(e) }
             switch e.kind {
             case .invitationHello, .invitationAccept, .invite, .inviteConnect, .invitationReceipt:
                 if let f = e.flow { invitationFlows.insert(f.canonical) }
@@ -69,36 +79,32 @@ public struct ChannelErrorDetector: Detector {
                                          details: ["case": "dtls-alert", "description": desc, "level": level]))
 
             case .icmpUnreachable:
-                let quoted = e.flow
-                let sessionFlow = quoted.map {
-                    ChannelErrorDetector.gckPorts.contains($0.src.port) || ChannelErrorDetector.gckPorts.contains($0.dst.port)
-                        || invitationFlows.contains($0.canonical)
-                } ?? false
-                var target: PeerRef?
-                if let q = quoted {
-                    target = input.timelines.resolver.resolve(PeerHint(endpoint: q.dst))
-                }
+                // The ICMP plugin gives `from` = the sender of the quoted packet, `to` = the destination
+                // it could not reach, and the quoted flow as text in attrs["quoted"].
+                let quoted = e.event.attrs["quoted"] ?? e.flow.map { "\($0)" } ?? ""
+                let ports = ChannelErrorDetector.ports(in: quoted)
+                let sessionFlow = ports.contains { ChannelErrorDetector.gckPorts.contains($0) }
+                    || (e.flow.map { invitationFlows.contains($0.canonical) } ?? false)
+                    || e.event.attrs["invitation"] != nil
+                let peer = e.to ?? e.from
                 let known: Bool = {
-                    if case .id? = target { return true }
-                    return e.session != nil
+                    if case .id? = e.to { return e.session != nil }
+                    return false
                 }()
                 guard sessionFlow || known else { break }
-                let peer: PeerRef? = {
-                    if case .id? = target { return target }
-                    return e.from ?? target
-                }()
-                let what = e.event.attrs["description"] ?? e.event.attrs["code"].map { "code \($0)" } ?? "unreachable"
+                let what = e.event.attrs["summary"] ?? e.event.attrs["description"] ?? "unreachable"
                 out.append(input.finding(kind, .error, peer: peer, t: e.t,
-                                         "ICMP unreachable (\(what)) for \(quoted.map { "\($0)" } ?? "a session flow") to \(input.label(peer))",
-                                         evidence: [e.evidence], key: "\(kind)|icmp|\(quoted.map { "\($0.canonical)" } ?? scope)",
+                                         "ICMP \(what) for traffic from \(input.label(e.from)) to \(input.label(peer))\(quoted.isEmpty ? "" : " (\(quoted))")",
+                                         evidence: [e.evidence], key: "\(kind)|icmp|\(e.session.map { "\($0)" } ?? quoted)",
                                          details: ["case": "icmp-unreachable"]))
 
             case .tcpReset:
-                guard let f = e.flow, invitationFlows.contains(f.canonical) else { break }
+                let onInvitation = e.flow.map { invitationFlows.contains($0.canonical) } ?? false
+                guard onInvitation || e.event.attrs["invitation"] != nil else { break }
                 if let p = e.pair, answeredPairs.contains(p) { break }
                 out.append(input.finding(kind, .error, peer: e.from, t: e.t,
                                          "\(input.label(e.from)) reset the invitation channel with \(input.label(e.to)) before the invitation was answered",
-                                         evidence: [e.evidence], key: "\(kind)|reset|\(f.canonical)",
+                                         evidence: [e.evidence], key: "\(kind)|reset|\(e.flow.map { "\($0.canonical)" } ?? scope)",
                                          details: ["case": "tcp-reset"]))
 
             case .tcpRefused:
@@ -109,10 +115,22 @@ public struct ChannelErrorDetector: Detector {
                     return nil
                 }()
                 guard let refuser else { break }
-                out.append(input.finding(kind, .error, peer: refuser, t: e.t,
-                                         "connection to \(input.label(refuser)) refused (stale advertisement or the app is gone)",
-                                         evidence: [e.evidence], key: "\(kind)|refused|\(e.flow.map { "\($0.canonical)" } ?? scope)",
-                                         details: ["case": "tcp-refused"]))
+                // One finding per pair; it joins an earlier channel error of the same peer (the app
+                // that died) as its follow-up.
+                let k = "\(kind)|refused|\(e.pair.map { "\($0)" } ?? scope)"
+                if var (f, n) = refused.removeValue(forKey: k) {
+                    n &+= 1
+                    if f.evidence.count < Finding.maxEvidence { f.evidence.append(e.evidence) }
+                    f.message = "\(n) connections to \(input.label(refuser)) refused (stale advertisement or the app is gone)"
+                    f.details["count"] = String(n)
+                    refused[k] = (f, n)
+                } else {
+                    refused[k] = (input.finding(kind, .error, peer: refuser, t: e.t,
+                                                "connection to \(input.label(refuser)) refused (stale advertisement or the app is gone)",
+                                                evidence: [e.evidence], key: k,
+                                                details: ["case": "tcp-refused", "count": "1", "outcome": "follow-up"]), 1)
+                    refusedOrder.append(k)
+                }
 
             case .checksumError:
                 out.append(input.finding(kind, .warning, peer: e.from, t: e.t,
@@ -127,7 +145,7 @@ public struct ChannelErrorDetector: Detector {
                                              "\(input.label(e.from)) sent data to \(input.label(e.to)) before the secure channel was established",
                                              evidence: [e.evidence], key: "\(kind)|before-secure|\(s)",
                                              details: ["case": "data-before-secure"]))
-                } else if e.kind.family == "app", !e.establishedBefore, !inst.startedBeforeInput,
+                } else if e.kind.isIn("app"), !e.establishedBefore, !inst.startedBeforeInput,
                           [.connecting, .iceChecks, .secureHandshake, .gckHandshake].contains(where: { st in
                               inst.milestone(st).map { $0.t <= e.t } ?? false
                           }) {
@@ -138,26 +156,26 @@ public struct ChannelErrorDetector: Detector {
                 }
 
             case .encryptionIncompatible:
-                var peer = e.from
-                if case .logOwner? = peer { peer = e.to }
+                let peer = input.subject(e)
                 out.append(input.finding(kind, .error, peer: peer, t: e.t,
-                                         "\(input.label(peer)) has an incompatible encryption preference\(e.event.attrs["encryption"].map { " (\($0))" } ?? "")",
+                                         "\(input.label(peer)) has an incompatible encryption preference\((e.event.attrs["preference"] ?? e.event.attrs["encryption"]).map { " (\($0))" } ?? "")",
                                          evidence: [e.evidence], key: "\(kind)|encryption|\(scope)",
-                                         details: ["case": "encryption"]))
+                                         details: ["case": "encryption", "outcome": "log"]))
 
             case .sendError:
-                var peer = e.from
-                if case .logOwner? = peer { peer = e.to }
+                let peer = input.subject(e)
                 let k = "\(kind)|send|\(scope)"
-                if var (f, n) = sendErrors[k] {
+                if var (f, n) = sendErrors.removeValue(forKey: k) {
                     n &+= 1
-                    f.evidence.append(e.evidence)
+                    if f.evidence.count < Finding.maxEvidence { f.evidence.append(e.evidence) }
                     f.message = "\(n) send errors to \(input.label(peer)) (first at \(input.at(f.t)))"
                     f.details["count"] = String(n)
                     sendErrors[k] = (f, n)
                 } else {
-                    let f = input.finding(kind, .warning, peer: peer, t: e.t, "send error to \(input.label(peer))",
-                                          evidence: [e.evidence], key: k, details: ["case": "send-error", "count": "1"])
+                    // Without a remote peer named, a send error is the log owner's own symptom: info.
+                    let named = input.namesPeer(e)
+                    let f = input.finding(kind, named ? .warning : .info, peer: peer, t: e.t, "send error to \(input.label(peer))",
+                                          evidence: [e.evidence], key: k, details: ["case": "send-error", "count": "1", "outcome": "log"])
                     sendErrors[k] = (f, 1)
                     sendOrder.append(k)
                 }
@@ -187,6 +205,7 @@ public struct ChannelErrorDetector: Detector {
             }
         }
         for k in sendOrder { if let (f, _) = sendErrors[k] { out.append(f) } }
+        for k in refusedOrder { if let (f, _) = refused[k] { out.append(f) } }
         return out
     }
 }

@@ -81,7 +81,8 @@ public struct DetectorConfig: Sendable {
     /// are not durations or numbers throw, so a typo does not silently keep a default.
     public init(dictionary raw: [String: Any]) throws(DetectorConfigError) {
         var d = raw
-        if let inner = raw["detectors"] as? [String: Any], raw.count == 1 { d = inner }
+        // A whole configuration file may keep the detector settings under `detectors:`.
+        if let v = raw["detectors"], let inner = DetectorConfig.mapping(v) { d = inner }
         var values: [String: Double] = [:]
         var only: Set<String>?
         var ignore: Set<String> = []
@@ -104,16 +105,16 @@ public struct DetectorConfig: Sendable {
             case "ignore":
                 ignore.formUnion(try DetectorConfig.kindList(v, key, kinds))
             case "thresholds":
-                guard let m = v as? [String: Any] else { throw DetectorConfigError("'thresholds' must be a mapping") }
+                guard let m = DetectorConfig.mapping(v) else { throw DetectorConfigError("'thresholds' must be a mapping") }
                 for (name, x) in m {
-                    if let sub = x as? [String: Any] {
+                    if let sub = DetectorConfig.mapping(x) {
                         for (n2, y) in sub { try setValue("\(name).\(n2)", y) }
                     } else {
                         try setValue(name, x)
                     }
                 }
             default:
-                if kinds.contains(key), let sub = v as? [String: Any] {
+                if kinds.contains(key), let sub = DetectorConfig.mapping(v) {
                     for (n2, y) in sub {
                         if n2 == "enabled" {
                             guard let b = DetectorConfig.bool(y) else {
@@ -132,6 +133,20 @@ public struct DetectorConfig: Sendable {
             }
         }
         self.init(values: values, only: only, ignore: ignore)
+    }
+
+    /// A mapping with string keys, as YAML parsers return it (`[String: Any]` or `[AnyHashable: Any]`).
+    public static func mapping(_ v: Any) -> [String: Any]? {
+        if let m = v as? [String: Any] { return m }
+        if let m = v as? [AnyHashable: Any] {
+            var out: [String: Any] = [:]
+            for (k, x) in m {
+                guard let s = k.base as? String else { return nil }
+                out[s] = x
+            }
+            return out
+        }
+        return nil
     }
 
     static func kindList(_ v: Any, _ key: String, _ kinds: Set<String>) throws(DetectorConfigError) -> Set<String> {

@@ -55,6 +55,17 @@ public struct DetectorInput: Sendable {
 
     public func session(_ k: SessionKey?) -> SessionInstance? { k.flatMap { timelines.session($0) } }
 
+    /// The peer an event names: for a log line, the side its hint named (not the device that wrote
+    /// the log, which an empty hint stands for); otherwise `from`, else `to`.
+    public func subject(_ e: ResolvedEvent) -> PeerRef? {
+        if !e.event.from.isEmpty, let f = e.from { return f }
+        if !e.event.to.isEmpty, let t = e.to { return t }
+        return e.from ?? e.to
+    }
+
+    /// True when the event's hints name a peer (not only the log's own device).
+    public func namesPeer(_ e: ResolvedEvent) -> Bool { !e.event.from.isEmpty || !e.event.to.isEmpty }
+
     /// A key naming the session instance, or the pair/peer when there is none.
     public func scope(_ e: ResolvedEvent) -> String {
         if let s = e.session { return s.description }
@@ -96,7 +107,46 @@ public enum DetectorSuite {
         for d in DetectorSuite.all where config.isEnabled(d.kind) {
             all.append(contentsOf: d.make(config).run(input))
         }
-        return merge(all)
+        return foldLogFindings(merge(all))
+    }
+
+    /// How long after a packet-derived finding a log line about the same problem may come.
+    public static let logFoldWindow: Nanos = 60 * CaptureTime.second
+
+    /// A finding that only a log line shows (`details["outcome"] == "log"`) joins the finding of the
+    /// same kind about the same peer that it confirms (same phase, or a "gave up" line after any
+    /// phase; from 2 s before to 60 s after), so a capture plus its logs give one finding with both
+    /// kinds of evidence.
+    public static func foldLogFindings(_ findings: [Finding]) -> [Finding] {
+        let folding: Set<String> = ["log", "follow-up"]
+        var kept: [Finding] = findings.filter { !folding.contains($0.details["outcome"] ?? "") }
+        let logs = findings.filter { folding.contains($0.details["outcome"] ?? "") }.sorted { $0.t < $1.t }
+        for l in logs {
+            let target = kept.indices.first { i in
+                let f = kept[i]
+                // Duplicates name either peer: any duplicate finding close in time is the same problem.
+                let samePeer = f.peerRef == l.peerRef && f.peerRef != nil
+                let anyPeer = f.kind == DuplicateConnectionDetector.kind || l.details["peerNamed"] == "false"
+                guard f.kind == l.kind, samePeer || anyPeer else { return false }
+                guard l.t >= f.t &- 2 * CaptureTime.second, l.t <= f.t &+ logFoldWindow else { return false }
+                let p1 = f.details["phase"], p2 = l.details["phase"]
+                return p1 == nil || p2 == nil || p1 == p2 || p1 == "gave-up" || p2 == "gave-up"
+            }
+            if let i = target {
+                kept[i].evidence = Array(Set(kept[i].evidence).union(l.evidence).sorted().prefix(Finding.maxEvidence))
+                if l.severity > kept[i].severity { kept[i].severity = l.severity }
+                if kept[i].details["phase"] == "gave-up", let p = l.details["phase"] { kept[i].details["phase"] = p }
+                kept[i].details[l.details["outcome"] == "log" ? "confirmedByLog" : "followUps"] = "true"
+            } else {
+                kept.append(l)
+            }
+        }
+        return kept.sorted {
+            if $0.t != $1.t { return $0.t < $1.t }
+            if $0.kind != $1.kind { return $0.kind < $1.kind }
+            if $0.peer != $1.peer { return $0.peer < $1.peer }
+            return $0.key < $1.key
+        }
     }
 
     /// Runs the detectors on events. When `timelines` has no events (built elsewhere or empty), the

@@ -30,6 +30,13 @@ public struct DuplicateConnectionDetector: Detector {
         window = config.nanos("duplicate-connection.invite-window")
     }
 
+    /// A log decision about a peer already known (MPC's "already in dictionary", "Peer already in state").
+    static func saysAlreadyConnected(_ a: [String: String]) -> Bool {
+        if attrIsTrue(a["duplicate"]) == true || attrIsTrue(a["alreadyInDictionary"]) == true { return true }
+        if squash(a["alreadyInState"]) == "connected" { return true }
+        return (squash(a["reason"]) + squash(a["message"])).contains("already")
+    }
+
     private struct Directed: Hashable {
         var from: PeerRef
         var to: PeerRef
@@ -47,20 +54,23 @@ public struct DuplicateConnectionDetector: Detector {
                 let peer = e.from ?? e.to
                 out.append(input.finding(kind, .warning, peer: peer, t: e.t,
                                          "discovery reports a \(e.kind == .nameConflict ? "name" : "service instance") conflict for \(input.label(peer))",
-                                         evidence: [e.evidence], key: "\(kind)|conflict|\(peer.map { "\($0)" } ?? "?")"))
+                                         evidence: [e.evidence],
+                                         key: "\(kind)|name|\(input.label(peer))|\(peer.map { "\($0)" } ?? "?")",
+                                         details: ["case": "name"]))
             case .connectionDecision:
-                let text = squash(e.event.attrs["reason"]) + squash(e.event.attrs["message"]) + squash(e.event.attrs["state"])
-                if text.contains("already") || squash(e.event.attrs["state"]) == "2" {
+                if DuplicateConnectionDetector.saysAlreadyConnected(e.event.attrs) {
                     let peer = e.from
                     out.append(input.finding(kind, .warning, peer: peer, t: e.t,
                                              "log: a new connection from \(input.label(peer)) was refused because the peer was already connected",
-                                             evidence: [e.evidence], key: "\(kind)|already|\(input.scope(e))"))
+                                             evidence: [e.evidence], key: "\(kind)|already|\(input.scope(e))",
+                                             details: ["case": "log", "outcome": "log"]))
                 }
             case .appDuplicateIgnored:
                 let peer = e.from
                 out.append(input.finding(kind, .warning, peer: peer, t: e.t,
                                          "log: the app ignored a duplicate connection from \(input.label(peer))",
-                                         evidence: [e.evidence], key: "\(kind)|app-ignored|\(input.scope(e))"))
+                                         evidence: [e.evidence], key: "\(kind)|app-ignored|\(input.scope(e))",
+                                         details: ["case": "log", "outcome": "log"]))
             default: break
             }
 

@@ -74,6 +74,7 @@ public struct HandshakeTimeoutDetector: Detector {
         var out: [Finding] = []
         var pending: [Key: Pending] = [:]
         var order: [Key] = []
+        var bySession: [SessionKey: [Key]] = [:]
 
         func begin(_ phase: Phase, _ e: ResolvedEvent, requester: PeerRef, responder: PeerRef, session: SessionKey,
                    keyResponder: PeerRef?) {
@@ -88,6 +89,7 @@ public struct HandshakeTimeoutDetector: Detector {
             pending[k] = Pending(phase: phase, session: session, requester: requester, responder: responder,
                                  start: e.t, evidence: [e.evidence], count: 1)
             order.append(k)
+            bySession[session, default: []].append(k)
         }
 
         func complete(_ k: Key, _ e: ResolvedEvent) {
@@ -104,7 +106,7 @@ public struct HandshakeTimeoutDetector: Detector {
         }
 
         func completeAll(_ phases: [Phase], session: SessionKey, _ e: ResolvedEvent) {
-            for k in order where phases.contains(k.phase) && k.session == session && pending[k] != nil {
+            for k in bySession[session] ?? [] where phases.contains(k.phase) && pending[k] != nil {
                 complete(k, e)
             }
         }
@@ -119,7 +121,7 @@ public struct HandshakeTimeoutDetector: Detector {
                 complete(Key(phase: .invitation, session: s, responder: from), e)
             case .tcpReset, .tcpRefused, .tcpClosed:
                 // The channel is gone: channel-error reports it; the invite is no longer waiting.
-                for k in order where k.phase == .invitation && k.session == s { pending.removeValue(forKey: k) }
+                for k in bySession[s] ?? [] where k.phase == .invitation { pending.removeValue(forKey: k) }
             case .iceRequest:
                 begin(.ice, e, requester: from, responder: to, session: s, keyResponder: to)
             case .iceSuccess:
@@ -199,7 +201,8 @@ public struct HandshakeTimeoutDetector: Detector {
             let w = squash(e.event.attrs["wait"])
             if w.contains("dtls") { return .dtls }
             if w.contains("hello") || w.contains("dd") || w.contains("lsa") { return .gck }
-            return .ice
+            if w.contains("ice") { return .ice }
+            return nil  // "gave up" after whichever timeout came before: see `logFinding`
         case .gckTimeout:
             let w = squash(e.event.attrs["wait"])
             if w.contains("heartbeat") { return nil }
@@ -214,16 +217,17 @@ public struct HandshakeTimeoutDetector: Detector {
     }
 
     private func logFinding(_ e: ResolvedEvent, _ input: DetectorInput) -> Finding? {
-        guard let phase = HandshakeTimeoutDetector.logPhase(e), !saysConnected(e.event.attrs) else { return nil }
-        var peer = e.from
-        if case .logOwner? = peer { peer = e.to }
+        let phase = HandshakeTimeoutDetector.logPhase(e)
+        guard phase != nil || e.kind == .gckGivingUp, !saysConnected(e.event.attrs) else { return nil }
+        let phaseName = phase?.rawValue ?? "gave-up"
+        let peer = input.subject(e)
         let scope = e.session.map { "\($0)" } ?? peer.map { "\($0)" } ?? "?"
-        let what = e.kind == .gckGivingUp ? "gave up setting up the session (not connected after the \(phase.what) timeout)"
-            : "\(phase.what) timed out"
-        var d = ["phase": phase.rawValue, "outcome": "log", "source": e.event.source]
+        let what = e.kind == .gckGivingUp ? "GCK gave up setting up the session (not connected in time)"
+            : "\(phase?.what ?? "session setup") timed out"
+        var d = ["phase": phaseName, "outcome": "log", "source": e.event.source]
         if let c = e.event.attrs["channel"] { d["channel"] = c }
         return input.finding(HandshakeTimeoutDetector.kind, .error, peer: peer, t: e.t,
                              "log: \(what) with \(input.label(peer))", evidence: [e.evidence],
-                             key: "\(HandshakeTimeoutDetector.kind)|log|\(phase.rawValue)|\(scope)", details: d)
+                             key: "\(HandshakeTimeoutDetector.kind)|log|\(phaseName)|\(scope)", details: d)
     }
 }

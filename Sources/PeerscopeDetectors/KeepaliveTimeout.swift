@@ -39,7 +39,7 @@ public struct KeepaliveTimeoutDetector: Detector {
     }
 
     private static let appKinds: Set<EventKind> = [.appHandshake, .appHandshakeResponse, .appKeepAlive, .appChat, .appOther]
-    private static let sessionFamilies: Set<Substring> = ["gck", "dtls", "ice", "app"]
+    private static let sessionFamilies = ["gck", "dtls", "ice", "app"]
 
     private struct Direction: Hashable {
         var session: SessionKey
@@ -58,6 +58,7 @@ public struct KeepaliveTimeoutDetector: Detector {
         var appTimes: [Direction: [(Nanos, Evidence)]] = [:]
         var packetTimes: [Direction: [(Nanos, Evidence)]] = [:]
         var keepAliveStart: [SessionKey: Nanos] = [:]
+        var kaSeen: Set<Direction> = []
 
         for e in input.timelines.events {
             if let f = logFinding(e, input) { out.append(f) }
@@ -65,14 +66,17 @@ public struct KeepaliveTimeoutDetector: Detector {
             let d = Direction(session: s, from: from, to: to)
             if KeepaliveTimeoutDetector.appKinds.contains(e.kind) {
                 appTimes[d, default: []].append((e.t, e.evidence))
-                if e.kind == .appKeepAlive, keepAliveStart[s] == nil { keepAliveStart[s] = e.t }
+                if e.kind == .appKeepAlive {
+                    if keepAliveStart[s] == nil { keepAliveStart[s] = e.t }
+                    kaSeen.insert(d)
+                }
             }
-            if case .frame = e.evidence, KeepaliveTimeoutDetector.sessionFamilies.contains(e.kind.family) {
+            if case .frame = e.evidence, KeepaliveTimeoutDetector.sessionFamilies.contains(where: { e.kind.isIn($0) }) {
                 packetTimes[d, default: []].append((e.t, e.evidence))
             }
         }
 
-        var appGaps: [Gap] = []
+        var appGaps: [Direction: [Gap]] = [:]
         for inst in input.timelines.sessions {
             guard let established = inst.established else { continue }
             let stop = inst.endOr(input.end)
@@ -81,9 +85,11 @@ public struct KeepaliveTimeoutDetector: Detector {
                         Direction(session: inst.key, from: inst.pair.b, to: inst.pair.a)]
             if let kaStart = keepAliveStart[inst.key] {
                 for d in dirs {
-                    let times = appTimes[d] ?? []
+                    // A direction whose keep-alives were never seen is not judged: app logs often
+                    // print only what they receive.
+                    guard kaSeen.contains(d), let times = appTimes[d] else { continue }
                     for g in gaps(times, clockStart: kaStart, stop: stop, limit: appLimit) {
-                        appGaps.append(Gap(dir: d, start: g.start, end: g.end))
+                        appGaps[d, default: []].append(Gap(dir: d, start: g.start, end: g.end))
                         out.append(finding(input, inst, d, g, level: "app", limit: appLimit, ended: ended))
                     }
                 }
@@ -91,7 +97,7 @@ public struct KeepaliveTimeoutDetector: Detector {
             for d in dirs {
                 guard let times = packetTimes[d], !times.isEmpty else { continue }
                 for g in gaps(times, clockStart: established, stop: stop, limit: sessionLimit) {
-                    let covered = appGaps.contains { $0.dir == d && $0.start < g.end && g.start < $0.end }
+                    let covered = (appGaps[d] ?? []).contains { $0.start < g.end && g.start < $0.end }
                     if covered { continue }
                     out.append(finding(input, inst, d, g, level: "session", limit: sessionLimit, ended: ended))
                 }
@@ -166,8 +172,7 @@ public struct KeepaliveTimeoutDetector: Detector {
         let what = squash(e.event.attrs["what"] ?? e.event.attrs["type"] ?? e.event.attrs["phase"] ?? e.event.attrs["timer"])
         let isAppKeepAlive = e.kind == .appTimeout && what.contains("keep")
         guard isHeartbeat || isAppKeepAlive else { return nil }
-        var peer = e.from
-        if case .logOwner? = peer { peer = e.to }
+        let peer = input.subject(e)
         let scope = e.session.map { "\($0)" } ?? peer.map { "\($0)" } ?? "?"
         let msg = isHeartbeat ? "log: GCK heartbeat timeout expired for \(input.label(peer))"
             : "log: app keep-alive timeout for \(input.label(peer))"

@@ -1,11 +1,12 @@
 import PeerscopeCore
 import PeerscopeTimeline
 
-/// `reconnect-storm`: a pair reconnected more than `reconnect-storm.count` times (3) within
-/// `reconnect-storm.window` seconds (60). A reconnect is a session instance after the first one of
-/// the pair, or a `session.reconnect` log line. The message lists the delays observed between the
-/// end of one attempt and the start of the next (the back-off). Warning; the peer named is the one
-/// that started most of the reconnects.
+/// `reconnect-storm`: more than `reconnect-storm.count` (3) reconnect attempts between a pair within
+/// `reconnect-storm.window` seconds (60). An attempt is a session instance after the pair's first,
+/// a refused TCP connection to the peer (a stale SRV record of an app that is gone), or a
+/// `session.reconnect` log line. The message lists the delays between the end of one attempt and
+/// the start of the next (the back-off). Warning; the peer named is the one the attempts were aimed
+/// at (the one that keeps going away); for log lines, the peer the line names.
 public struct ReconnectStormDetector: Detector {
     public static let kind = "reconnect-storm"
     public static let descriptor = DetectorDescriptor(
@@ -37,26 +38,42 @@ public struct ReconnectStormDetector: Detector {
     public func run(_ input: DetectorInput) -> [Finding] {
         var out: [Finding] = []
         var groups: [String: (PeerRef?, [Attempt])] = [:]
+        var unnamed: Set<PeerRef> = []
 
+        // (time, evidence, target, end of the attempt)
+        var raw: [PeerPair: [(Nanos, Evidence, PeerRef?, Nanos)]] = [:]
         var byPair: [PeerPair: [SessionInstance]] = [:]
         for s in input.timelines.sessions { byPair[s.pair, default: []].append(s) }
         for (pair, list) in byPair {
             let insts = list.sorted { $0.number < $1.number }
+            for (i, cur) in insts.enumerated() {
+                let target = cur.originator.map { pair.other($0) }
+                // The first instance is not a reconnect, but its end starts the back-off clock.
+                raw[pair, default: []].append((cur.start, cur.startEvidence, i == 0 ? nil : target, cur.end ?? cur.start))
+            }
+        }
+        for e in input.timelines.events where e.kind == .tcpRefused {
+            guard let pair = e.pair else { continue }
+            let refuser: PeerRef? = { if case .id? = e.from { return e.from } else { return e.to } }()
+            raw[pair, default: []].append((e.t, e.evidence, refuser ?? e.from, e.t))
+        }
+        for (pair, list) in raw {
             var attempts: [Attempt] = []
-            for i in insts.indices.dropFirst() {
-                let prev = insts[i - 1]
-                let cur = insts[i]
-                attempts.append(Attempt(t: cur.start, evidence: cur.startEvidence, by: cur.originator,
-                                        delay: cur.start &- (prev.end ?? prev.start)))
+            var lastEnd: Nanos?
+            for (i, a) in list.sorted(by: { $0.0 < $1.0 }).enumerated() {
+                let isFirstInstance = i == 0 && a.2 == nil
+                if !isFirstInstance {
+                    attempts.append(Attempt(t: a.0, evidence: a.1, by: a.2, delay: lastEnd.map { max(0, a.0 &- $0) }))
+                }
+                lastEnd = max(lastEnd ?? a.3, a.3)
             }
             groups["pair|\(pair)"] = (nil, attempts)
         }
         // Reconnect attempts that logs announce, per peer.
         var logAttempts: [PeerRef: [Attempt]] = [:]
         for e in input.timelines.events where e.kind == .reconnectAttempt {
-            var peer = e.from
-            if case .logOwner? = peer { peer = e.to }
-            guard let p = peer else { continue }
+            guard let p = input.subject(e) else { continue }
+            if !input.namesPeer(e) { unnamed.insert(p) }
             let delay = e.event.attrs["delay"].flatMap { DetectorConfig.number($0) }.map { CaptureTime.nanos(seconds: $0) }
             logAttempts[p, default: []].append(Attempt(t: e.t, evidence: e.evidence, by: p, delay: delay))
         }
@@ -75,17 +92,18 @@ public struct ReconnectStormDetector: Detector {
                     let peer = peerHint ?? votes.max { $0.value != $1.value ? $0.value < $1.value : $0.key > $1.key }?.key
                     let delays = slice.compactMap(\.delay).map { CaptureTime.duration($0) }
                     let span = CaptureTime.duration(slice[slice.count - 1].t &- slice[0].t)
-                    var other = ""
+                    var from = ""
                     if key.hasPrefix("pair|"), let p = peer,
-                       let inst = input.timelines.sessions.first(where: { $0.pair.contains(p) && key == "pair|\($0.pair)" }) {
-                        other = " with \(input.label(inst.pair.other(p)))"
+                       let pair = raw.keys.first(where: { key == "pair|\($0)" }), pair.contains(p) {
+                        from = " from \(input.label(pair.other(p)))"
                     }
                     out.append(input.finding(
                         ReconnectStormDetector.kind, .warning, peer: peer, t: slice[0].t,
-                        "\(input.label(peer)) reconnected\(other) \(n) times in \(span) (more than \(maxCount) in \(secondsText(Double(window) / 1e9)))"
+                        "\(n) reconnect attempts to \(input.label(peer))\(from) in \(span) (more than \(maxCount) in \(secondsText(Double(window) / 1e9)))"
                             + (delays.isEmpty ? "" : "; delays: \(delays.joined(separator: ", "))"),
                         evidence: slice.map(\.evidence), key: "\(ReconnectStormDetector.kind)|\(key)|\(slice[0].t)",
-                        details: ["count": String(n), "span": span, "delays": delays.joined(separator: ",")]))
+                        details: ["count": String(n), "span": span, "delays": delays.joined(separator: ",")]
+                            .merging(key.hasPrefix("log|") ? ["outcome": "log", "peerNamed": peer.map { unnamed.contains($0) ? "false" : "true" } ?? "false"] : [:]) { a, _ in a }))
                     i = j + 1
                 } else {
                     i += 1
@@ -107,6 +125,8 @@ public struct DeclinedInvitationDetector: Detector {
 
     public init(config: DetectorConfig) {}
 
+    func isLog(_ e: ResolvedEvent) -> Bool { if case .logLine = e.evidence { return true } else { return false } }
+
     public func run(_ input: DetectorInput) -> [Finding] {
         var out: [Finding] = []
         for e in input.timelines.events {
@@ -115,16 +135,16 @@ public struct DeclinedInvitationDetector: Detector {
                 out.append(input.finding(
                     DeclinedInvitationDetector.kind, .warning, peer: e.from, t: e.t,
                     "\(input.label(e.from)) declined the invitation from \(input.label(e.to))",
-                    evidence: [e.evidence], key: "\(DeclinedInvitationDetector.kind)|\(input.scope(e))|\(e.t)"))
+                    evidence: [e.evidence], key: "\(DeclinedInvitationDetector.kind)|\(input.scope(e))|\(e.t)",
+                    details: isLog(e) ? ["outcome": "log"] : [:]))
             case .connectionDecision where e.state == .invitationDeclined:
-                let text = squash(e.event.attrs["reason"]) + squash(e.event.attrs["message"])
-                if text.contains("already") { continue }  // duplicate-connection reports that
-                var peer = e.from
-                if case .logOwner? = peer { peer = e.to }
+                if DuplicateConnectionDetector.saysAlreadyConnected(e.event.attrs) { continue }  // duplicate-connection reports that
+                let peer = input.subject(e)
                 out.append(input.finding(
                     DeclinedInvitationDetector.kind, .info, peer: peer, t: e.t,
                     "log: a connection with \(input.label(peer)) was declined",
-                    evidence: [e.evidence], key: "\(DeclinedInvitationDetector.kind)|log|\(input.scope(e))|\(e.t)"))
+                    evidence: [e.evidence], key: "\(DeclinedInvitationDetector.kind)|log|\(input.scope(e))|\(e.t)",
+                    details: ["outcome": "log"]))
             default: break
             }
         }

@@ -45,7 +45,7 @@ public struct DiscoverySection: Sendable {
         var services: [String: Service] = [:]
         var serviceInstances: [String: Set<PeerRef>] = [:]
         var peers: [PeerRef: Peer] = [:]
-        for e in timelines.events where e.kind.family == "discovery" {
+        for e in timelines.events where e.kind.isIn("discovery") {
             let attrs = e.event.attrs
             var service: String?
             for k in DiscoverySection.serviceKeys {

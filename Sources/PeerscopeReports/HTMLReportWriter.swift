@@ -39,18 +39,19 @@ public enum HTMLReportWriter {
 
         var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(fmt(width))\" height=\"\(fmt(height))\" viewBox=\"0 0 \(fmt(width)) \(fmt(height))\" role=\"img\" aria-label=\"peer timelines\">\n"
         // Axis
-        let ticks = 8
-        for i in 0 ... ticks {
-            let tx = left + plotW * Double(i) / Double(ticks)
-            let secs = span / 1e9 * Double(i) / Double(ticks)
-            svg += "<line x1=\"\(fmt(tx))\" y1=\"\(fmt(top - 8))\" x2=\"\(fmt(tx))\" y2=\"\(fmt(height - 24))\" class=\"grid\"/>"
-            svg += "<text x=\"\(fmt(tx))\" y=\"\(fmt(top - 12))\" class=\"tick\">+\(fmt(secs))s</text>\n"
+        let step = niceStep(span / 1e9 / 8)
+        var secs = 0.0
+        while secs <= span / 1e9 + 1e-9 {
+            defer { secs += step }
+            let tx = left + secs * 1e9 / span * plotW
+            svg += "<line x1=\"\(fmt(tx))\" y1=\"\(fmt(top - 8))\" x2=\"\(fmt(tx))\" y2=\"\(fmt(height - 24))\" class=\"grid\" stroke=\"#e3e3e3\"/>"
+            svg += "<text x=\"\(fmt(tx))\" y=\"\(fmt(top - 12))\" class=\"tick\" font-size=\"10\" fill=\"#888\" text-anchor=\"middle\" font-family=\"sans-serif\">+\(fmt(secs))s</text>\n"
         }
         // Lanes
         for (i, p) in peers.enumerated() {
             let y = top + Double(i) * laneH
-            svg += "<rect x=\"0\" y=\"\(fmt(y))\" width=\"\(fmt(width))\" height=\"\(fmt(laneH))\" class=\"lane\(i % 2)\"/>"
-            svg += "<text x=\"8\" y=\"\(fmt(y + laneH / 2 + 4))\" class=\"label\">\(esc(trim(p.peer.label, 26)))<title>\(esc(p.peer.label))\(p.peer.idString.map { " " + $0 } ?? "") history \(esc(p.history))</title></text>\n"
+            svg += "<rect x=\"0\" y=\"\(fmt(y))\" width=\"\(fmt(width))\" height=\"\(fmt(laneH))\" class=\"lane\(i % 2)\" fill=\"\(i % 2 == 0 ? "#fafafa" : "#f0f3f5")\"/>"
+            svg += "<text x=\"8\" y=\"\(fmt(y + laneH / 2 + 4))\" class=\"label\" font-size=\"12\" fill=\"#222\" font-family=\"sans-serif\">\(esc(trim(p.peer.label, 26)))<title>\(esc(p.peer.label))\(p.peer.idString.map { " " + $0 } ?? "") history \(esc(p.history))</title></text>\n"
         }
         // Sessions as bars in both lanes
         for s in r.timelines.sessions {
@@ -59,13 +60,14 @@ public enum HTMLReportWriter {
                 let y = top + Double(li) * laneH + laneH - 10
                 let xs = x(s.start), xe = x(s.endOr(t1))
                 let cls = s.established != nil ? "sess-up" : "sess-down"
-                svg += "<rect x=\"\(fmt(xs))\" y=\"\(fmt(y))\" width=\"\(fmt(max(xe - xs, 1.5)))\" height=\"5\" class=\"\(cls)\"><title>\(esc(r.timelines.label(s.pair.a))) - \(esc(r.timelines.label(s.pair.b))) #\(s.number): \(s.established != nil ? "established" : "not established")\(s.endReason.map { ", " + esc($0) } ?? ""), history \(esc(s.history))</title></rect>\n"
+                svg += "<rect x=\"\(fmt(xs))\" y=\"\(fmt(y))\" width=\"\(fmt(max(xe - xs, 1.5)))\" height=\"5\" class=\"\(cls)\" fill=\"\(s.established != nil ? "#27ae60" : "#e67e22")\" opacity=\"0.45\"><title>\(esc(r.timelines.label(s.pair.a))) - \(esc(r.timelines.label(s.pair.b))) #\(s.number): \(s.established != nil ? "established" : "not established")\(s.endReason.map { ", " + esc($0) } ?? ""), history \(esc(s.history))</title></rect>\n"
             }
         }
         // Entries
         for (i, p) in peers.enumerated() {
-            let y = top + Double(i) * laneH + laneH / 2 - 4
+            let mid = top + Double(i) * laneH + laneH / 2 - 4
             for e in p.entries {
+                let y = mid + (e.sent ? -4 : 4)
                 let colour = colours[e.state.category] ?? "#95a5a6"
                 let xs = x(e.t)
                 let tip = "\(r.relative(e.t)) \(e.state.rawValue)\(e.count > 1 ? " x\(e.count)" : "")"
@@ -87,7 +89,7 @@ public enum HTMLReportWriter {
             let c = sevColour(f.severity)
             svg += "<line x1=\"\(fmt(fx))\" y1=\"\(fmt(top))\" x2=\"\(fmt(fx))\" y2=\"\(fmt(height - 24))\" stroke=\"\(c)\" stroke-dasharray=\"3,3\" opacity=\"0.5\"/>"
             svg += "<path d=\"M\(fmt(fx)),\(fmt(y + 8)) l-6,-10 h12 z\" fill=\"\(c)\" class=\"finding\"><title>\(esc("#\(n + 1) \(f.severity.rawValue) \(f.kind) \(f.peer): \(f.message)"))</title></path>"
-            svg += "<text x=\"\(fmt(fx + 7))\" y=\"\(fmt(y + 2))\" class=\"fnum\" fill=\"\(c)\">\(n + 1)</text>\n"
+            svg += "<text x=\"\(fmt(fx + 7))\" y=\"\(fmt(y + 2))\" class=\"fnum\" font-size=\"10\" font-weight=\"bold\" font-family=\"sans-serif\" fill=\"\(c)\">\(n + 1)</text>\n"
         }
         svg += "</svg>\n"
 
@@ -106,7 +108,7 @@ public enum HTMLReportWriter {
         h += "<div class=\"chart\">\n" + svg + "</div>\n"
         h += "<p class=\"legend\">" + ["discovery", "invitation", "handshake", "connected", "keepalive", "data", "problem", "disconnect"]
             .map { "<span style=\"color:\(colours[$0] ?? "#000")\">&#9679;</span> \($0)" }.joined(separator: " ")
-            + " &middot; filled = sent by the lane's peer, hollow = received &middot; &#9660; finding</p>\n"
+            + " &middot; filled, upper row = sent by the lane's peer; hollow, lower row = received &middot; &#9660; finding</p>\n"
 
         h += "<h2>Findings</h2>\n"
         if r.findings.isEmpty {
@@ -123,8 +125,20 @@ public enum HTMLReportWriter {
         for p in peers {
             h += "<tr><td>\(esc(p.peer.label))</td><td>\(esc(p.peer.idString ?? ""))</td><td>\(esc(p.peer.participantHex ?? ""))</td><td>\(esc(p.peer.addresses.map { "\($0)" }.joined(separator: " ")))</td><td><code>\(esc(p.history))</code></td></tr>\n"
         }
-        h += "</table>\n</body>\n</html>\n"
+        h += "</table>\n<p class=\"legend\">History letters (upper case = this peer sent it, lower case = the other side): "
+            + HistoryBuilder.legend.map { "<code>\(esc(String($0.letter)))</code> \(esc($0.meaning))" }.joined(separator: ", ")
+            + ".</p>\n</body>\n</html>\n"
         return h
+    }
+
+    /// 1, 2 or 5 times a power of ten, at least `raw` (seconds per tick).
+    static func niceStep(_ raw: Double) -> Double {
+        guard raw.isFinite, raw > 0 else { return 1 }
+        var p = 1.0
+        while p * 10 <= raw { p *= 10 }
+        while p > raw { p /= 10 }
+        for m in [1.0, 2.0, 5.0, 10.0] where p * m >= raw { return p * m }
+        return p * 10
     }
 
     static func trim(_ s: String, _ n: Int) -> String { s.count <= n ? s : String(s.prefix(n - 1)) + "\u{2026}" }

@@ -40,13 +40,32 @@ public struct HistoryBuilder: Sendable, Hashable {
 
     public static let trafficLetters: Set<Character> = ["Q", "J", "E", "O", "K", "B", "D"]
 
+    /// The letters and what they mean (upper case; lower case is the same from the other side).
+    public static let legend: [(letter: Character, meaning: String)] = [
+        ("V", "discovered (announced, resolved, updated, found)"), ("L", "lost (goodbye, expired, browser lost)"),
+        ("S", "invitation channel opened"), ("I", "invitation sent"), ("A", "invitation accepted"),
+        ("N", "invitation declined"), ("C", "connection data sent"), ("P", "connecting"), ("Q", "ICE check"),
+        ("J", "ICE check answered"), ("E", "DTLS handshake message"), ("U", "secure channel up"),
+        ("O", "GCK Hello/DD/LSA/LSAACK"), ("G", "connected"), ("W", "app handshake"), ("H", "app handshake response"),
+        ("K", "app keep-alive"), ("B", "GCK heartbeat"), ("D", "data"), ("T", "timeout (log)"), ("X", "disconnected"),
+        ("R", "TCP reset or refused"), ("F", "TCP closed"), ("!", "error (alert, ICMP, checksum, send error, mismatch)"),
+    ]
+
     public static func isTraffic(_ c: Character) -> Bool {
-        trafficLetters.contains(Character(c.uppercased()))
+        trafficLetters.contains(cased(c, upper: true))
+    }
+
+    /// ASCII case change without allocating (other characters unchanged).
+    static func cased(_ c: Character, upper: Bool) -> Character {
+        guard let v = c.asciiValue else { return c }
+        if upper, v >= 0x61, v <= 0x7A { return Character(Unicode.Scalar(v - 0x20)) }
+        if !upper, v >= 0x41, v <= 0x5A { return Character(Unicode.Scalar(v + 0x20)) }
+        return c
     }
 
     /// Adds `letter` in upper case when `sent` (this side sent it), lower case otherwise.
     public mutating func add(_ letter: Character, sent: Bool) {
-        let c = sent ? Character(letter.uppercased()) : Character(letter.lowercased())
+        let c = HistoryBuilder.cased(letter, upper: sent)
         if HistoryBuilder.isTraffic(c) {
             let n = (counts[c] ?? 0) &+ 1
             counts[c] = n

@@ -80,6 +80,8 @@ public struct PeerResolver: Sendable {
     private var names: [String: Set<UInt64>] = [:]
     private var endpoints: [Endpoint: UInt64] = [:]
     private var addresses: [IPAddress: Set<UInt64>] = [:]
+    /// Who wrote each log input, when it could be inferred (see `inferLogOwners`).
+    public var logOwners: [Int: PeerRef] = [:]
 
     /// Learns from the directory and from every hint that carries a peer ID, so a log line naming
     /// only a participant resolves even when the packet that named the peer ID came later.
@@ -94,6 +96,18 @@ public struct PeerResolver: Sendable {
             learn(e.from)
             learn(e.to)
         }
+    }
+
+    /// A display name written `idString+name` (as invitation Hellos and some logs print peers)
+    /// becomes the peer ID and the name.
+    public static func normalized(_ h: PeerHint) -> PeerHint {
+        guard let n = h.displayName, let plus = n.firstIndex(of: "+") else { return h }
+        let head = n[..<plus]
+        guard head.count == 13, let id = PeerIdentity.parse(idString: head), h.peerID == nil || h.peerID == id else { return h }
+        var out = PeerHint(peerID: id, displayName: String(n[n.index(after: plus)...]), endpoint: h.endpoint,
+                           address: h.address)
+        if out.displayName?.isEmpty ?? true { out.displayName = nil }
+        return out
     }
 
     public mutating func learn(_ h: PeerHint) {
@@ -129,7 +143,42 @@ public struct PeerResolver: Sendable {
         if let p = h.participantID { return .participant(p) }
         if let n = h.displayName, !n.isEmpty { return .name(n) }
         if let a = h.address ?? h.endpoint?.address { return .address(a) }
-        if case .logLine(let input, _)? = evidence { return .logOwner(input: input) }
+        if case .logLine(let input, _)? = evidence { return logOwners[input] ?? .logOwner(input: input) }
         return nil
+    }
+
+    /// Infers the device behind each log input: log lines name only the remote side, so when every
+    /// peer a log names has, in the packets, exactly one counterpart in common, that peer wrote the log.
+    public mutating func inferLogOwners(_ events: [PeerEvent]) {
+        var counterparts: [PeerRef: Set<PeerRef>] = [:]
+        var named: [Int: [PeerRef: Int]] = [:]
+        for e in events where !e.kind.isIn("discovery") {
+            let f = resolve(e.from, evidence: e.evidence), t = resolve(e.to, evidence: e.evidence)
+            switch e.evidence {
+            case .frame:
+                guard let f, let t, f != t else { continue }
+                counterparts[f, default: []].insert(t)
+                counterparts[t, default: []].insert(f)
+            case .logLine(let input, _):
+                for r in [f, t] {
+                    guard let r else { continue }
+                    if case .logOwner = r { continue }
+                    named[input, default: [:]][r, default: 0] += 1
+                }
+            }
+        }
+        // A candidate is a counterpart (in the packets) of every other peer the log names; logs print
+        // their own device rarely and the remote side often, so the least-named candidate wins.
+        for (input, counts) in named {
+            var best: [(PeerRef, Int)] = []
+            for x in counterparts.keys {
+                let others = counts.keys.filter { $0 != x && counterparts[$0] != nil }
+                guard !others.isEmpty, others.allSatisfy({ counterparts[$0]?.contains(x) ?? false }) else { continue }
+                best.append((x, counts[x] ?? 0))
+            }
+            guard let low = best.map(\.1).min() else { continue }
+            let winners = best.filter { $0.1 == low }
+            if winners.count == 1 { logOwners[input] = winners[0].0 }
+        }
     }
 }

@@ -32,7 +32,7 @@ public enum TimelineState: String, Sendable, Hashable, CaseIterable, Comparable 
     /// States whose repeats are folded into one entry (first/last/count per run).
     public var aggregates: Bool {
         switch self {
-        case .keepAlive, .heartbeat, .data, .iceChecks, .secureHandshake, .gckHandshake: true
+        case .keepAlive, .heartbeat, .data, .iceChecks, .secureHandshake, .gckHandshake, .discovered, .updated, .other: true
         default: false
         }
     }
@@ -87,6 +87,15 @@ public struct TimelineEntry: Sendable, Hashable {
         self.source = source
         self.detail = detail
         self.letter = letter
+    }
+}
+
+extension EventKind {
+    /// True when the kind is in `family` (`dtls`, `app`...): a cheap `family == x` without splitting.
+    @inlinable public func isIn(_ family: String) -> Bool {
+        let r = rawValue.utf8, f = family.utf8
+        guard r.count > f.count, r.starts(with: f) else { return false }
+        return r[r.index(r.startIndex, offsetBy: f.count)] == UInt8(ascii: ".")
     }
 }
 
@@ -161,6 +170,10 @@ public enum TimelineMapping {
         case .iceError, .dtlsAlert, .icmpUnreachable, .sendError, .checksumError, .encryptionIncompatible,
              .permissionError:
             return (.error, "!")
+        case "log.ice_scheduled": return (.iceChecks, nil)
+        case "log.channel_closed": return (.channelClosed, nil)
+        case "log.cleanup_timeout": return (.timeout, "T")
+        case "log.dtls_failed", "log.stale_identifier", "log.mesh_failed", "log.certificate_rejected": return (.error, "!")
         default: return (.other, nil)
         }
     }

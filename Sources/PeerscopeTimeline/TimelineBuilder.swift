@@ -92,6 +92,8 @@ public final class TimelineBuilder {
     /// Traffic after a finished instance opens a new one only when it comes this long after the end
     /// (stragglers of the old session attach to it instead).
     public var reopenGap: Nanos = 5 * CaptureTime.second
+    /// Tie log inputs to the peer that wrote them when the packets make it unambiguous.
+    public var inferLogOwners = true
 
     private let directory: PeerDirectory
     private var pending: [PeerEvent] = []
@@ -113,17 +115,20 @@ public final class TimelineBuilder {
         var session: SessionKey?
     }
 
-    private struct PeerWork {
+    private final class PeerWork {
+        init(info: PeerInfo) { self.info = info }
         var info: PeerInfo
         var entries: [TimelineEntry] = []
         var history = HistoryBuilder()
         var runs: [RunKey: Int] = [:]
         var sessions: [SessionKey] = []
+        var sessionSet: Set<SessionKey> = []
         var addresses: Set<IPAddress> = []
         var endpoints: Set<Endpoint> = []
     }
 
-    private struct SessionWork {
+    private final class SessionWork {
+        init(instance: SessionInstance) { self.instance = instance }
         var instance: SessionInstance
         var history = HistoryBuilder()
         var gckFrom: Set<PeerRef> = []
@@ -162,10 +167,20 @@ public final class TimelineBuilder {
     }
 
     public func finish(at end: Nanos? = nil) -> Timelines {
-        let events = pending.enumerated().sorted { $0.element.t != $1.element.t ? $0.element.t < $1.element.t : $0.offset < $1.offset }
-            .map(\.element)
+        var events = pending.map { e -> PeerEvent in
+            var e = e
+            e.from = PeerResolver.normalized(e.from)
+            e.to = PeerResolver.normalized(e.to)
+            return e
+        }
+        if !zip(events, events.dropFirst()).allSatisfy({ $0.t <= $1.t }) {
+            // Stable: events with equal times keep their input order.
+            let order = events.indices.sorted { events[$0].t != events[$1].t ? events[$0].t < events[$1].t : $0 < $1 }
+            events = order.map { events[$0] }
+        }
         pending = []
-        let resolver = PeerResolver(directory: directory, events: events)
+        var resolver = PeerResolver(directory: directory, events: events)
+        if inferLogOwners { resolver.inferLogOwners(events) }
         var resolved: [ResolvedEvent] = []
         resolved.reserveCapacity(events.count)
         for e in events {
@@ -173,6 +188,11 @@ public final class TimelineBuilder {
         }
         let endT = max(end ?? Nanos.min, events.last?.t ?? 0)
         let peerTimelines = peers.values.map { w -> PeerTimeline in
+            if case .id(let id) = w.info.ref, let entry = directory.entries[id] {
+                if w.info.displayName == nil, let n = entry.displayName, !n.isEmpty { w.info.displayName = n }
+                w.addresses.formUnion(entry.addresses)
+                w.endpoints.formUnion(entry.endpoints)
+            }
             var info = w.info
             info.addresses = w.addresses.sorted()
             info.endpoints = w.endpoints.sorted()
@@ -195,26 +215,21 @@ public final class TimelineBuilder {
     // MARK: processing
 
     private func touch(_ r: PeerRef, _ h: PeerHint, _ t: Nanos) {
-        var w = peers[r] ?? PeerWork(info: PeerInfo(ref: r))
+        let w: PeerWork
+        if let existing = peers[r] { w = existing } else { w = PeerWork(info: PeerInfo(ref: r)); peers[r] = w }
         if w.info.displayName == nil, let n = h.displayName, !n.isEmpty { w.info.displayName = n }
-        if case .id(let id) = r, let entry = directory.entries[id] {
-            if w.info.displayName == nil, let n = entry.displayName, !n.isEmpty { w.info.displayName = n }
-            w.addresses.formUnion(entry.addresses)
-            w.endpoints.formUnion(entry.endpoints)
-        }
         if w.info.participantID == nil, let p = h.participantID { w.info.participantID = p }
         if let a = h.address { w.addresses.insert(a) }
         if let ep = h.endpoint { w.endpoints.insert(ep) }
         if case .address(let a) = r { w.addresses.insert(a) }
         if w.info.firstSeen.map({ t < $0 }) ?? true { w.info.firstSeen = t }
         if w.info.lastSeen.map({ t > $0 }) ?? true { w.info.lastSeen = t }
-        peers[r] = w
     }
 
     private func process(_ e: PeerEvent, _ resolver: PeerResolver) -> ResolvedEvent {
         var from = resolver.resolve(e.from, evidence: e.evidence)
         var to = resolver.resolve(e.to, evidence: e.evidence)
-        if e.kind.family == "discovery" {
+        if e.kind.isIn("discovery") {
             // Discovery is about one peer; the other side (a browser, the log owner) is not a session.
             if from == nil { from = to }
             to = nil
@@ -237,13 +252,11 @@ public final class TimelineBuilder {
             }
         }
 
-        let detail = TimelineMapping.detail(e.attrs)
         if let f = from {
-            addEntry(f, e, state: state, letter: letter, sent: true, counterpart: to, session: sessionKey, detail: detail)
+            addEntry(f, e, state: state, letter: letter, sent: true, counterpart: to, session: sessionKey)
         }
         if let t = to {
-            addEntry(t, e, state: state, letter: letter, sent: from == nil, counterpart: from, session: sessionKey,
-                     detail: detail)
+            addEntry(t, e, state: state, letter: letter, sent: from == nil, counterpart: from, session: sessionKey)
         }
         return ResolvedEvent(event: e, from: from, to: to, session: sessionKey, state: state,
                              establishedBefore: establishedBefore, secureBefore: secureBefore,
@@ -251,10 +264,10 @@ public final class TimelineBuilder {
     }
 
     private func addEntry(_ r: PeerRef, _ e: PeerEvent, state: TimelineState, letter: Character?, sent: Bool,
-                          counterpart: PeerRef?, session: SessionKey?, detail: String) {
-        guard var w = peers[r] else { return }
+                          counterpart: PeerRef?, session: SessionKey?) {
+        guard let w = peers[r] else { return }
         if let letter { w.history.add(letter, sent: sent) }
-        if let s = session, !w.sessions.contains(s) { w.sessions.append(s) }
+        if let s = session, w.sessions.last != s, w.sessionSet.insert(s).inserted { w.sessions.append(s) }
         let key = RunKey(state: state, kind: e.kind, sent: sent, counterpart: counterpart, session: session)
         if state.aggregates, let i = w.runs[key], i < w.entries.count {
             w.entries[i].count &+= 1
@@ -268,11 +281,11 @@ public final class TimelineBuilder {
                 w.runs = w.runs.filter { $0.key.counterpart != counterpart }
             }
             w.entries.append(TimelineEntry(t: e.t, state: state, kind: e.kind, sent: sent, counterpart: counterpart,
-                                           session: session, evidence: [e.evidence], source: e.source, detail: detail,
+                                           session: session, evidence: [e.evidence], source: e.source,
+                                           detail: e.attrs.isEmpty ? "" : TimelineMapping.detail(e.attrs),
                                            letter: letter))
             if state.aggregates { w.runs[key] = w.entries.count - 1 }
         }
-        peers[r] = w
     }
 
     private func open(_ pair: PeerPair, _ e: PeerEvent, originator: PeerRef, beforeInput: Bool) -> Int {
@@ -311,7 +324,9 @@ public final class TimelineBuilder {
             switch role {
             case .start: return open(pair, e, originator: originator, beforeInput: false)
             case .traffic where e.t &- end > reopenGap: return open(pair, e, originator: originator, beforeInput: true)
-            default: return si
+            default:
+                // Stragglers of a finished instance attach to it; much later ones belong to no instance.
+                return e.t &- end > reopenGap ? nil : si
             }
         }
         if role == .start, inst.established != nil {
@@ -341,11 +356,11 @@ public final class TimelineBuilder {
     private func apply(_ e: PeerEvent, state s0: TimelineState, letter l0: Character?, from: PeerRef, to: PeerRef,
                        at si: Int) -> (TimelineState, Character?) {
         var state = s0, letter = l0
-        var w = sessions[si]
+        let w = sessions[si]
         if w.instance.eventCount == 0 { w.instance.originator = from }
         w.instance.eventCount &+= 1
         w.instance.lastT = max(w.instance.lastT, e.t)
-        if e.kind.family == "dtls" { w.instance.encrypted = true }
+        if e.kind.isIn("dtls") { w.instance.encrypted = true }
         if e.kind == .dtlsHandshake || e.kind == .dtlsChangeCipherSpec || e.kind == .dtlsEstablished { w.dtlsStarted = true }
         if TimelineBuilder.gckKinds.contains(e.kind) {
             w.gckFrom.insert(from)
@@ -364,7 +379,6 @@ public final class TimelineBuilder {
         }
         if TimelineBuilder.establishing.contains(state), w.instance.established == nil { w.instance.established = e.t }
         if let letter { w.history.add(letter, sent: from == w.instance.originator) }
-        sessions[si] = w
         if state != .other { milestone(si, state, e, by: from) }
 
         switch e.kind {
@@ -375,6 +389,7 @@ public final class TimelineBuilder {
         case .inviteResponse where TimelineMapping.isAccepted(e.attrs) == false: close(si, at: e, reason: "declined")
         case .connectionDecision where state == .invitationDeclined: close(si, at: e, reason: "declined")
         case .inviteTimeout: close(si, at: e, reason: "invitation timed out")
+        case .icmpUnreachable: close(si, at: e, reason: "peer unreachable (ICMP)")
         case .iceTimeout, .dtlsTimeout, .gckGivingUp, .gckTimeout:
             let st = (e.attrs["state"] ?? "").lowercased().filter { $0.isLetter }
             let wait = (e.attrs["wait"] ?? "").lowercased()

@@ -102,6 +102,24 @@ final class HandshakeTimeoutTests: XCTestCase {
         XCTAssertEqual(f.first?.peer, "Bob")
     }
 
+    func testLogLineConfirmsThePacketFinding() throws {
+        let s = Script()
+        s.packet(.iceRequest, 0, A, B)
+        s.packet(.iceRequest, 1, A, B)
+        // Alice's log (its own side implicit) names Bob's participant: ICE timeout, then giving up.
+        let bobP = PeerHint(participantID: PeerIdentity.participantID(0x0FED_CBA9_8765_4321))
+        s.log(.iceTimeout, 10.2, bobP, attrs: ["state": "ICE"])
+        s.log(.gckGivingUp, 10.3, bobP)
+        let f = s.findings(end: 12).of("handshake-timeout")
+        XCTAssertEqual(f.count, 1, "\(f.map(\.message))")
+        let x = try XCTUnwrap(f.first)
+        XCTAssertEqual(x.peer, "Bob")
+        XCTAssertTrue(x.evidence.contains(.frame(input: 0, frame: 1)))
+        XCTAssertTrue(x.evidence.contains(.logLine(input: 1, line: 1)))
+        XCTAssertTrue(x.evidence.contains(.logLine(input: 1, line: 2)))
+        XCTAssertEqual(x.details["confirmedByLog"], "true")
+    }
+
     func testLogTimeoutsAreFindingsAndBurstsMerge() throws {
         let s = Script()
         let bobP = PeerHint(participantID: PeerIdentity.participantID(0x0FED_CBA9_8765_4321))
@@ -334,15 +352,23 @@ final class ChannelErrorTests: XCTestCase {
     }
 
     func testICMPUnreachableForSessionFlowOnly() throws {
+        // As the ICMP plugin reports it: from = sender of the quoted packet, to = unreachable destination.
         let a = try XCTUnwrap(IPAddress("192.0.2.1")), b = try XCTUnwrap(IPAddress("192.0.2.2"))
         let s = Script()
-        s.packet(.icmpUnreachable, 1, PeerHint(address: b), PeerHint(address: a),
-                 attrs: ["description": "port unreachable"], flow: FlowKey(.udp, Endpoint(a, 16402), Endpoint(b, 16401)))
-        s.packet(.icmpUnreachable, 2, PeerHint(address: b), PeerHint(address: a),
-                 flow: FlowKey(.udp, Endpoint(a, 5000), Endpoint(b, 53)))
+        s.packet(.icmpUnreachable, 1, PeerHint(address: a), PeerHint(address: b),
+                 attrs: ["summary": "port unreachable", "quoted": "udp 192.0.2.1:16402 > 192.0.2.2:16401"])
+        s.packet(.icmpUnreachable, 2, PeerHint(address: a), PeerHint(address: b),
+                 attrs: ["summary": "port unreachable", "quoted": "udp 192.0.2.1:5000 > 192.0.2.2:53"])
         let f = s.findings().of("channel-error")
         XCTAssertEqual(f.count, 1, "the DNS flow is not a session flow")
         XCTAssertEqual(f.first?.severity, .error)
+        XCTAssertEqual(f.first?.peer, "unknown peer at 192.0.2.2", "the unreachable side")
+
+        // A known peer whose session is open: the dead app is at fault.
+        let d = Script()
+        d.connect(A, B, at: 0)
+        d.packet(.icmpUnreachable, 3, A, B, attrs: ["summary": "port unreachable", "quoted": "udp 192.0.2.1:55000 > 192.0.2.2:55001"])
+        XCTAssertEqual(d.findings().of("channel-error").first?.peer, "Bob")
     }
 
     func testSendErrorsAggregate() {
@@ -375,8 +401,30 @@ final class ReconnectAndDeclineTests: XCTestCase {
         XCTAssertEqual(f.count, 1)
         let x = try XCTUnwrap(f.first)
         XCTAssertEqual(x.details["count"], "5")
-        XCTAssertEqual(x.peer, "Alice", "Alice started every new session")
+        XCTAssertEqual(x.peer, "Bob", "the peer the reconnects were aimed at")
         XCTAssertTrue(x.message.contains("delays: 1.000s, 2.000s, 3.000s, 4.000s, 5.000s"), x.message)
+    }
+
+    func testRefusedConnectionsCountAsAttempts() throws {
+        let a = try XCTUnwrap(IPAddress("192.0.2.1")), b = try XCTUnwrap(IPAddress("192.0.2.2"))
+        let s = Script()
+        s.connect(A, B, at: 0)
+        s.packet(.icmpUnreachable, 5, A, B, attrs: ["quoted": "udp 192.0.2.1:16402 > 192.0.2.2:16401"])
+        var t = 6.0
+        for d in [0.0, 1, 2, 3, 4] {
+            t += d
+            s.packet(.tcpRefused, t, B, A, flow: FlowKey(.tcp, Endpoint(b, 50000), Endpoint(a, 40000 + UInt16(d))))
+        }
+        let f = s.findings()
+        let storm = try XCTUnwrap(f.of("reconnect-storm").first)
+        XCTAssertEqual(storm.peer, "Bob")
+        XCTAssertEqual(storm.details["count"], "5")
+        XCTAssertTrue(storm.message.contains("delays: 1.000s, 1.000s, 2.000s, 3.000s, 4.000s"), storm.message)
+        // The refusals follow the ICMP error: one channel-error with all the evidence.
+        let ce = f.of("channel-error")
+        XCTAssertEqual(ce.count, 1)
+        XCTAssertEqual(ce.first?.evidence.count, 6)
+        XCTAssertEqual(s.timelines().sessions.first?.endReason, "peer unreachable (ICMP)")
     }
 
     func testFewReconnectsAreNotAStormUnlessConfigured() {
@@ -421,6 +469,13 @@ final class DetectorConfigTests: XCTestCase {
         XCTAssertTrue(c.isEnabled("handshake-timeout"))
         XCTAssertEqual(c.value("keepalive-timeout.session"), 15, "defaults from the registry")
         XCTAssertEqual(c.value("handshake-timeout.invite"), 30)
+    }
+
+    func testYamsStyleMappingsAndAWholeFile() throws {
+        let inner: [AnyHashable: Any] = ["app": 9]
+        let c = try DetectorConfig(dictionary: ["detectors": ["thresholds": ["keepalive-timeout": inner] as [AnyHashable: Any]] as [AnyHashable: Any],
+                                                "output": "ignored by the detectors"])
+        XCTAssertEqual(c.values["keepalive-timeout.app"], 9)
     }
 
     func testTyposAreRejected() {

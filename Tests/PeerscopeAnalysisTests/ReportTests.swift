@@ -14,7 +14,10 @@ final class ReportTests: XCTestCase {
     static let secret = "SECRET-CHAT-TEXT-42"
 
     /// One input with findings of every kind, discovery, and a chat message whose text must never show.
-    func everyKind() throws -> Script {
+    func everyKind() throws -> Script { try ReportTests.everyKind() }
+
+    static func everyKind() throws -> Script {
+        let A = Script.alice, B = Script.bob, C = Script.carol
         let s = Script()
         let a = try XCTUnwrap(IPAddress("192.0.2.1"))
         s.packet(.announced, 0, PeerHint(peerID: A.peerID, displayName: "Alice", address: a), .unknown,

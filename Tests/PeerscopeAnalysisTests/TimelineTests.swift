@@ -52,6 +52,21 @@ final class TimelineTests: XCTestCase {
         XCTAssertEqual(h.text, "KKKIiK", "a control letter restarts the traffic counts")
     }
 
+    func testLegendCoversEveryLetterTheMappingProduces() {
+        let kinds: [EventKind] = [.announced, .resolved, .updated, .goodbye, .expired, .found, .lost, .nameConflict,
+                                  .invitationHello, .invite, .inviteResponse, .inviteConnect, .inviteTimeout, .iceRequest,
+                                  .iceSuccess, .iceError, .iceTimeout, .dtlsHandshake, .dtlsChangeCipherSpec, .dtlsEstablished,
+                                  .dtlsAlert, .dtlsApplicationData, .gckHello, .gckHeartbeat, .gckData, .gckTimeout,
+                                  .appHandshake, .appHandshakeResponse, .appKeepAlive, .appChat, .disconnected, .reconnectAttempt,
+                                  .tcpReset, .tcpClosed, .icmpUnreachable, .sendError, .checksumError]
+        let legend = Set(HistoryBuilder.legend.map(\.letter))
+        for k in kinds {
+            let e = PeerEvent(kind: k, t: 0, evidence: .frame(input: 0, frame: 1), source: "t")
+            if let l = TimelineMapping.classify(e).1 { XCTAssertTrue(legend.contains(l), "\(k) -> \(l)") }
+        }
+        XCTAssertTrue(HistoryBuilder.trafficLetters.isSubset(of: legend))
+    }
+
     func testSessionsAreNumberedOnReconnect() throws {
         let s = Script()
         s.connect(A, B, at: 0)
@@ -120,6 +135,30 @@ final class TimelineTests: XCTestCase {
         XCTAssertEqual(resolver.resolve(PeerHint(participantID: PeerIdentity.participantID(0x0AAA_BBBB_CCCC_DDDD))),
                        .id(0x0AAA_BBBB_CCCC_DDDD))
         XCTAssertNil(resolver.resolve(.unknown, evidence: .frame(input: 0, frame: 1)))
+    }
+
+    func testLogOwnerIsInferredFromThePackets() throws {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        s.connect(B, C, at: 0.5)
+        // Alice's log: names Bob often and Alice once (its own peer); the implicit side is Alice.
+        s.log(.stateChange, 1, B, attrs: ["to": "Connected"])
+        s.log(.appKeepAlive, 2, B)
+        s.log(.appKeepAlive, 4, B)
+        s.log(EventKind("log.peer_created"), 0.1, A)
+        let tl = s.timelines()
+        XCTAssertEqual(tl.resolver.logOwners[1], .id(0x0123_4567_89AB_CDEF))
+        XCTAssertNil(tl.peers.first { if case .logOwner = $0.peer.ref { return true } else { return false } })
+        let ab = tl.sessions.first { $0.pair == PeerPair(.id(0x0123_4567_89AB_CDEF), .id(0x0FED_CBA9_8765_4321)) }
+        XCTAssertEqual(ab?.eventCount, 7, "4 packets and 3 log lines in one session")
+    }
+
+    func testIdStringPlusNameHints() {
+        let s = Script()
+        let id: UInt64 = 0x0000_0000_00AB_CDEF
+        s.log(.found, 1, PeerHint(displayName: PeerIdentity.idString(id) + "+Zoe"))
+        let tl = s.timelines()
+        XCTAssertEqual(tl.peer(.id(id))?.displayName, "Zoe")
     }
 
     func testPeerIDsLearntFromEventsResolveEarlierLogLines() {

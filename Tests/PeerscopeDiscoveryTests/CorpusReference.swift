@@ -1,6 +1,6 @@
 import Foundation
 import PeerscopeCore
-@testable import PeerscopePlugins
+import PeerscopePlugins
 
 /// Reads tshark's reference decodes of the corpus (`../shared/corpus/ref/<name>.mdns.json` and `.tsv`)
 /// and compares decoded DNS messages with them.

@@ -1,5 +1,5 @@
 import PeerscopeCore
-@testable import PeerscopePlugins
+import PeerscopePlugins
 
 /// Builds DNS messages byte by byte for tests (its own encoder: shares nothing with the decoder).
 struct DNSBuilder {

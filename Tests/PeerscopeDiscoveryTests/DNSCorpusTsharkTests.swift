@@ -1,7 +1,7 @@
 import Foundation
 import PeerscopeCore
 import XCTest
-@testable import PeerscopePlugins
+import PeerscopePlugins
 
 /// Drives `DNSMessage.parse` with the mDNS payloads tshark extracts from every corpus capture, and
 /// compares with tshark's reference decodes. Skips when tshark or ../shared is missing. (The same

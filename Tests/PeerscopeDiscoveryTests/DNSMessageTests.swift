@@ -1,6 +1,6 @@
 import PeerscopeCore
 import XCTest
-@testable import PeerscopePlugins
+import PeerscopePlugins
 
 final class DNSMessageTests: XCTestCase {
     // MARK: - Well-formed messages

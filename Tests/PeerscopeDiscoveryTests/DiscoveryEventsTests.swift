@@ -1,6 +1,6 @@
 import PeerscopeCore
 import XCTest
-@testable import PeerscopePlugins
+import PeerscopePlugins
 
 /// Drives `MDNSPlugin` through `PluginPipeline` with synthetic packets at explicit capture times.
 final class DiscoveryEventsTests: XCTestCase {
@@ -36,13 +36,14 @@ final class DiscoveryEventsTests: XCTestCase {
             }
         }
 
-        func send(_ b: DNSBuilder, at t: Nanos, from src: String, port: UInt16 = 5353, to dst: String = "224.0.0.251") {
+        func send(_ b: DNSBuilder, at t: Nanos, from src: String, port: UInt16 = 5353, to dst: String = "224.0.0.251",
+                  dstPort: UInt16 = 5353) {
             advance(to: t)
             frame += 1
             guard let sa = IPAddress(src), let da = IPAddress(dst) else { return }
             let info = FrameInfo(input: 0, number: frame, t: t, capturedLength: b.bytes.count + 42,
                                  originalLength: b.bytes.count + 42, linkType: LinkType.ethernet)
-            pipeline.process(.udp(frame: info, flow: FlowKey(.udp, Endpoint(sa, port), Endpoint(da, 5353)), payload: b.payload))
+            pipeline.process(.udp(frame: info, flow: FlowKey(.udp, Endpoint(sa, port), Endpoint(da, dstPort)), payload: b.payload))
         }
 
         func kinds() -> [EventKind] { events.map(\.kind) }
@@ -78,9 +79,11 @@ final class DiscoveryEventsTests: XCTestCase {
                             txt: ["_d=the-air", "__private=1", "room=lobby"]), at: t0 + 60 * s, from: "192.168.1.10")
         h.send(announcement(Self.peerA, host: "a-host.local", addr: [192, 168, 1, 10], port: 50001,
                             txt: ["_d=the-air", "__private=1", "room=garden"]), at: t0 + 61 * s, from: "192.168.1.10")
+        // A's goodbye comes after its first SRV (TTL 120 at t=1) would have run out: only the refresh
+        // at t=60/61 keeps it alive until then.
         var bye = DNSBuilder(an: 1)
         bye.ptr("_chat._tcp.local", Self.peerA, ttl: 0)
-        h.send(bye, at: t0 + 100 * s, from: "192.168.1.10")
+        h.send(bye, at: t0 + 150 * s, from: "192.168.1.10")
         h.advance(to: t0 + 200 * s)
         h.pipeline.finish(t0 + 200 * s)
 
@@ -94,8 +97,8 @@ final class DiscoveryEventsTests: XCTestCase {
             "discovery.announced \(c) 5",
             "discovery.resolved \(c) 5",
             "discovery.updated \(a) 61",
-            "discovery.goodbye \(a) 100",
             "discovery.expired \(c) 125",  // SRV TTL 120 from t=5, never refreshed
+            "discovery.goodbye \(a) 150",
         ])
 
         let browse = h.events[0]
@@ -117,8 +120,8 @@ final class DiscoveryEventsTests: XCTestCase {
         XCTAssertEqual(h.events[2].attrs["endpoints"], "192.168.1.10:50001")
         XCTAssertEqual(h.events[5].attrs["changedKeys"], "room")
         XCTAssertEqual(h.events[5].attrs["info.room"], "garden")
-        XCTAssertEqual(h.events[6].attrs["record"], "PTR")
-        let expired = h.events[7]
+        XCTAssertEqual(h.events[7].attrs["record"], "PTR")
+        let expired = h.events[6]
         XCTAssertEqual(expired.attrs["record"], "SRV")
         XCTAssertEqual(expired.evidence, .frame(input: 0, frame: 3), "expiry points at the last frame that carried C")
         XCTAssertEqual(expired.from.displayName, "Phone")
@@ -146,6 +149,21 @@ final class DiscoveryEventsTests: XCTestCase {
         h.send(bye, at: t0 + 3 * s, from: "10.0.0.1")  // repeated goodbye: one event
         h.send(ann, at: t0 + 10 * s, from: "10.0.0.1")
         XCTAssertEqual(h.kinds(), [.announced, .resolved, .goodbye, .announced, .resolved])
+    }
+
+    func testTXTArrivingAfterAnAnnouncementWithoutItIsAnUpdate() {
+        let h = Harness()
+        var ptr = DNSBuilder(an: 1)
+        ptr.ptr("_chat._tcp.local", Self.peerA, ttl: 4500)
+        h.send(ptr, at: t0, from: "10.0.0.1")
+        var txt = DNSBuilder(an: 1)
+        txt.txt(Self.peerA, ["_d=Late Name"], ttl: 4500)
+        h.send(txt, at: t0 + 1 * s, from: "10.0.0.1")
+        XCTAssertEqual(h.kinds(), [.announced, .updated])
+        XCTAssertNil(h.events[0].attrs["displayName"])
+        XCTAssertEqual(h.events[1].attrs["displayName"], "Late Name")
+        XCTAssertEqual(h.events[1].attrs["changedKeys"], "_d")
+        XCTAssertEqual(h.directory.entries[Self.idA]?.displayName, "Late Name")
     }
 
     func testBrowseQueriesAreThrottledPerQuerierAndService() {
@@ -214,11 +232,19 @@ final class DiscoveryEventsTests: XCTestCase {
         XCTAssertEqual(txt["txt"], .array(["_d=x", "k=v"]))
         XCTAssertEqual(txt["cacheFlush"], .bool(true))
 
+        // A unicast reply (RFC 6762 §6.7 legacy unicast: from 5353 to the querier's own port) decodes too.
+        var uni = DNSBuilder(id: 0x1234, flags: 0x8400, an: 1)
+        uni.a("a-host.local", [10, 0, 0, 1], ttl: 10, flush: false)
+        h.send(uni, at: t0, from: "10.0.0.1", port: 5353, to: "10.0.0.9", dstPort: 50000)
+        XCTAssertEqual(h.messages.count, 2)
+        XCTAssertEqual(h.messages[1].json(includeInput: false)["id"], .uint(0x1234))
+        XCTAssertEqual(h.messages[1].json(includeInput: false)["answers"]?.arrayValue?.first?["address"], "10.0.0.1")
+
         // A hostile packet gives a prefixed diagnostic with frame and offset, and no crash.
         h.send(DNSBuilderRaw([0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0, 12, 0, 12, 0, 1]), at: t0 + s, from: "10.0.0.1")
         let d = try XCTUnwrap(h.diagnostics.first)
         XCTAssertEqual(d.id, "mdns.name.loop")
-        XCTAssertEqual(d.evidence, .frame(input: 0, frame: 2))
+        XCTAssertEqual(d.evidence, .frame(input: 0, frame: 3))
         XCTAssertEqual(d.offset, 12)
     }
 

@@ -1,6 +1,6 @@
 import PeerscopeCore
 import XCTest
-@testable import PeerscopePlugins
+import PeerscopePlugins
 
 final class MPCIdentityTests: XCTestCase {
     /// The MPC advertisement of spec §1.1: instance = base-36 idString, TXT `_d` = display name, app keys

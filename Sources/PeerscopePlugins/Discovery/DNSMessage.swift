@@ -110,6 +110,10 @@ public enum DNSRData: Sendable, Equatable {
     public struct OptOption: Sendable, Hashable {
         public var code: UInt16
         public var length: Int
+        public init(code: UInt16, length: Int) {
+            self.code = code
+            self.length = length
+        }
     }
 }
 
@@ -136,16 +140,16 @@ public struct DNSRecord: Sendable, Equatable {
 public struct DNSMessage: Sendable, Equatable {
     public var header: DNSHeader
     public var questions: [DNSQuestion] = []
-    public var answers: [DNSRecord] = []
-    public var authorities: [DNSRecord] = []
-    public var additionals: [DNSRecord] = []
+    /// Answers, authorities and additionals, in wire order (each knows its `section`).
+    public var records: [DNSRecord] = []
     /// False when decoding stopped before all the header's counts were read.
     public var complete: Bool = true
 
     public var isResponse: Bool { header.isResponse }
 
-    /// Answers, authorities and additionals, in wire order.
-    public var records: [DNSRecord] { answers + authorities + additionals }
+    public var answers: [DNSRecord] { records.filter { $0.section == .answer } }
+    public var authorities: [DNSRecord] { records.filter { $0.section == .authority } }
+    public var additionals: [DNSRecord] { records.filter { $0.section == .additional } }
 
     /// Names longer than this (wire octets, RFC 1035) are cut and reported.
     public static let maxNameLength = 255
@@ -170,6 +174,10 @@ public struct DNSMessage: Sendable, Equatable {
                                        offset: 4))
         }
         var reader = Reader(bytes: bytes)
+        // Counts are untrusted: reserve no more than the bytes can hold.
+        let room = max(0, bytes.count - 12) / 11
+        msg.questions.reserveCapacity(min(Int(qd), room * 2))
+        msg.records.reserveCapacity(min(Int(an) + Int(ns) + Int(ar), room))
         var off = 12
         for _ in 0 ..< Int(qd) {
             guard let q = reader.question(at: off, &problems) else { msg.complete = false; return (msg, problems) }
@@ -183,11 +191,7 @@ public struct DNSMessage: Sendable, Equatable {
                     msg.complete = false
                     return (msg, problems)
                 }
-                switch section {
-                case .answer: msg.answers.append(r.0)
-                case .authority: msg.authorities.append(r.0)
-                case .additional: msg.additionals.append(r.0)
-                }
+                msg.records.append(r.0)
                 off = r.1
             }
         }
@@ -201,8 +205,15 @@ public struct DNSMessage: Sendable, Equatable {
 
     struct Reader {
         let bytes: Bytes
-        /// Names already decoded at an offset: (name, offset after it, wire length).
-        var cache: [Int: (DNSName, Int, Int)] = [:]
+        /// Names already decoded, by offset: (name, offset after it, wire length). Few per message, so a
+        /// linear search beats hashing.
+        var cacheOffsets: [Int] = []
+        var cacheValues: [(DNSName, Int, Int)] = []
+
+        func cached(_ offset: Int) -> (DNSName, Int, Int)? {
+            for (i, o) in cacheOffsets.enumerated() where o == offset { return cacheValues[i] }
+            return nil
+        }
 
         init(bytes: Bytes) { self.bytes = bytes }
 
@@ -212,6 +223,8 @@ public struct DNSMessage: Sendable, Equatable {
         /// which rules out loops: every jump goes to a smaller offset.
         mutating func name(at start: Int, limit: Int, _ problems: inout [DNSProblem]) -> (DNSName, Int, Int)? {
             var labels: [String] = []
+            labels.reserveCapacity(4)
+            var text = ""
             var pos = start
             var segmentStart = start
             var lim = limit
@@ -225,7 +238,7 @@ public struct DNSMessage: Sendable, Equatable {
                 switch len & 0xC0 {
                 case 0x00:
                     if len == 0 {
-                        return (DNSName(labels: labels), end ?? (pos + 1), wireLength)
+                        return (DNSName(labels: labels, text: text), end ?? (pos + 1), wireLength)
                     }
                     let l = Int(len)
                     guard pos + 1 + l <= lim, let label = bytes.slice(pos + 1, l) else {
@@ -239,7 +252,10 @@ public struct DNSMessage: Sendable, Equatable {
                                                    "name longer than \(DNSMessage.maxNameLength) bytes", offset: start))
                         return nil
                     }
-                    labels.append(DNSText.format(label))
+                    let l1 = DNSText.format(label)
+                    if !labels.isEmpty { text.append(".") }
+                    text.append(l1)
+                    labels.append(l1)
                     pos += 1 + l
                 case 0xC0:
                     guard pos + 2 <= lim, let lo = bytes.byte(pos + 1) else {
@@ -264,14 +280,15 @@ public struct DNSMessage: Sendable, Equatable {
                         return nil
                     }
                     // The rest is a name decoded before: reuse it.
-                    if let cached = cache[target] {
+                    if let cached = cached(target) {
                         let total = wireLength + cached.2 - 1
                         if total > DNSMessage.maxNameLength {
                             problems.append(DNSProblem("name.too_long",
                                                        "name longer than \(DNSMessage.maxNameLength) bytes", offset: start))
                             return nil
                         }
-                        let name = labels.isEmpty ? cached.0 : DNSName(labels: labels + cached.0.labels)
+                        let name = labels.isEmpty || cached.0.isRoot ? (labels.isEmpty ? cached.0 : DNSName(labels: labels, text: text))
+                            : DNSName(labels: labels + cached.0.labels, text: text + "." + cached.0.text)
                         return (name, end ?? (pos + 2), total)
                     }
                     segmentStart = target
@@ -287,9 +304,12 @@ public struct DNSMessage: Sendable, Equatable {
         }
 
         mutating func cachedName(at start: Int, limit: Int, _ problems: inout [DNSProblem]) -> (DNSName, Int)? {
-            if let c = cache[start], c.1 <= limit { return (c.0, c.1) }
+            if let c = cached(start), c.1 <= limit { return (c.0, c.1) }
             guard let r = name(at: start, limit: limit, &problems) else { return nil }
-            cache[start] = r
+            if cacheOffsets.count < 256 {
+                cacheOffsets.append(start)
+                cacheValues.append(r)
+            }
             return (r.0, r.1)
         }
 

@@ -13,6 +13,12 @@ public struct DNSName: Sendable, Hashable, CustomStringConvertible {
         text = labels.isEmpty ? "<Root>" : labels.joined(separator: ".")
     }
 
+    /// `text` must be `labels` joined with dots (the decoder builds both at once).
+    init(labels: [String], text: String) {
+        self.labels = labels
+        self.text = labels.isEmpty ? "<Root>" : text
+    }
+
     public static let root = DNSName(labels: [])
 
     public var isRoot: Bool { labels.isEmpty }

@@ -79,6 +79,7 @@ final class DiscoveryTracker {
         var srvExpiry: Nanos?
         var srvSource: IPAddress?
         var txt: DNSSD.TXTRecord?
+        var txtRaw: [Bytes]?
         var txtExpiry: Nanos?
         var sources: Set<IPAddress> = []
         var firstSeen: Nanos
@@ -87,8 +88,9 @@ final class DiscoveryTracker {
         var lastEvidence: Evidence
         var lastFlow: FlowKey?
         var state: DiscoverySummary.State = .alive
-        /// What the last `resolved` event said (target, port, addresses), to emit it on change only.
-        var resolvedSignature: String?
+        /// Endpoints `resolved` events reported so far: another one comes only for new endpoints (a host
+        /// answering on several interfaces flushes and re-adds its addresses all the time).
+        var reportedEndpoints: Set<Endpoint> = []
 
         var displayName: String? { txt?.displayName }
 
@@ -117,7 +119,11 @@ final class DiscoveryTracker {
 
     var instances: [String: Instance] = [:]
     var hosts: [String: Host] = [:]
-    var browseLast: [String: Nanos] = [:]
+    struct BrowseKey: Hashable {
+        var querier: IPAddress?
+        var name: String
+    }
+    var browseLast: [BrowseKey: Nanos] = [:]
     var browsers: [IPAddress: Set<String>] = [:]
     var serviceStats: [String: (instances: Set<String>, queries: Int, mpc: Set<String>)] = [:]
     var reportedConflicts: Set<String> = []
@@ -140,6 +146,7 @@ final class DiscoveryTracker {
     }
 
     private func noteService(_ type: String, instance: String? = nil, mpc: Bool = false, query: Bool = false) {
+        if serviceStats[type] == nil && serviceStats.count >= Self.maxInstances { return }
         var s = serviceStats[type] ?? (instances: [], queries: 0, mpc: [])
         if let instance {
             if s.instances.count < Self.maxInstances { s.instances.insert(instance) }
@@ -160,7 +167,7 @@ final class DiscoveryTracker {
             } else {
                 continue
             }
-            let throttleKey = "\(src.map { "\($0)" } ?? "?")|\(q.name.key)"
+            let throttleKey = BrowseKey(querier: src, name: q.name.key)
             if let last = browseLast[throttleKey], t &- last < Self.browseWindow, t >= last { continue }
             if browseLast.count >= Self.maxInstances { pruneBrowse(t) }
             browseLast[throttleKey] = t
@@ -168,7 +175,8 @@ final class DiscoveryTracker {
             if let src, browsers.count < Self.maxHosts || browsers[src] != nil {
                 browsers[src, default: []].insert(service)
             }
-            let known = msg.answers.filter { $0.type == DNSType.ptr && $0.name.key == q.name.key }.count
+            let qkey = q.name.key
+            let known = msg.records.filter { $0.section == .answer && $0.type == DNSType.ptr && $0.name.key == qkey }.count
             var attrs: [String: String] = ["service": service, "qu": q.unicastResponse ? "true" : "false"]
             if q.name.labels.count > 1, q.name.labels[1].lowercased() == "_sub" { attrs["subtype"] = q.name.labels[0] }
             if known > 0 { attrs["knownAnswers"] = "\(known)" }
@@ -216,13 +224,15 @@ final class DiscoveryTracker {
 
     private func response(_ msg: DNSMessage, t: Nanos, src: IPAddress?, _ input: PluginInput, _ ctx: PluginContext) {
         let records = msg.records
+        let keys = records.map { $0.name.key }
         // 1. Host addresses (A/AAAA), with cache-flush and goodbyes.
         var flushed: Set<String> = []
         let scope = input.frame.interfaceName ?? {
             if case .v6(_, _, let s)? = src { return s }
             return nil
         }()
-        for r in records {
+        var hasAddresses = false
+        for (ri, r) in records.enumerated() {
             let addr: IPAddress
             switch r.data {
             case .a(let a): addr = a
@@ -230,7 +240,8 @@ final class DiscoveryTracker {
                 if case .v6(let hi, let lo, _) = a, a.isLinkLocal, let scope { addr = .v6(hi: hi, lo: lo, scope: scope) } else { addr = a }
             default: continue
             }
-            let hk = r.name.key
+            hasAddresses = true
+            let hk = keys[ri]
             if hosts[hk] == nil, hosts.count >= Self.maxHosts { evictHost() }
             var h = hosts[hk] ?? Host()
             h.lastSeen = t
@@ -252,7 +263,7 @@ final class DiscoveryTracker {
         var announcedNow: Set<String> = []
         var goodbyes: [String: (Instance, String)] = [:]
         var txtChanged: [String: [String]] = [:]
-        for r in records {
+        for (ri, r) in records.enumerated() {
             switch r.type {
             case DNSType.ptr:
                 guard case .ptr(let target) = r.data else { continue }
@@ -274,7 +285,8 @@ final class DiscoveryTracker {
                 instances[key] = inst
                 touched.append(key)
             case DNSType.srv:
-                guard case .srv(let pr, let w, let port, let target) = r.data, let (key, iname) = instanceKey(r.name) else { continue }
+                guard case .srv(let pr, let w, let port, let target) = r.data, let iname = DNSSD.instanceName(r.name) else { continue }
+                let key = keys[ri]
                 var inst = ensureInstance(key, iname, fullName: r.name.text, t: t, input)
                 if r.ttl == 0 {
                     if goodbyes[key] == nil { goodbyes[key] = (inst, "SRV") }
@@ -288,7 +300,10 @@ final class DiscoveryTracker {
                    let src, let was = inst.srvSource, was != src {
                     conflict(inst, otherTarget: target, phase: "answer", src: src, ctx)
                 }
-                if let cur = inst.srv, cur.target.key != target.key { byTarget[cur.target.key]?.remove(key) }
+                if let cur = inst.srv, cur.target.key != target.key || cur.port != port {
+                    byTarget[cur.target.key]?.remove(key)
+                    inst.reportedEndpoints = []
+                }
                 if byTarget.count < Self.maxHosts || byTarget[target.key] != nil { byTarget[target.key, default: []].insert(key) }
                 inst.srvSource = src
                 if inst.ptrExpiry == nil && inst.srvExpiry == nil && inst.txtExpiry == nil { announcedNow.insert(key) }
@@ -298,7 +313,8 @@ final class DiscoveryTracker {
                 instances[key] = inst
                 touched.append(key)
             case DNSType.txt:
-                guard case .txt(let raw) = r.data, let (key, iname) = instanceKey(r.name) else { continue }
+                guard case .txt(let raw) = r.data, let iname = DNSSD.instanceName(r.name) else { continue }
+                let key = keys[ri]
                 var inst = ensureInstance(key, iname, fullName: r.name.text, t: t, input)
                 if r.ttl == 0 {
                     if goodbyes[key] == nil && instances[key] != nil && inst.srvExpiry == nil && inst.ptrExpiry == nil {
@@ -307,12 +323,19 @@ final class DiscoveryTracker {
                     continue
                 }
                 if inst.state != .alive { revive(&inst) }
-                let txt = DNSSD.TXTRecord(raw)
                 if inst.ptrExpiry == nil && inst.srvExpiry == nil && inst.txtExpiry == nil { announcedNow.insert(key) }
-                if let old = inst.txt, old.strings != txt.strings {
-                    txtChanged[key] = changedKeys(old, txt)
+                // Refreshes repeat the same bytes: only read the record when they changed.
+                if inst.txtRaw != raw {
+                    let txt = DNSSD.TXTRecord(raw)
+                    if let old = inst.txt, old.strings != txt.strings {
+                        txtChanged[key] = changedKeys(old, txt)
+                    } else if inst.txt == nil, !announcedNow.contains(key) {
+                        // Announced without TXT earlier (PTR/SRV only): its TXT arriving now is news too.
+                        txtChanged[key] = txt.keys
+                    }
+                    inst.txt = txt
+                    inst.txtRaw = raw
                 }
-                inst.txt = txt
                 inst.txtExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
                 touch(&inst, t, src, input)
                 instances[key] = inst
@@ -331,10 +354,9 @@ final class DiscoveryTracker {
             teach(inst, src: src, ctx)
             if announcedNow.contains(key) {
                 var a = attrs(inst)
-                a["records"] = recordTypes(records, key)
-                if let r = records.first(where: { $0.name.key == key || ($0.type == DNSType.ptr && ptrTargetKey($0) == key) }) {
-                    a["ttl"] = "\(r.ttl)"
-                }
+                let (types, ttl) = recordTypes(records, keys, key)
+                a["records"] = types
+                if let ttl { a["ttl"] = "\(ttl)" }
                 ctx.event(.announced, from: hint(inst, src), attrs: a)
                 checkNameConflict(inst, ctx)
             } else if let changed = txtChanged[key] {
@@ -343,19 +365,7 @@ final class DiscoveryTracker {
                 ctx.event(.updated, from: hint(inst, src), attrs: a)
                 checkNameConflict(inst, ctx)
             }
-            if let srv = inst.srv {
-                let addrs = addresses(of: srv.target, t: t)
-                if !addrs.isEmpty {
-                    let sig = "\(srv.target.key)|\(srv.port)|" + addrs.map(\.description).joined(separator: ",")
-                    if sig != inst.resolvedSignature {
-                        inst.resolvedSignature = sig
-                        instances[key] = inst
-                        var a = attrs(inst)
-                        a["endpoints"] = addrs.map { Endpoint($0, srv.port).description }.joined(separator: ",")
-                        ctx.event(.resolved, from: hint(inst, src), attrs: a)
-                    }
-                }
-            }
+            resolve(&inst, t: t, src: src, ctx)
             if let d = inst.deadline { nextDeadline = min(nextDeadline, d) }
         }
         for (key, (inst, record)) in goodbyes.sorted(by: { $0.key < $1.key }) {
@@ -373,7 +383,7 @@ final class DiscoveryTracker {
             ctx.event(.goodbye, from: hint(i, src), attrs: a)
         }
         // SRV targets whose addresses arrive in a later packet than the SRV.
-        resolveLate(records, skip: seen, t: t, src: src, ctx)
+        if hasAddresses && !byTarget.isEmpty { resolveLate(records, keys, skip: seen, t: t, src: src, ctx) }
     }
 
     private func ptrTargetKey(_ r: DNSRecord) -> String? {
@@ -381,34 +391,46 @@ final class DiscoveryTracker {
         return nil
     }
 
-    private func recordTypes(_ records: [DNSRecord], _ key: String) -> String {
+    /// The record types in the packet that concern instance `key`, and the TTL of the first.
+    private func recordTypes(_ records: [DNSRecord], _ keys: [String], _ key: String) -> (String, UInt32?) {
         var out: [String] = []
-        for r in records where r.name.key == key || (r.type == DNSType.ptr && ptrTargetKey(r) == key) {
+        var ttl: UInt32? = nil
+        for (i, r) in records.enumerated() where keys[i] == key || (r.type == DNSType.ptr && ptrTargetKey(r) == key) {
             let m = DNSType.mnemonic(r.type)
             if !out.contains(m) { out.append(m) }
+            if ttl == nil { ttl = r.ttl }
         }
-        return out.joined(separator: ",")
+        return (out.joined(separator: ","), ttl)
+    }
+
+    /// Emits `resolved` when the instance's SRV target has addresses not reported before.
+    private func resolve(_ inst: inout Instance, t: Nanos, src: IPAddress?, _ ctx: PluginContext) {
+        guard let srv = inst.srv else { return }
+        let addrs = addresses(of: srv.target, t: t)
+        let endpoints = addrs.map { Endpoint($0, srv.port) }
+        guard endpoints.contains(where: { !inst.reportedEndpoints.contains($0) }) else { return }
+        if inst.reportedEndpoints.count < 64 { inst.reportedEndpoints.formUnion(endpoints) }
+        instances[inst.key] = inst
+        teach(inst, src: nil, ctx)
+        var a = attrs(inst)
+        a["endpoints"] = endpoints.map(\.description).joined(separator: ",")
+        ctx.event(.resolved, from: hint(inst, src), attrs: a)
     }
 
     /// A packet with only address records: tell instances whose SRV points at those hosts.
-    private func resolveLate(_ records: [DNSRecord], skip: Set<String>, t: Nanos, src: IPAddress?, _ ctx: PluginContext) {
+    private func resolveLate(_ records: [DNSRecord], _ rkeys: [String], skip: Set<String>, t: Nanos, src: IPAddress?,
+                             _ ctx: PluginContext) {
         var hostKeys: Set<String> = []
-        for r in records where (r.type == DNSType.a || r.type == DNSType.aaaa) && r.ttl > 0 { hostKeys.insert(r.name.key) }
+        for (i, r) in records.enumerated() where (r.type == DNSType.a || r.type == DNSType.aaaa) && r.ttl > 0 {
+            hostKeys.insert(rkeys[i])
+        }
         guard !hostKeys.isEmpty else { return }
         var keys: Set<String> = []
         for h in hostKeys { keys.formUnion(byTarget[h] ?? []) }
         for key in keys.sorted() where !skip.contains(key) {
             guard var inst = instances[key], inst.state == .alive, let srv = inst.srv, hostKeys.contains(srv.target.key)
             else { continue }
-            let addrs = addresses(of: srv.target, t: t)
-            let sig = "\(srv.target.key)|\(srv.port)|" + addrs.map(\.description).joined(separator: ",")
-            guard !addrs.isEmpty, sig != inst.resolvedSignature else { continue }
-            inst.resolvedSignature = sig
-            instances[key] = inst
-            teach(inst, src: nil, ctx)
-            var a = attrs(inst)
-            a["endpoints"] = addrs.map { Endpoint($0, srv.port).description }.joined(separator: ",")
-            ctx.event(.resolved, from: hint(inst, src), attrs: a)
+            resolve(&inst, t: t, src: src, ctx)
         }
     }
 
@@ -417,7 +439,7 @@ final class DiscoveryTracker {
         inst.ptrExpiry = nil
         inst.srvExpiry = nil
         inst.txtExpiry = nil
-        inst.resolvedSignature = nil
+        inst.reportedEndpoints = []
     }
 
     private func touch(_ inst: inout Instance, _ t: Nanos, _ src: IPAddress?, _ input: PluginInput) {
@@ -451,7 +473,7 @@ final class DiscoveryTracker {
 
     func attrs(_ inst: Instance) -> [String: String] {
         var a: [String: String] = ["service": inst.name.service.description, "instance": inst.name.instance,
-                                   "name": inst.fullName]
+                                   "instanceName": inst.fullName]
         if let id = inst.peerID {
             a["peerID"] = PeerIdentity.idString(id)
             a["participantID"] = PeerIdentity.participantHex(PeerIdentity.participantID(id))
@@ -468,7 +490,7 @@ final class DiscoveryTracker {
             if inst.peerID != nil {
                 if let d = txt.displayName { a["displayName"] = d }
                 for (k, v) in txt.discoveryInfo { a["info.\(k)"] = v }
-            } else {
+            } else if !txt.strings.allSatisfy(\.isEmpty) {
                 a["txt"] = txt.strings.joined(separator: " ")
             }
         }
