@@ -88,7 +88,11 @@ public final class PluginPipeline {
         switch unit {
         case .udp(let frame, let flow, let payload):
             let input = PluginInput(frame: frame, delivery: .datagram, flow: flow, payload: payload)
-            for i in candidates(udpByPort, udpHeuristic, flow.src.port, flow.dst.port) where plugins[i].probe(input) == .accept {
+            // Hot path: no candidate list is built; port claims first (either port), then heuristics.
+            let a = udpByPort[flow.src.port], b = flow.dst.port == flow.src.port ? nil : udpByPort[flow.dst.port]
+            if let a { for i in a where plugins[i].probe(input) == .accept { run(i, input); return } }
+            if let b { for i in b where !(a?.contains(i) ?? false) && plugins[i].probe(input) == .accept { run(i, input); return } }
+            for i in udpHeuristic where !(a?.contains(i) ?? false) && !(b?.contains(i) ?? false) && plugins[i].probe(input) == .accept {
                 run(i, input)
                 return
             }
