@@ -38,8 +38,12 @@ public enum PeerscopeAnalysis {
     public static func classify(_ paths: [String]) -> (captures: [String], logs: [String]) {
         var captures: [String] = [], logs: [String] = []
         for p in paths {
-            guard let h = FileHandle(forReadingAtPath: p) else { captures.append(p); continue }
-            let head = [UInt8](h.readData(ofLength: 512))
+            // Directories, unreadable and missing paths stay captures: the capture reader names the problem.
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: p, isDirectory: &isDir), !isDir.boolValue,
+                  let h = FileHandle(forReadingAtPath: p) else { captures.append(p); continue }
+            // `read(upToCount:)` throws where `readData(ofLength:)` would trap.
+            let head = [UInt8]((try? h.read(upToCount: 512)) ?? Data())
             try? h.close()
             let magics: [[UInt8]] = [[0xD4, 0xC3, 0xB2, 0xA1], [0xA1, 0xB2, 0xC3, 0xD4], [0x4D, 0x3C, 0xB2, 0xA1],
                                      [0xA1, 0xB2, 0x3C, 0x4D], [0x0A, 0x0D, 0x0D, 0x0A], [0x1F, 0x8B]]

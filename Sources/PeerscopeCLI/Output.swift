@@ -34,7 +34,8 @@ final class OutputSink {
 
     func flush() {
         guard !buffer.isEmpty else { return }
-        handle.write(Data(buffer))
+        // The throwing write: a closed pipe (`| head`) must not trap.
+        do { try handle.write(contentsOf: Data(buffer)) } catch { exit(0) }
         buffer.removeAll(keepingCapacity: true)
     }
 
