@@ -82,6 +82,19 @@ struct AnalysisArguments: ParsableArguments {
         return c
     }
 
+    func requireInputs(_ files: [String]) throws {
+        if files.isEmpty && logs.isEmpty { throw ValidationError("give at least one capture file or --log file") }
+    }
+
+    /// Runs the analysis of `files` (and --log files); unreadable input becomes exit status 3.
+    func analyze(_ files: [String]) throws -> Analysis {
+        do {
+            return try PeerscopeAnalysis.analyze(try analysisOptions(files: files))
+        } catch let e as InputError {
+            throw CommandFailure(message: e.description, status: ExitStatus.input)
+        }
+    }
+
     /// Options for `files` given on the command line: text files among them are taken as logs.
     func analysisOptions(files: [String]) throws -> AnalysisOptions {
         let (captures, autoLogs) = PeerscopeAnalysis.classify(files)

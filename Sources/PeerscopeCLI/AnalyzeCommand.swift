@@ -36,17 +36,10 @@ struct Analyze: ParsableCommand {
     @OptionGroup var analysis: AnalysisArguments
     @OptionGroup var report: ReportArguments
 
-    func validate() throws {
-        if files.isEmpty && analysis.logs.isEmpty { throw ValidationError("give at least one capture file or --log file") }
-    }
+    func validate() throws { try analysis.requireInputs(files) }
 
     func run() throws {
-        let result: Analysis
-        do {
-            result = try PeerscopeAnalysis.analyze(try analysis.analysisOptions(files: files))
-        } catch let e as InputError {
-            throw CommandFailure(message: e.description, status: ExitStatus.input)
-        }
+        let result = try analysis.analyze(files)
         try report.write(result.report)
         reportSideNotes(result, showUnknown: analysis.showUnknown)
         if !result.report.complete { throw ExitCode(ExitStatus.input) }
@@ -88,17 +81,10 @@ struct Check: ParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("Write the report to this file instead of standard output.", valueName: "file"))
     var output: String?
 
-    func validate() throws {
-        if files.isEmpty && analysis.logs.isEmpty { throw ValidationError("give at least one capture file or --log file") }
-    }
+    func validate() throws { try analysis.requireInputs(files) }
 
     func run() throws {
-        let result: Analysis
-        do {
-            result = try PeerscopeAnalysis.analyze(try analysis.analysisOptions(files: files))
-        } catch let e as InputError {
-            throw CommandFailure(message: e.description, status: ExitStatus.input)
-        }
+        let result = try analysis.analyze(files)
         var args = ReportArguments()
         args.format = format
         args.output = output
