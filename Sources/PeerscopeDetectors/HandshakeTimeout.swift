@@ -98,7 +98,7 @@ public struct HandshakeTimeoutDetector: Detector {
             let waited = e.t &- p.start
             if waited > limit {
                 out.append(input.finding(
-                    HandshakeTimeoutDetector.kind, .warning, peer: p.responder, t: p.start,
+                    HandshakeTimeoutDetector.kind, .warning, peer: p.responder, t: fireTime(p, limit),
                     "\(p.phase.what) from \(input.label(p.requester)) to \(input.label(p.responder)) answered only after \(CaptureTime.duration(waited)) (timeout \(secondsText(Double(limit) / 1e9)))",
                     evidence: p.evidence + [e.evidence], key: key(p),
                     details: details(p, waited: waited, limit: limit, outcome: "late")))
@@ -159,7 +159,7 @@ public struct HandshakeTimeoutDetector: Detector {
                 let waited = sEnd &- p.start
                 guard waited > limit else { continue }
                 out.append(input.finding(
-                    HandshakeTimeoutDetector.kind, .error, peer: p.responder, t: p.start,
+                    HandshakeTimeoutDetector.kind, .error, peer: p.responder, t: fireTime(p, limit),
                     "\(p.phase.what) from \(input.label(p.requester)) to \(input.label(p.responder)) not answered within \(secondsText(Double(limit) / 1e9)); session ended (\(inst?.endReason ?? "ended")) after \(CaptureTime.duration(waited))",
                     evidence: p.evidence + (inst?.endEvidence.map { [$0] } ?? []), key: key(p),
                     details: details(p, waited: waited, limit: limit, outcome: "unanswered")))
@@ -167,7 +167,7 @@ public struct HandshakeTimeoutDetector: Detector {
                 let waited = input.end &- p.start
                 if waited > limit {
                     out.append(input.finding(
-                        HandshakeTimeoutDetector.kind, .error, peer: p.responder, t: p.start,
+                        HandshakeTimeoutDetector.kind, .error, peer: p.responder, t: fireTime(p, limit),
                         "\(p.phase.what) from \(input.label(p.requester)) to \(input.label(p.responder)) not answered within \(secondsText(Double(limit) / 1e9)) (still open at end of input, \(CaptureTime.duration(waited)))",
                         evidence: p.evidence, key: key(p),
                         details: details(p, waited: waited, limit: limit, outcome: "unanswered"), openAtEnd: true))
@@ -183,12 +183,16 @@ public struct HandshakeTimeoutDetector: Detector {
         return out
     }
 
+    /// A timeout is stamped when its timer fires (start + threshold, on capture time), as the app's
+    /// own timer would; when the phase began is in `details["since"]`.
+    private func fireTime(_ p: Pending, _ limit: Nanos) -> Nanos { p.start.addingReportingOverflow(limit).overflow ? p.start : p.start &+ limit }
+
     private func key(_ p: Pending) -> String { "\(HandshakeTimeoutDetector.kind)|\(p.phase.rawValue)|\(p.session)" }
 
     private func details(_ p: Pending, waited: Nanos, limit: Nanos, outcome: String) -> [String: String] {
         ["phase": p.phase.rawValue, "waited": secondsText(Double(waited / 1_000_000) / 1000),
          "threshold": secondsText(Double(limit) / 1e9), "outcome": outcome, "requests": String(p.count),
-         "session": String(p.session.number)]
+         "session": String(p.session.number), "since": CaptureTime.iso8601(p.start)]
     }
 
     /// The phase a log timeout line is about, or nil when it is not a handshake timeout.

@@ -157,12 +157,13 @@ public struct KeepaliveTimeoutDetector: Detector {
         if let s = g.startEvidence { ev.append(s) }
         if let e = g.endEvidence { ev.append(e) } else if !g.recovered, let e = inst.endEvidence, ended { ev.append(e) }
         return input.finding(
-            KeepaliveTimeoutDetector.kind, severity, peer: d.from, t: g.start,
+            KeepaliveTimeoutDetector.kind, severity, peer: d.from, t: g.start.addingReportingOverflow(limit).overflow ? g.start : g.start &+ limit,
             "\(input.label(d.from)) \(what)\(tail)", evidence: ev,
             key: "\(KeepaliveTimeoutDetector.kind)|\(level)|\(inst.key)|\(d.from)|\(g.start)",
             details: ["level": level, "direction": "\(input.label(d.from)) -> \(input.label(d.to))",
                       "silent": secondsText(Double((g.end &- g.start) / 1_000_000) / 1000),
                       "threshold": secondsText(Double(limit) / 1e9), "session": String(inst.number),
+                      "since": CaptureTime.iso8601(g.start),
                       "outcome": g.recovered ? "recovered" : (ended ? "session-ended" : "open")],
             openAtEnd: openAtEnd)
     }

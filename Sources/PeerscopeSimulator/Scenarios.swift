@@ -411,6 +411,9 @@ enum Scenarios {
                         detail: "two devices advertise the display name \"\(second.name)\" (\(first.peer.idString), \(second.peer.idString)); "
                             + "\(host.name), already connected to the first, declines the second one's invitation (MCNearbyServiceAcceptInviteKey = false)")
         f.evidence.append("log:\(host.slug)")
-        return [f]
+        // Seen from the network, the same display name is advertised under two peer IDs at once.
+        let dup = finding("duplicate-connection", peer: second, observer: host, time: w.at(3.0), tolerance: 2,
+                          detail: "display name \"\(second.name)\" is advertised by \(first.peer.idString) and \(second.peer.idString) at once")
+        return [f, dup]
     }
 }

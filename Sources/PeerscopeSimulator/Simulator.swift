@@ -128,7 +128,7 @@ public enum Simulator {
                      peerRange: nil, alwaysEncrypted: false),
         ScenarioInfo(name: "declined-invitation", summary: "The invitee's user declines: the Response carries MCNearbyServiceAcceptInviteKey = false and no connection data.",
                      peerRange: nil, alwaysEncrypted: false),
-        ScenarioInfo(name: "identity-collision", summary: "Two devices named \"Alice's iPhone\" with different peer IDs; the second one's invitation is declined.",
+        ScenarioInfo(name: "identity-collision", summary: "Two devices named \"Alice's iPhone\" with different peer IDs at once (a duplicate identity); the second one's invitation is declined.",
                      peerRange: nil, alwaysEncrypted: false),
     ]
 

@@ -51,8 +51,9 @@ final class ScenarioTests: XCTestCase {
             compared += 1
         }
         XCTAssertGreaterThanOrEqual(compared, Simulator.scenarios.count * 3)
-        // Nothing stale: every committed file but the README is one the simulator writes.
-        let committed = fm.enumerator(atPath: samples.path)?.compactMap { $0 as? String } ?? []
+        // Nothing stale: every committed file but the README is one the simulator writes. The golden
+        // report baselines in Samples/expected/ are written by the golden tests, not the simulator.
+        let committed = (fm.enumerator(atPath: samples.path)?.compactMap { $0 as? String } ?? []).filter { !$0.hasPrefix("expected/") }
         let fresh = Set(files)
         for rel in committed where rel != "README.md" && (rel.hasSuffix(".pcapng") || rel.hasSuffix(".json") || rel.hasSuffix(".log")) {
             XCTAssertTrue(fresh.contains(rel), "Samples/\(rel) is not written by the simulator any more")
@@ -129,7 +130,10 @@ final class ScenarioTests: XCTestCase {
         let fd = try XCTUnwrap(dup.findings.first)
         XCTAssertTrue(try observerLog(dup, fd).contains("Ignoring duplicate connection from \(fd.peer)"))
         let col = try Simulator.run("identity-collision")
-        let fc = try XCTUnwrap(col.findings.first)
+        let fc = try XCTUnwrap(col.findings.first { $0.kind == "declined-invitation" })
+        let fdup = try XCTUnwrap(col.findings.first { $0.kind == "duplicate-connection" }, "one name, two peer IDs")
+        XCTAssertEqual(fdup.peer, fc.observer)
+        XCTAssertNotEqual(fdup.peerIdString, col.devices.first { $0.name == fc.observer }?.idString, "the later of the two")
         XCTAssertTrue(try observerLog(col, fc).contains("Handle declined invitation from peer with peerID [\(fc.peer),\(fc.participant)]."))
         let decliner = try XCTUnwrap(col.logs.first { $0.device == fc.peer })
         XCTAssertTrue(decliner.text.contains("Invitation declined (accept=0, session=(null))."))
