@@ -57,11 +57,20 @@ public enum PeerscopeAnalysis {
         return (captures, logs)
     }
 
+    /// The engine settings for an analysis: steady traffic is coalesced only within gaps shorter than
+    /// any silence the keep-alive detector is configured to find.
+    public static func engineOptions(_ options: AnalysisOptions) -> EngineOptions {
+        var e = options.engine
+        let limits = [options.detectors.nanos("keepalive-timeout.app"), options.detectors.nanos("keepalive-timeout.session")]
+        for l in limits where l > 0 { e.coalesceGap = min(e.coalesceGap, l) }
+        return e
+    }
+
     /// Captures and logs through the whole pipeline into one report. Inputs that cannot be read are
     /// reported (`report.inputProblems`, `complete == false`) and the rest still analysed; it throws
     /// only when no input at all can be read.
     public static func analyze(_ options: AnalysisOptions) throws(InputError) -> Analysis {
-        let engine = Engine(options: options.engine)
+        let engine = Engine(options: engineOptions(options))
         var run: RunResult
         if options.captures.isEmpty {
             engine.finish()

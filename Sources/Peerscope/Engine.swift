@@ -15,10 +15,15 @@ public struct EngineOptions {
     public var diagnosticsKeptPerID: Int
     /// How often plugins and flow tables see capture time move on.
     public var tickInterval: Nanos
+    /// Steady traffic repeating on a flow within this gap is kept as one event (see `EventCoalescer`);
+    /// 0 keeps every event. Analysis sets it no longer than the shortest silence its detectors judge.
+    public var coalesceGap: Nanos
 
     public init(decode: DecodeOptions = DecodeOptions(), packets: PacketOptions = PacketOptions(),
                 plugins: [any DecoderPlugin.Type] = PluginRegistry.decoders, collectEvents: Bool = true,
-                diagnosticsKeptPerID: Int = 50, tickInterval: Nanos = CaptureTime.second) {
+                diagnosticsKeptPerID: Int = 50, tickInterval: Nanos = CaptureTime.second,
+                coalesceGap: Nanos = 5 * CaptureTime.second) {
+        self.coalesceGap = coalesceGap
         self.decode = decode
         self.packets = packets
         self.plugins = plugins
@@ -43,6 +48,9 @@ public final class Engine {
     /// Every diagnostic counted by id.
     public private(set) var diagnosticCounts: [String: Int] = [:]
     public private(set) var events: [PeerEvent] = []
+    private var coalescer: EventCoalescer
+    /// Occurrences folded into earlier events by the coalescer.
+    public var foldedEvents: Int { coalescer.folded }
 
     private var lastTick: Nanos?
     private var lastT: Nanos = 0
@@ -51,13 +59,14 @@ public final class Engine {
 
     public init(options: EngineOptions = EngineOptions(), onMessage: @escaping (DecodedMessage) -> Void = { _ in }) {
         self.options = options
+        coalescer = EventCoalescer(gap: options.coalesceGap)
         context = PluginContext(directory: PeerDirectory(), options: options.decode)
         pipeline = PluginPipeline(plugins: options.plugins, context: context)
         packets = PacketDecoder(options: options.packets)
         context.onMessage = onMessage
         context.onDiagnostic = { [unowned self] d in self.record(d) }
         if options.collectEvents {
-            context.onEvent = { [unowned self] e in self.events.append(e) }
+            context.onEvent = { [unowned self] e in self.coalescer.add(e, to: &self.events) }
         }
     }
 
@@ -92,6 +101,7 @@ public final class Engine {
         lastTick = t
         packets.advance(to: t, { [pipeline] unit in pipeline.process(unit) })
         pipeline.tick(t)
+        coalescer.prune(at: t, events: events)
     }
 
     /// End of input: flush flows and plugin timers at the last capture time.

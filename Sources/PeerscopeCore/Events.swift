@@ -133,6 +133,13 @@ public struct PeerEvent: Sendable, Hashable {
     public var source: String
     /// Details, small and never message contents unless the run asked for payloads.
     public var attrs: [String: String]
+    /// How many occurrences this event stands for: steady traffic (keep-alives, heartbeats, data)
+    /// repeating on one flow is kept as one event spanning `t ... lastT` (see `EventCoalescer`).
+    public var count: Int = 1
+    /// Time of the last occurrence (`t` for a single event).
+    public var lastT: Nanos
+    /// Evidence of the last occurrence, when `count > 1`.
+    public var lastEvidence: Evidence?
 
     public init(kind: EventKind, t: Nanos, evidence: Evidence, from: PeerHint = .unknown, to: PeerHint = .unknown,
                 flow: FlowKey? = nil, source: String, attrs: [String: String] = [:]) {
@@ -144,6 +151,76 @@ public struct PeerEvent: Sendable, Hashable {
         self.flow = flow
         self.source = source
         self.attrs = attrs
+        self.lastT = t
+    }
+
+    /// Both ends of a coalesced run (one item for a single event).
+    public var occurrences: [(t: Nanos, evidence: Evidence)] {
+        guard count > 1, let last = lastEvidence else { return [(t, evidence)] }
+        return [(t, evidence), (lastT, last)]
+    }
+}
+
+/// Keeps steady traffic compact: an event of a steady kind (app keep-alive, GCK heartbeat and data,
+/// DTLS application data) that repeats with the same kind, source, flow and peer hints no more than
+/// `gap` after the previous one is folded into it (count and last time), so a long healthy session
+/// costs a few events instead of one per packet. Gaps longer than `gap` (choose it no longer than
+/// the shortest silence a detector looks for) start a new event, and any other event on the same
+/// flow (either direction) closes the flow's runs, so state changes are never hidden inside a run.
+public struct EventCoalescer {
+    public static let steadyKinds: Set<EventKind> = [.appKeepAlive, .gckHeartbeat, .gckData, .dtlsApplicationData]
+
+    private struct Signature: Hashable {
+        var kind: EventKind
+        var source: String
+        var flow: FlowKey
+        var from: PeerHint
+        var to: PeerHint
+    }
+
+    public let gap: Nanos
+    /// Open runs: signature -> index of the run's event in the caller's list.
+    private var open: [Signature: Int] = [:]
+    private var byFlow: [FlowKey: [Signature]] = [:]
+    public private(set) var folded: Int = 0
+
+    public init(gap: Nanos) { self.gap = gap }
+
+    /// Adds `e` to `events`, folding it into an open run when it continues one.
+    public mutating func add(_ e: PeerEvent, to events: inout [PeerEvent]) {
+        guard gap > 0, let flow = e.flow else { events.append(e); return }
+        let canon = flow.canonical
+        guard EventCoalescer.steadyKinds.contains(e.kind) else {
+            if let sigs = byFlow.removeValue(forKey: canon) { for s in sigs { open.removeValue(forKey: s) } }
+            events.append(e)
+            return
+        }
+        let sig = Signature(kind: e.kind, source: e.source, flow: flow, from: e.from, to: e.to)
+        if let i = open[sig], i < events.count, e.t >= events[i].lastT, e.t &- events[i].lastT <= gap {
+            events[i].count &+= 1
+            events[i].lastT = e.t
+            events[i].lastEvidence = e.evidence
+            folded &+= 1
+            return
+        }
+        events.append(e)
+        if open.updateValue(events.count - 1, forKey: sig) == nil { byFlow[canon, default: []].append(sig) }
+    }
+
+    /// Forgets runs that can no longer continue at capture time `t` (keeps the table to active flows).
+    public mutating func prune(at t: Nanos, events: [PeerEvent]) {
+        guard !open.isEmpty else { return }
+        var dead: [Signature] = []
+        for (sig, i) in open where i >= events.count || t &- events[i].lastT > gap { dead.append(sig) }
+        guard !dead.isEmpty else { return }
+        for s in dead {
+            open.removeValue(forKey: s)
+            let canon = s.flow.canonical
+            if var list = byFlow[canon] {
+                list.removeAll { $0 == s }
+                byFlow[canon] = list.isEmpty ? nil : list
+            }
+        }
     }
 }
 

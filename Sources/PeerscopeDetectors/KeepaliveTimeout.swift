@@ -55,8 +55,8 @@ public struct KeepaliveTimeoutDetector: Detector {
 
     public func run(_ input: DetectorInput) -> [Finding] {
         var out: [Finding] = []
-        var appTimes: [Direction: [(Nanos, Evidence)]] = [:]
-        var packetTimes: [Direction: [(Nanos, Evidence)]] = [:]
+        var appTimes: [Direction: [Span]] = [:]
+        var packetTimes: [Direction: [Span]] = [:]
         var keepAliveStart: [SessionKey: Nanos] = [:]
         var kaSeen: Set<Direction> = []
 
@@ -65,14 +65,14 @@ public struct KeepaliveTimeoutDetector: Detector {
             guard let s = e.session, let from = e.from, let to = e.to else { continue }
             let d = Direction(session: s, from: from, to: to)
             if KeepaliveTimeoutDetector.appKinds.contains(e.kind) {
-                appTimes[d, default: []].append((e.t, e.evidence))
+                appTimes[d, default: []].append(Span(e.event))
                 if e.kind == .appKeepAlive {
                     if keepAliveStart[s] == nil { keepAliveStart[s] = e.t }
                     kaSeen.insert(d)
                 }
             }
             if case .frame = e.evidence, KeepaliveTimeoutDetector.sessionFamilies.contains(where: { e.kind.isIn($0) }) {
-                packetTimes[d, default: []].append((e.t, e.evidence))
+                packetTimes[d, default: []].append(Span(e.event))
             }
         }
 
@@ -106,6 +106,21 @@ public struct KeepaliveTimeoutDetector: Detector {
         return out
     }
 
+    /// One event, or a coalesced run of them, in one direction.
+    private struct Span {
+        var t: Nanos
+        var lastT: Nanos
+        var evidence: Evidence
+        var lastEvidence: Evidence
+
+        init(_ e: PeerEvent) {
+            t = e.t
+            lastT = max(e.t, e.lastT)
+            evidence = e.evidence
+            lastEvidence = e.lastEvidence ?? e.evidence
+        }
+    }
+
     private struct Silence {
         var start: Nanos
         var end: Nanos
@@ -116,18 +131,24 @@ public struct KeepaliveTimeoutDetector: Detector {
     }
 
     /// Silences longer than `limit` in one direction's times, the clock starting at `clockStart`.
-    private func gaps(_ times: [(Nanos, Evidence)], clockStart: Nanos, stop: Nanos, limit: Nanos) -> [Silence] {
+    /// Silences longer than `limit` in one direction's traffic, the clock starting at `clockStart`.
+    /// A span is one event or a coalesced run, which has no silence longer than the coalescing gap
+    /// (never longer than `limit`) inside it.
+    private func gaps(_ spans: [Span], clockStart: Nanos, stop: Nanos, limit: Nanos) -> [Silence] {
         var out: [Silence] = []
         var last = clockStart
         var lastEvidence: Evidence?
-        for (t, ev) in times {
-            if t <= clockStart { lastEvidence = ev; continue }
-            if t > stop { break }
-            if t &- last > limit {
-                out.append(Silence(start: last, end: t, startEvidence: lastEvidence, endEvidence: ev, recovered: true))
+        for s in spans {
+            if s.lastT <= clockStart { lastEvidence = s.lastEvidence; continue }
+            if s.t > stop { break }
+            if s.t > last, s.t &- last > limit {
+                out.append(Silence(start: last, end: s.t, startEvidence: lastEvidence, endEvidence: s.evidence, recovered: true))
             }
-            last = t
-            lastEvidence = ev
+            let end = min(s.lastT, stop)
+            if end >= last {
+                last = end
+                lastEvidence = end == s.lastT ? s.lastEvidence : s.evidence
+            }
         }
         if stop &- last > limit {
             out.append(Silence(start: last, end: stop, startEvidence: lastEvidence, endEvidence: nil, recovered: false))

@@ -30,7 +30,8 @@
 ///
 /// Compression, as Zeek does: a control letter is written once per consecutive run (`IIII` -> `I`).
 /// Traffic letters (`Q J E O K B D`, either case) are written the 1st, 10th, 100th, ... time they
-/// occur since the last control letter, so `KkKk` means at least ten keep-alives each way.
+/// occur since the last control letter, so `KkKk` means at least ten keep-alives each way. Steady
+/// traffic coalesced by the engine (`EventCoalescer`) is counted where its run begins.
 public struct HistoryBuilder: Sendable, Hashable {
     public private(set) var text: String = ""
     private var counts: [Character: Int] = [:]
@@ -64,14 +65,24 @@ public struct HistoryBuilder: Sendable, Hashable {
     }
 
     /// Adds `letter` in upper case when `sent` (this side sent it), lower case otherwise.
-    public mutating func add(_ letter: Character, sent: Bool) {
+    /// Adds `times` occurrences of `letter` (a coalesced run of traffic counts as all of them).
+    public mutating func add(_ letter: Character, sent: Bool, times: Int = 1) {
         let c = HistoryBuilder.cased(letter, upper: sent)
         if HistoryBuilder.isTraffic(c) {
-            let n = (counts[c] ?? 0) &+ 1
-            counts[c] = n
-            if HistoryBuilder.isPowerOfTen(n) {
-                text.append(c)
-                last = c
+            let before = counts[c] ?? 0
+            let (n, overflow) = before.addingReportingOverflow(max(1, times))
+            let after = overflow ? Int.max : n
+            counts[c] = after
+            // One letter per power of ten reached in (before, after].
+            var p = 1
+            while p <= after {
+                if p > before {
+                    text.append(c)
+                    last = c
+                }
+                let (next, o) = p.multipliedReportingOverflow(by: 10)
+                if o { break }
+                p = next
             }
         } else {
             counts.removeAll(keepingCapacity: true)

@@ -214,7 +214,7 @@ public final class TimelineBuilder {
 
     // MARK: processing
 
-    private func touch(_ r: PeerRef, _ h: PeerHint, _ t: Nanos) {
+    private func touch(_ r: PeerRef, _ h: PeerHint, _ t: Nanos, last: Nanos) {
         let w: PeerWork
         if let existing = peers[r] { w = existing } else { w = PeerWork(info: PeerInfo(ref: r)); peers[r] = w }
         if w.info.displayName == nil, let n = h.displayName, !n.isEmpty { w.info.displayName = n }
@@ -223,7 +223,7 @@ public final class TimelineBuilder {
         if let ep = h.endpoint { w.endpoints.insert(ep) }
         if case .address(let a) = r { w.addresses.insert(a) }
         if w.info.firstSeen.map({ t < $0 }) ?? true { w.info.firstSeen = t }
-        if w.info.lastSeen.map({ t > $0 }) ?? true { w.info.lastSeen = t }
+        if w.info.lastSeen.map({ last > $0 }) ?? true { w.info.lastSeen = max(t, last) }
     }
 
     private func process(_ e: PeerEvent, _ resolver: PeerResolver) -> ResolvedEvent {
@@ -235,8 +235,8 @@ public final class TimelineBuilder {
             to = nil
         }
         if from == to { to = nil }
-        if let f = from { touch(f, e.from, e.t) }
-        if let t = to { touch(t, e.to, e.t) }
+        if let f = from { touch(f, e.from, e.t, last: e.lastT) }
+        if let t = to { touch(t, e.to, e.t, last: e.lastT) }
         var (state, letter) = TimelineMapping.classify(e)
 
         var sessionKey: SessionKey?
@@ -266,24 +266,31 @@ public final class TimelineBuilder {
     private func addEntry(_ r: PeerRef, _ e: PeerEvent, state: TimelineState, letter: Character?, sent: Bool,
                           counterpart: PeerRef?, session: SessionKey?) {
         guard let w = peers[r] else { return }
-        if let letter { w.history.add(letter, sent: sent) }
+        if let letter { w.history.add(letter, sent: sent, times: e.count) }
         if let s = session, w.sessions.last != s, w.sessionSet.insert(s).inserted { w.sessions.append(s) }
         let key = RunKey(state: state, kind: e.kind, sent: sent, counterpart: counterpart, session: session)
         if state.aggregates, let i = w.runs[key], i < w.entries.count {
-            w.entries[i].count &+= 1
-            w.entries[i].lastT = e.t
-            if w.entries[i].evidence.count < 2 { w.entries[i].evidence.append(e.evidence) } else {
-                w.entries[i].evidence[1] = e.evidence
+            w.entries[i].count &+= e.count
+            w.entries[i].lastT = e.lastT
+            let lastEvidence = e.lastEvidence ?? e.evidence
+            if w.entries[i].evidence.count < 2 { w.entries[i].evidence.append(lastEvidence) } else {
+                w.entries[i].evidence[1] = lastEvidence
             }
         } else {
             if !state.aggregates {
                 // A control entry ends the runs with the same counterpart.
                 w.runs = w.runs.filter { $0.key.counterpart != counterpart }
             }
-            w.entries.append(TimelineEntry(t: e.t, state: state, kind: e.kind, sent: sent, counterpart: counterpart,
-                                           session: session, evidence: [e.evidence], source: e.source,
-                                           detail: e.attrs.isEmpty ? "" : TimelineMapping.detail(e.attrs),
-                                           letter: letter))
+            var entry = TimelineEntry(t: e.t, state: state, kind: e.kind, sent: sent, counterpart: counterpart,
+                                      session: session, evidence: [e.evidence], source: e.source,
+                                      detail: e.attrs.isEmpty ? "" : TimelineMapping.detail(e.attrs),
+                                      letter: letter)
+            if e.count > 1 {
+                entry.count = e.count
+                entry.lastT = e.lastT
+                if let last = e.lastEvidence { entry.evidence.append(last) }
+            }
+            w.entries.append(entry)
             if state.aggregates { w.runs[key] = w.entries.count - 1 }
         }
     }
@@ -358,8 +365,8 @@ public final class TimelineBuilder {
         var state = s0, letter = l0
         let w = sessions[si]
         if w.instance.eventCount == 0 { w.instance.originator = from }
-        w.instance.eventCount &+= 1
-        w.instance.lastT = max(w.instance.lastT, e.t)
+        w.instance.eventCount &+= e.count
+        w.instance.lastT = max(w.instance.lastT, e.lastT)
         if e.kind.isIn("dtls") { w.instance.encrypted = true }
         if e.kind == .dtlsHandshake || e.kind == .dtlsChangeCipherSpec || e.kind == .dtlsEstablished { w.dtlsStarted = true }
         if TimelineBuilder.gckKinds.contains(e.kind) {
@@ -378,7 +385,7 @@ public final class TimelineBuilder {
             w.instance.established = e.t
         }
         if TimelineBuilder.establishing.contains(state), w.instance.established == nil { w.instance.established = e.t }
-        if let letter { w.history.add(letter, sent: from == w.instance.originator) }
+        if let letter { w.history.add(letter, sent: from == w.instance.originator, times: e.count) }
         if state != .other { milestone(si, state, e, by: from) }
 
         switch e.kind {

@@ -19,7 +19,8 @@ final class HandshakeTimeoutTests: XCTestCase {
         XCTAssertEqual(x.severity, .error)
         XCTAssertTrue(x.openAtEnd)
         XCTAssertEqual(x.details["phase"], "ice")
-        XCTAssertEqual(x.t, Script.at(0))
+        XCTAssertEqual(x.t, Script.at(10), "stamped when the 10 s timer fires")
+        XCTAssertEqual(x.details["since"], CaptureTime.iso8601(Script.at(0)), "when the checks began")
         XCTAssertEqual(x.evidence.count, 3)
         XCTAssertTrue(x.message.contains("ICE"))
     }
@@ -155,7 +156,8 @@ final class KeepaliveTimeoutTests: XCTestCase {
         XCTAssertEqual(x.severity, .error)
         XCTAssertTrue(x.openAtEnd)
         XCTAssertEqual(x.details["level"], "app")
-        XCTAssertEqual(x.t, Script.at(29))
+        XCTAssertEqual(x.t, Script.at(35), "last keep-alive at 29 s + the 6 s timeout")
+        XCTAssertEqual(x.details["since"], CaptureTime.iso8601(Script.at(29)))
         XCTAssertEqual(x.details["direction"], "Alice -> Bob")
     }
 
@@ -207,6 +209,35 @@ final class KeepaliveTimeoutTests: XCTestCase {
 
         let quiet = DetectorConfig(values: ["keepalive-timeout.session": 50])
         XCTAssertTrue(s.findings(end: 60, config: quiet).of("keepalive-timeout").isEmpty)
+    }
+
+    /// Steady traffic reaches the detector coalesced (as the engine keeps it): a run has no silence
+    /// inside, so only the gaps between runs and after the last one count.
+    func testCoalescedRunsAreContinuousTraffic() throws {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        s.repeating(.appKeepAlive, from: 1, to: 21, every: 2, A, B)     // 1 ... 19
+        s.repeating(.appKeepAlive, from: 28, to: 40, every: 2, A, B)    // silent 19 -> 28
+        s.repeating(.appKeepAlive, from: 1.5, to: 40, every: 2, B, A)
+        let plain = s.findings(end: 40).of("keepalive-timeout")
+        var coalescer = EventCoalescer(gap: 5 * CaptureTime.second)
+        var folded: [PeerEvent] = []
+        let flowAB = FlowKey(.udp, Endpoint(.v4(1), 16402), Endpoint(.v4(2), 16402))
+        for var e in s.events {
+            if e.kind == .appKeepAlive { e.flow = e.from == A ? flowAB : flowAB.reversed }
+            coalescer.add(e, to: &folded)
+        }
+        XCTAssertEqual(folded.filter { $0.kind == .appKeepAlive }.count, 3, "A's two runs and B's one")
+        let b = TimelineBuilder(directory: s.directory)
+        b.add(contentsOf: folded)
+        let f = DetectorSuite.run(timelines: b.finish(at: Script.at(40)), config: .defaults, end: Script.at(40))
+            .of("keepalive-timeout")
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.map(\.t), plain.map(\.t), "the same finding as from every keep-alive")
+        let x = try XCTUnwrap(f.first)
+        XCTAssertEqual(x.peer, "Alice")
+        XCTAssertEqual(x.details["since"], CaptureTime.iso8601(Script.at(19)))
+        XCTAssertEqual(x.details["silent"], "9s")
     }
 
     func testHeartbeatTimeoutLogLine() {

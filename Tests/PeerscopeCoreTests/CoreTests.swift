@@ -132,3 +132,64 @@ final class JSONTests: XCTestCase {
         XCTAssertThrowsError(try JSONParser.parse("\"abc"))
     }
 }
+
+final class EventCoalescerTests: XCTestCase {
+    let a = PeerHint(peerID: 1), b = PeerHint(peerID: 2)
+    let flow = FlowKey(.udp, Endpoint(.v4(1), 16402), Endpoint(.v4(2), 16401))
+    var frame: UInt64 = 0
+
+    func event(_ kind: EventKind, _ s: Double, from: PeerHint, to: PeerHint, flow: FlowKey?) -> PeerEvent {
+        frame += 1
+        return PeerEvent(kind: kind, t: CaptureTime.nanos(seconds: s), evidence: .frame(input: 0, frame: frame),
+                         from: from, to: to, flow: flow, source: "test")
+    }
+
+    func testSteadyRunsFoldUntilAGapOrAnotherEventOnTheFlow() throws {
+        var c = EventCoalescer(gap: 5 * CaptureTime.second)
+        var out: [PeerEvent] = []
+        for i in 0 ..< 10 { c.add(event(.appKeepAlive, Double(i) * 2, from: a, to: b, flow: flow), to: &out) }
+        XCTAssertEqual(out.count, 1)
+        XCTAssertEqual(out[0].count, 10)
+        XCTAssertEqual(out[0].t, 0)
+        XCTAssertEqual(out[0].lastT, CaptureTime.nanos(seconds: 18))
+        XCTAssertEqual(out[0].lastEvidence, .frame(input: 0, frame: 10))
+        XCTAssertEqual(out[0].occurrences.count, 2)
+        XCTAssertEqual(c.folded, 9)
+
+        // A gap longer than 5 s starts a new event; the other direction is its own run.
+        c.add(event(.appKeepAlive, 23.5, from: a, to: b, flow: flow), to: &out)
+        c.add(event(.appKeepAlive, 24, from: b, to: a, flow: flow.reversed), to: &out)
+        c.add(event(.appKeepAlive, 25, from: a, to: b, flow: flow), to: &out)
+        XCTAssertEqual(out.map(\.count), [10, 2, 1])
+
+        // Any other event on the flow (either direction) ends its runs: no state change hides in one.
+        c.add(event(.dtlsAlert, 26, from: b, to: a, flow: flow.reversed), to: &out)
+        c.add(event(.appKeepAlive, 27, from: a, to: b, flow: flow), to: &out)
+        XCTAssertEqual(out.map(\.kind), [.appKeepAlive, .appKeepAlive, .appKeepAlive, .dtlsAlert, .appKeepAlive])
+        XCTAssertEqual(out.last?.count, 1)
+    }
+
+    func testOnlySteadyKindsWithAFlowFoldAndGapZeroKeepsAll() {
+        var c = EventCoalescer(gap: 5 * CaptureTime.second)
+        var out: [PeerEvent] = []
+        for i in 0 ..< 3 { c.add(event(.iceRequest, Double(i), from: a, to: b, flow: flow), to: &out) }
+        for i in 0 ..< 3 { c.add(event(.appKeepAlive, Double(i), from: a, to: b, flow: nil), to: &out) }
+        XCTAssertEqual(out.count, 6, "ICE checks are counted by the handshake detector; log events have no flow")
+        var off = EventCoalescer(gap: 0)
+        var all: [PeerEvent] = []
+        for i in 0 ..< 3 { off.add(event(.gckHeartbeat, Double(i), from: a, to: b, flow: flow), to: &all) }
+        XCTAssertEqual(all.count, 3)
+    }
+
+    func testPruneForgetsIdleRuns() {
+        var c = EventCoalescer(gap: 5 * CaptureTime.second)
+        var out: [PeerEvent] = []
+        c.add(event(.gckHeartbeat, 0, from: a, to: b, flow: flow), to: &out)
+        c.prune(at: CaptureTime.nanos(seconds: 3), events: out)
+        c.add(event(.gckHeartbeat, 4, from: a, to: b, flow: flow), to: &out)
+        XCTAssertEqual(out.count, 1, "still open at 3 s")
+        c.prune(at: CaptureTime.nanos(seconds: 10), events: out)
+        c.add(event(.gckHeartbeat, 8.5, from: a, to: b, flow: flow), to: &out)
+        XCTAssertEqual(out.count, 2, "pruned at 10 s: a late arrival starts a new event")
+    }
+}
