@@ -144,7 +144,12 @@ struct ReportArguments: ParsableArguments {
 
     func write(_ report: Report) throws {
         let out = try OutputSink(path: output)
-        out.write(render(report))
+        if format == .json {
+            // Streamed: the JSON of a large capture is never one string in memory.
+            JSONReportWriter.write(report) { out.write($0) }
+        } else {
+            out.write(render(report))
+        }
         out.finish()
     }
 }

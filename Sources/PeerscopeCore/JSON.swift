@@ -77,7 +77,49 @@ public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, 
         return out
     }
 
+    /// In indented text, an array or object of scalars that fits this many characters stays on one
+    /// line (`{"input": 0, "frame": 42}`), as people write JSON by hand.
+    public static let inlineWidth = 100
+
+    private var isScalar: Bool {
+        switch self {
+        case .array, .object: false
+        default: true
+        }
+    }
+
+    /// `[1, 2]` or `{"a": 1, "b": 2}` when every member is a scalar and the line is short; nil otherwise.
+    private func inlineText() -> String? {
+        var out = ""
+        switch self {
+        case .array(let a):
+            guard a.count <= 16, a.allSatisfy(\.isScalar) else { return nil }
+            out += "["
+            for (i, v) in a.enumerated() {
+                if i > 0 { out += ", " }
+                v.write(to: &out, indent: nil, level: 0)
+            }
+            out += "]"
+        case .object(let o):
+            guard o.count <= 16, o.allSatisfy({ $0.1.isScalar }) else { return nil }
+            out += "{"
+            for (i, (k, v)) in o.enumerated() {
+                if i > 0 { out += ", " }
+                JSONValue.escape(k, into: &out)
+                out += ": "
+                v.write(to: &out, indent: nil, level: 0)
+            }
+            out += "}"
+        default: return nil
+        }
+        return out.utf8.count <= JSONValue.inlineWidth ? out : nil
+    }
+
     public func write(to out: inout String, indent: String?, level: Int) {
+        if indent != nil, !isScalar, let line = inlineText() {
+            out += line
+            return
+        }
         switch self {
         case .null: out += "null"
         case .bool(let b): out += b ? "true" : "false"

@@ -7,29 +7,85 @@ import PeerscopeTimeline
 /// (`t`) with an ISO 8601 twin (`time`) where people read them.
 public enum JSONReportWriter {
     public static func render(_ r: Report, pretty: Bool = true) -> String {
-        let v = json(r)
-        return (pretty ? v.prettyText : v.jsonText) + "\n"
+        var out = ""
+        write(r, pretty: pretty) { out += $0 }
+        return out
     }
 
-    public static func json(_ r: Report) -> JSONValue {
-        .object([
-            ("schema", .string(Report.schemaID)),
-            ("tool", .object([("name", .string(Report.toolName)), ("version", .string(r.toolVersion))])),
-            ("inputs", .array(r.inputs.map { .string($0) })),
-            ("complete", .bool(r.complete)),
-            ("inputProblems", .array(r.inputProblems.map { .string($0) })),
-            ("summary", summary(r)),
-            ("stats", stats(r.stats)),
-            ("diagnostics", diagnostics(r)),
-            ("discovery", discovery(r)),
-            ("peers", .array(r.timelines.peers.map { peer($0, r) })),
-            ("sessions", .array(r.timelines.sessions.map { session($0, r) })),
-            ("findings", .array(r.findings.map { finding($0) })),
-            ("detectors", .object([
+    /// The report's top-level members; the long lists (peers, sessions, findings) are built one
+    /// element at a time so that `write` never holds the whole document.
+    private enum Member {
+        case value(JSONValue)
+        case list(Int, (Int) -> JSONValue)
+    }
+
+    private static func members(_ r: Report) -> [(String, Member)] {
+        [
+            ("schema", .value(.string(Report.schemaID))),
+            ("tool", .value(.object([("name", .string(Report.toolName)), ("version", .string(r.toolVersion))]))),
+            ("inputs", .value(.array(r.inputs.map { .string($0) }))),
+            ("complete", .value(.bool(r.complete))),
+            ("inputProblems", .value(.array(r.inputProblems.map { .string($0) }))),
+            ("summary", .value(summary(r))),
+            ("stats", .value(stats(r.stats))),
+            ("diagnostics", .value(diagnostics(r))),
+            ("discovery", .value(discovery(r))),
+            ("peers", .list(r.timelines.peers.count) { peer(r.timelines.peers[$0], r) }),
+            ("sessions", .list(r.timelines.sessions.count) { session(r.timelines.sessions[$0], r) }),
+            ("findings", .list(r.findings.count) { finding(r.findings[$0]) }),
+            ("detectors", .value(.object([
                 ("run", .array(r.detectorsRun.map { .string($0) })),
                 ("thresholds", .object(r.thresholds.map { ($0.0, .double($0.1)) })),
-            ])),
-        ])
+            ]))),
+        ]
+    }
+
+    /// The whole document as one JSON value (for callers that want the tree; `write` streams).
+    public static func json(_ r: Report) -> JSONValue {
+        .object(members(r).map { key, m in
+            switch m {
+            case .value(let v): (key, v)
+            case .list(let n, let make): (key, .array((0 ..< n).map(make)))
+            }
+        })
+    }
+
+    /// Writes the document in pieces of about `chunk` bytes, byte for byte what `render` returns
+    /// (with its final newline): a report of thousands of peers is never one string in memory.
+    public static func write(_ r: Report, pretty: Bool = true, chunk: Int = 1 << 20, to sink: (String) -> Void) {
+        let indent: String? = pretty ? "  " : nil
+        var out = "{"
+        func flushIfFull() {
+            if out.utf8.count >= chunk {
+                sink(out)
+                out = ""
+            }
+        }
+        for (i, (key, m)) in members(r).enumerated() {
+            if i > 0 { out += "," }
+            if let indent { out += "\n" + indent }
+            JSONValue.escape(key, into: &out)
+            out += pretty ? ": " : ":"
+            switch m {
+            case .value(let v):
+                v.write(to: &out, indent: indent, level: 1)
+            case .list(let n, let make):
+                if n == 0 { out += "[]"; break }
+                out += "["
+                for j in 0 ..< n {
+                    if j > 0 { out += "," }
+                    if let indent { out += "\n" + indent + indent }
+                    make(j).write(to: &out, indent: indent, level: 2)
+                    flushIfFull()
+                }
+                if let indent { out += "\n" + indent }
+                out += "]"
+            }
+            flushIfFull()
+        }
+        if pretty { out += "\n" }
+        out += "}\n"
+        sink(out)
     }
 
     static func time(_ t: Nanos?) -> JSONValue { t.map { .string(CaptureTime.iso8601($0)) } ?? .null }

@@ -115,6 +115,19 @@ final class ReportTests: XCTestCase {
         XCTAssertNotEqual(rc, 0)
     }
 
+    func testStreamedJSONIsTheRenderedDocumentInPieces() throws {
+        let r = try everyKind().report(end: 40)
+        var pieces: [String] = []
+        JSONReportWriter.write(r, chunk: 256) { pieces.append($0) }
+        XCTAssertGreaterThan(pieces.count, 3, "written in pieces, not as one string")
+        XCTAssertEqual(pieces.joined(), JSONReportWriter.render(r))
+        XCTAssertEqual(JSONReportWriter.render(r), JSONReportWriter.json(r).prettyText + "\n")
+        var compact = ""
+        JSONReportWriter.write(r, pretty: false) { compact += $0 }
+        XCTAssertEqual(compact, JSONReportWriter.json(r).jsonText + "\n")
+        XCTAssertNoThrow(try JSONParser.parse(compact))
+    }
+
     func testJSONKeyOrderAndFindingFields() throws {
         let r = try everyKind().report(end: 40)
         let v = try JSONParser.parse(JSONReportWriter.render(r))
