@@ -61,8 +61,13 @@ public enum PeerscopeAnalysis {
     /// any silence the keep-alive detector is configured to find.
     public static func engineOptions(_ options: AnalysisOptions) -> EngineOptions {
         var e = options.engine
-        let limits = [options.detectors.nanos("keepalive-timeout.app"), options.detectors.nanos("keepalive-timeout.session")]
-        for l in limits where l > 0 { e.coalesceGap = min(e.coalesceGap, l) }
+        let app = options.detectors.nanos("keepalive-timeout.app")
+        let session = options.detectors.nanos("keepalive-timeout.session")
+        for (kind, gap) in e.coalesceGaps {
+            // App keep-alives are judged on both clocks; session traffic on the session one.
+            let limit = kind == .appKeepAlive ? min(app, session) : session
+            e.coalesceGaps[kind] = min(gap, max(0, limit))
+        }
         return e
     }
 

@@ -15,15 +15,16 @@ public struct EngineOptions {
     public var diagnosticsKeptPerID: Int
     /// How often plugins and flow tables see capture time move on.
     public var tickInterval: Nanos
-    /// Steady traffic repeating on a flow within this gap is kept as one event (see `EventCoalescer`);
-    /// 0 keeps every event. Analysis sets it no longer than the shortest silence its detectors judge.
-    public var coalesceGap: Nanos
+    /// Steady traffic repeating on a flow within its kind's gap is kept as one event (see
+    /// `EventCoalescer`); empty keeps every event. Analysis sets each gap no longer than the silence
+    /// its detectors judge in that kind of traffic.
+    public var coalesceGaps: [EventKind: Nanos]
 
     public init(decode: DecodeOptions = DecodeOptions(), packets: PacketOptions = PacketOptions(),
                 plugins: [any DecoderPlugin.Type] = PluginRegistry.decoders, collectEvents: Bool = true,
                 diagnosticsKeptPerID: Int = 50, tickInterval: Nanos = CaptureTime.second,
-                coalesceGap: Nanos = 5 * CaptureTime.second) {
-        self.coalesceGap = coalesceGap
+                coalesceGaps: [EventKind: Nanos] = EventCoalescer.defaultGaps) {
+        self.coalesceGaps = coalesceGaps
         self.decode = decode
         self.packets = packets
         self.plugins = plugins
@@ -59,7 +60,7 @@ public final class Engine {
 
     public init(options: EngineOptions = EngineOptions(), onMessage: @escaping (DecodedMessage) -> Void = { _ in }) {
         self.options = options
-        coalescer = EventCoalescer(gap: options.coalesceGap)
+        coalescer = EventCoalescer(gaps: options.coalesceGaps)
         context = PluginContext(directory: PeerDirectory(), options: options.decode)
         pipeline = PluginPipeline(plugins: options.plugins, context: context)
         packets = PacketDecoder(options: options.packets)

@@ -5,7 +5,9 @@ import Foundation
 import Peerscope
 import PeerscopeCapture
 import PeerscopeCore
+import PeerscopeDetectors
 import PeerscopeSimulator
+import PeerscopeTimeline
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -14,16 +16,30 @@ import Darwin
 
 var targetFrames = 2_000_000
 var keepDir: String?
+var stagesOf: String?
 var args = CommandLine.arguments.dropFirst()
 while let a = args.first {
     args = args.dropFirst()
     switch a {
     case "--frames": targetFrames = args.first.flatMap { Int($0) } ?? targetFrames; args = args.dropFirst()
     case "--keep": keepDir = args.first; args = args.dropFirst()
+    case "--stages": stagesOf = args.first; args = args.dropFirst()
     default:
         print("usage: PeerscopeBench [--frames N] [--keep DIR]")
         exit(2)
     }
+}
+
+/// Resident set size now, in MiB (Linux; nil elsewhere).
+func currentRSS() -> Double? {
+    #if os(Linux)
+    guard let s = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
+    let f = s.split(separator: " ")
+    guard f.count > 1, let pages = Double(f[1]) else { return nil }
+    return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+    #else
+    return nil
+    #endif
 }
 
 func now() -> Double {
@@ -128,6 +144,29 @@ guard FileManager.default.isExecutableFile(atPath: peerscope) else {
     exit(2)
 }
 
+/// In process, stage by stage: where an analysis spends its time and memory.
+func stages(_ path: String) {
+    func rss() -> String { currentRSS().map { fmt($0, 1) + " MiB" } ?? "-" }
+    print("stages of analyze on \(path) (resident memory after each)")
+    var t = now()
+    let engine = Engine(options: PeerscopeAnalysis.engineOptions(AnalysisOptions(captures: [path])))
+    guard let run = try? PeerscopeRun.run(paths: [path], engine: engine) else { print("cannot read \(path)"); return }
+    print("  engine: \(run.stats.frames) frames -> \(run.events.count) events kept (\(engine.foldedEvents) folded into runs) in \(fmt(now() - t, 2)) s; \(rss())")
+    t = now()
+    let builder = TimelineBuilder(directory: run.directory)
+    builder.add(contentsOf: run.events)
+    let timelines = builder.finish(at: run.stats.lastT)
+    let entries = timelines.peers.reduce(0) { $0 + $1.entries.count }
+    print("  timelines: \(timelines.peers.count) peers, \(timelines.sessions.count) sessions, \(entries) entries in \(fmt(now() - t, 2)) s; \(rss())")
+    t = now()
+    let findings = DetectorSuite.run(timelines: timelines, config: .defaults, end: run.stats.lastT)
+    print("  detectors: \(findings.count) findings in \(fmt(now() - t, 2)) s; \(rss())")
+}
+if let stagesOf {
+    stages(stagesOf)
+    exit(0)
+}
+
 print("peerscope benchmark (\(ProcessInfo.processInfo.processorCount) cores)")
 var t0 = now()
 let (frames, bytes) = try makeCapture(path: big, frames: targetFrames)
@@ -175,4 +214,27 @@ if let a = results["analyze"] {
     if let t = results["tshark"] { print("  analyze / tshark -T fields: \(fmt(a.seconds / t.seconds, 3))") }
     if let d = results["decode"] { print("  decode / analyze: \(fmt(d.seconds / a.seconds))") }
 }
+// Memory over time: one healthy pair connected for days (the same two peers, one session), at a
+// quarter and at the full frame count. Memory should follow the active peers and flows, not the
+// length of the capture.
+func makeLongSession(path: String, frames: Int) throws -> (frames: Int, hours: Double) {
+    let probe = try Simulator.run("healthy-pair", options: SimulationOptions(seed: 1, format: .pcap, steadySeconds: 1000))
+    let perSecond = Double(probe.frameCount) / 1000
+    let seconds = max(1, Double(frames) / max(0.1, perSecond))
+    let r = try Simulator.run("healthy-pair", options: SimulationOptions(seed: 1, format: .pcap, steadySeconds: seconds))
+    try Data(r.capture).write(to: URL(fileURLWithPath: path))
+    return (r.frameCount, seconds / 3600)
+}
+let longFull = dir + "/long.pcap", longQuarter = dir + "/long-quarter.pcap"
+if let (lf, hours) = try? makeLongSession(path: longFull, frames: targetFrames),
+   let (lq, qHours) = try? makeLongSession(path: longQuarter, frames: targetFrames / 4),
+   let mq = measure([peerscope, "analyze", "--format", "json", "--output", "/dev/null", longQuarter]),
+   let mf = measure([peerscope, "analyze", "--format", "json", "--output", "/dev/null", longFull]) {
+    print("")
+    print("long session (one healthy pair, keep-alives every 2 s):")
+    print("  \(lq) frames (\(fmt(qHours, 1)) h): analyze \(fmt(mq.seconds, 2)) s, peak RSS \(fmt(Double(mq.maxRSSKiB) / 1024, 1)) MiB")
+    print("  \(lf) frames (\(fmt(hours, 1)) h): analyze \(fmt(mf.seconds, 2)) s, peak RSS \(fmt(Double(mf.maxRSSKiB) / 1024, 1)) MiB")
+    print("  memory x\(fmt(Double(mf.maxRSSKiB) / Double(max(1, mq.maxRSSKiB)), 2)) for x\(fmt(Double(lf) / Double(max(1, lq)), 1)) the frames")
+}
+
 if keepDir == nil { try? FileManager.default.removeItem(atPath: dir) }

@@ -50,6 +50,9 @@ struct Simulate: ParsableCommand {
     @Option(name: .long, help: "Capture file format: pcapng or pcap (pcap frames every packet with the first interface's link type).")
     var format: CaptureFileFormat = .pcapng
 
+    @Option(name: .long, help: ArgumentHelp("Length of the connected phase in seconds (healthy-pair scenarios only; default 20). Hours give a long, steady capture.", valueName: "seconds"))
+    var steady: Double?
+
     @Option(name: .long, help: "Directory for the device logs (one <device>.log each).")
     var logDir: String?
 
@@ -67,6 +70,10 @@ struct Simulate: ParsableCommand {
             guard let range = info.peerRange else { throw ValidationError("--peers applies to group-8 only.") }
             guard range.contains(p) else { throw ValidationError("--peers must be in \(range.lowerBound)...\(range.upperBound).") }
         }
+        if let steady {
+            guard scenario.hasPrefix("healthy-pair") else { throw ValidationError("--steady applies to healthy-pair and healthy-pair-encrypted only.") }
+            guard steady.isFinite, steady >= 1, steady <= 7 * 86_400 else { throw ValidationError("--steady must be between 1 and 604800 seconds (a week).") }
+        }
     }
 
     func run() throws {
@@ -78,7 +85,8 @@ struct Simulate: ParsableCommand {
             return
         }
         guard let scenario, let output else { return }
-        let result = try Simulator.run(scenario, options: SimulationOptions(seed: seed, peers: peers, encrypted: encrypted, format: format))
+        let result = try Simulator.run(scenario, options: SimulationOptions(seed: seed, peers: peers, encrypted: encrypted, format: format,
+                                                                              steadySeconds: steady))
         let expectedPath = expected ?? SimulationResult.defaultExpectedPath(forCapture: output)
         try result.write(capturePath: output, logDirectory: logDir, expectedPath: expectedPath)
         print("\(scenario): \(result.frameCount) frames, \(result.capture.count) bytes, \(String(format: "%.1f", result.durationSeconds)) s -> \(output)")

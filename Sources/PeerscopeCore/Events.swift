@@ -163,12 +163,21 @@ public struct PeerEvent: Sendable, Hashable {
 
 /// Keeps steady traffic compact: an event of a steady kind (app keep-alive, GCK heartbeat and data,
 /// DTLS application data) that repeats with the same kind, source, flow and peer hints no more than
-/// `gap` after the previous one is folded into it (count and last time), so a long healthy session
-/// costs a few events instead of one per packet. Gaps longer than `gap` (choose it no longer than
-/// the shortest silence a detector looks for) start a new event, and any other event on the same
-/// flow (either direction) closes the flow's runs, so state changes are never hidden inside a run.
+/// its kind's gap after the previous one is folded into it (count and last time), so a long healthy
+/// session costs a few events instead of one per packet. A longer pause starts a new event (choose
+/// each gap no longer than the shortest silence a detector looks for in that kind of traffic), and
+/// any other event on the same flow (either direction) closes the flow's runs, so state changes are
+/// never hidden inside a run.
 public struct EventCoalescer {
     public static let steadyKinds: Set<EventKind> = [.appKeepAlive, .gckHeartbeat, .gckData, .dtlsApplicationData]
+
+    /// The seeds' defaults: app keep-alives are judged on 6 s, session traffic on 15 s.
+    public static let defaultGaps: [EventKind: Nanos] = [
+        .appKeepAlive: 6 * CaptureTime.second,
+        .gckHeartbeat: 15 * CaptureTime.second,
+        .gckData: 15 * CaptureTime.second,
+        .dtlsApplicationData: 15 * CaptureTime.second,
+    ]
 
     private struct Signature: Hashable {
         var kind: EventKind
@@ -178,19 +187,29 @@ public struct EventCoalescer {
         var to: PeerHint
     }
 
-    public let gap: Nanos
+    /// Longest pause folded, per steady kind (a kind missing or at 0 is never folded).
+    public let gaps: [EventKind: Nanos]
+    private let longest: Nanos
     /// Open runs: signature -> index of the run's event in the caller's list.
     private var open: [Signature: Int] = [:]
     private var byFlow: [FlowKey: [Signature]] = [:]
     public private(set) var folded: Int = 0
 
-    public init(gap: Nanos) { self.gap = gap }
+    public init(gaps: [EventKind: Nanos] = EventCoalescer.defaultGaps) {
+        self.gaps = gaps.filter { EventCoalescer.steadyKinds.contains($0.key) && $0.value > 0 }
+        longest = self.gaps.values.max() ?? 0
+    }
+
+    /// The same gap for every steady kind (0: keep every event).
+    public init(gap: Nanos) {
+        self.init(gaps: Dictionary(uniqueKeysWithValues: EventCoalescer.steadyKinds.map { ($0, gap) }))
+    }
 
     /// Adds `e` to `events`, folding it into an open run when it continues one.
     public mutating func add(_ e: PeerEvent, to events: inout [PeerEvent]) {
-        guard gap > 0, let flow = e.flow else { events.append(e); return }
+        guard longest > 0, let flow = e.flow else { events.append(e); return }
         let canon = flow.canonical
-        guard EventCoalescer.steadyKinds.contains(e.kind) else {
+        guard let gap = gaps[e.kind] else {
             if let sigs = byFlow.removeValue(forKey: canon) { for s in sigs { open.removeValue(forKey: s) } }
             events.append(e)
             return
@@ -211,7 +230,7 @@ public struct EventCoalescer {
     public mutating func prune(at t: Nanos, events: [PeerEvent]) {
         guard !open.isEmpty else { return }
         var dead: [Signature] = []
-        for (sig, i) in open where i >= events.count || t &- events[i].lastT > gap { dead.append(sig) }
+        for (sig, i) in open where i >= events.count || t &- events[i].lastT > (gaps[sig.kind] ?? 0) { dead.append(sig) }
         guard !dead.isEmpty else { return }
         for s in dead {
             open.removeValue(forKey: s)

@@ -4,8 +4,8 @@
 enum Scenarios {
     static func build(_ name: String, world w: World, options: SimulationOptions, encrypted: Bool) -> [ExpectedFinding] {
         switch name {
-        case "healthy-pair": return healthyPair(w, encrypted: encrypted, awdl: false)
-        case "healthy-pair-encrypted": return healthyPair(w, encrypted: true, awdl: true)
+        case "healthy-pair": return healthyPair(w, encrypted: encrypted, awdl: false, steady: options.steadySeconds)
+        case "healthy-pair-encrypted": return healthyPair(w, encrypted: true, awdl: true, steady: options.steadySeconds)
         case "group-8": return group(w, count: options.peers ?? 8, encrypted: encrypted)
         case "handshake-timeout-ice": return handshakeTimeoutICE(w, encrypted: encrypted)
         case "handshake-timeout-dtls": return handshakeTimeoutDTLS(w)
@@ -41,7 +41,7 @@ enum Scenarios {
 
     // MARK: healthy
 
-    static func healthyPair(_ w: World, encrypted: Bool, awdl: Bool) -> [ExpectedFinding] {
+    static func healthyPair(_ w: World, encrypted: Bool, awdl: Bool, steady: Double? = nil) -> [ExpectedFinding] {
         let iface = awdl
             ? w.addInterface(name: "awdl0", linkType: .ethernet, family: .v6, description: "AWDL peer-to-peer Wi-Fi")
             : w.addInterface(name: "en0", linkType: .ethernet, family: .v4, description: "Wi-Fi")
@@ -50,7 +50,7 @@ enum Scenarios {
         w.discovery([(a, 0.05), (b, 0.35)])
         guard let (l, t, rtt) = connectPair(w, a, b, encrypted: encrypted, inviteAt: 1.6) else { return [] }
         let hs = w.appHandshake(t + w.ms(1000, spread: 30), l, rtt: rtt, answered: true)
-        let st = w.steady(hs.end, l, until: hs.end + w.ms(20_000), rtt: rtt, keepAlives: true,
+        let st = w.steady(hs.end, l, until: hs.end + w.ms(max(1, steady ?? 20) * 1000), rtt: rtt, keepAlives: true,
                           chats: [(a, 2.5, "Hi \(b.name)!"), (b, 4.1, "Hey, I can see you."), (a, 11.0, "Lunch at noon?"), (b, 12.3, "Sounds good")])
         let te = st.end + w.ms(200, spread: 20)
         w.app(a, te, "User ended the chat")

@@ -8,9 +8,14 @@ public struct SimulationOptions: Sendable {
     /// Use DTLS (`.required` on both sides) where the scenario allows the choice.
     public var encrypted: Bool
     public var format: CaptureFileFormat
+    /// Length of the connected phase of the healthy scenarios (default 20 s): hours make a long,
+    /// steady capture (benchmarks of memory over time).
+    public var steadySeconds: Double?
 
-    public init(seed: UInt64 = 1, peers: Int? = nil, encrypted: Bool = false, format: CaptureFileFormat = .pcapng) {
+    public init(seed: UInt64 = 1, peers: Int? = nil, encrypted: Bool = false, format: CaptureFileFormat = .pcapng,
+                steadySeconds: Double? = nil) {
         self.seed = seed; self.peers = peers; self.encrypted = encrypted; self.format = format
+        self.steadySeconds = steadySeconds
     }
 }
 

@@ -181,6 +181,15 @@ final class EventCoalescerTests: XCTestCase {
         XCTAssertEqual(all.count, 3)
     }
 
+    func testEachKindFoldsWithinItsOwnGap() {
+        var c = EventCoalescer()   // app keep-alives 6 s, session traffic 15 s
+        var out: [PeerEvent] = []
+        for i in 0 ..< 4 { c.add(event(.gckHeartbeat, Double(i) * 5.8, from: a, to: b, flow: flow), to: &out) }
+        XCTAssertEqual(out.count, 1, "heartbeats 5.8 s apart are one run")
+        for i in 0 ..< 3 { c.add(event(.appKeepAlive, 100 + Double(i) * 7, from: a, to: b, flow: flow), to: &out) }
+        XCTAssertEqual(out.count, 4, "keep-alives 7 s apart are a silence the app detector must see")
+    }
+
     func testPruneForgetsIdleRuns() {
         var c = EventCoalescer(gap: 5 * CaptureTime.second)
         var out: [PeerEvent] = []
