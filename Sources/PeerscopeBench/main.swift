@@ -115,11 +115,26 @@ func measure(_ argv: [String], env: [String: String] = [:]) -> Measured? {
     guard posix_spawnp(&pid, argv[0], &fa, nil, cargs, envp) == 0 else { return nil }
     var status: Int32 = 0
     var ru = rusage()
+    #if os(Linux)
+    // posix_spawn shares the parent's memory until exec, and Linux folds that into the child's
+    // ru_maxrss: poll the child's own high-water mark (VmHWM, reset by exec) instead.
+    var hwm = 0
+    while true {
+        if let s = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+           let line = s.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+           let kib = Int(line.split(separator: " ").dropFirst().first ?? "") {
+            hwm = max(hwm, kib)
+        }
+        let r = wait4(pid, &status, WNOHANG, &ru)
+        if r == pid { break }
+        if r < 0 { return nil }
+        usleep(5_000)
+    }
+    let elapsed = now() - start
+    let rss = hwm                          // KiB
+    #else
     guard wait4(pid, &status, 0, &ru) == pid else { return nil }
     let elapsed = now() - start
-    #if os(Linux)
-    let rss = Int(ru.ru_maxrss)            // KiB on Linux
-    #else
     let rss = Int(ru.ru_maxrss) / 1024     // bytes on macOS
     #endif
     return Measured(seconds: elapsed, maxRSSKiB: rss, status: (status >> 8) & 0xFF)

@@ -6,7 +6,8 @@ import PeerscopeTimeline
 ///
 /// * crossing invitations: both peers invited each other while the first invitation was still
 ///   waiting (no response within `duplicate-connection.invite-window`, 30 s);
-/// * two invitation channels (TCP) open at the same time between the same pair;
+/// * two invitation channels (TCP connections to an advertised SRV port or carrying invitation
+///   frames; other TCP traffic between the two is not counted) open at the same time between the same pair;
 /// * an invitation or a new handshake for a pair whose session was already established;
 /// * two peer IDs with the same display name seen during overlapping periods, or
 ///   `discovery.conflict.*` events; logs saying a peer was "already in dictionary"/"already
@@ -81,6 +82,9 @@ public struct DuplicateConnectionDetector: Detector {
                 let c = flow.canonical
                 switch e.kind {
                 case .invitationHello, .invitationAccept, .invite, .tcpOpened:
+                    // A TCP connection counts once it is known to be an invitation channel: to an
+                    // advertised SRV port, or carrying invitation frames (seen on a later event).
+                    if e.kind == .tcpOpened, e.event.attrs["invitation"] == nil { break }
                     var chans = openChannels[pair] ?? [:]
                     if chans[c] == nil {
                         if let other = chans.first(where: { $0.key != c }) {

@@ -137,7 +137,11 @@ public enum TimelineMapping {
         case .updated: return (.updated, "V")
         case .goodbye, .expired, .lost: return (.lost, "L")
         case .instanceConflict, .nameConflict: return (.error, "!")
-        case .invitationHello, .invitationAccept, .tcpOpened: return (.invitationChannel, "S")
+        case .invitationHello, .invitationAccept: return (.invitationChannel, "S")
+        case .tcpOpened:
+            // Only a connection to a known MPC endpoint (an advertised SRV port, an invitation-channel
+            // end) is an invitation channel; the rest of a device's TCP traffic (HTTPS...) is not.
+            return e.attrs["invitation"] != nil ? (.invitationChannel, "S") : (.other, nil)
         case .invite: return (.invited, "I")
         case .inviteResponse:
             return isAccepted(e.attrs) == false ? (.invitationDeclined, "N") : (.invitationAccepted, "A")

@@ -290,6 +290,25 @@ final class DuplicateConnectionTests: XCTestCase {
         XCTAssertEqual(f.filter { $0.details["case"] == "channels" }.count, 1)
     }
 
+    /// Other TCP traffic between two devices (HTTPS, file sharing) is not an invitation channel:
+    /// only connections to a known MPC endpoint are (the tcp-connection plugin marks them).
+    func testOrdinaryTCPConnectionsAreNotInvitationChannels() throws {
+        let s = Script()
+        let a = try XCTUnwrap(IPAddress("192.0.2.1")), b = try XCTUnwrap(IPAddress("192.0.2.2"))
+        for (i, port) in [443, 443, 445].enumerated() {
+            s.packet(.tcpOpened, 1 + Double(i), A, B, flow: FlowKey(.tcp, Endpoint(a, 50001 + UInt16(i)), Endpoint(b, UInt16(port))))
+        }
+        XCTAssertTrue(s.findings().of("duplicate-connection").isEmpty)
+        XCTAssertFalse(s.timelines().peers.flatMap(\.entries).contains { $0.state == .invitationChannel })
+
+        let m = Script()
+        for i in 0 ..< 2 {
+            m.packet(.tcpOpened, 1 + Double(i), A, B, attrs: ["invitation": "srv"],
+                     flow: FlowKey(.tcp, Endpoint(a, 50001 + UInt16(i)), Endpoint(b, 60000)))
+        }
+        XCTAssertEqual(m.findings().of("duplicate-connection").filter { $0.details["case"] == "channels" }.count, 1)
+    }
+
     func testOneNameBehindTwoPeerIDsAtOnce() {
         let ipad1 = PeerHint(peerID: 0x0000_0000_0000_1001, displayName: "iPad")
         let ipad2 = PeerHint(peerID: 0x0000_0000_0000_2002, displayName: "iPad")
