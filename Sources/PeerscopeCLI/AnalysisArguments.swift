@@ -146,7 +146,7 @@ struct ReportArguments: ParsableArguments {
         let out = try OutputSink(path: output)
         if format == .json {
             // Streamed: the JSON of a large capture is never one string in memory.
-            JSONReportWriter.write(report) { out.write($0) }
+            JSONReportWriter.write(report) { out.write(bytes: $0) }
         } else {
             out.write(render(report))
         }

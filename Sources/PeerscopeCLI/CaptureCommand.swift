@@ -95,7 +95,7 @@ struct Capture: ParsableCommand {
         var analysisOptions = try analysis.analysisOptions(captures: [])
         let live_out = try OutputSink(path: nil, lineBuffered: true)
         analysisOptions.engine.decode.wantsMessages = decode
-        let engine = Engine(options: PeerscopeAnalysis.engineOptions(analysisOptions)) { m in live_out.line(m.json(includeInput: false).jsonText) }
+        let engine = Engine(options: PeerscopeAnalysis.engineOptions(analysisOptions)) { m in live_out.jsonLine(m.json(includeInput: false)) }
 
         liveStopHandle = live.stopHandle
         signal(SIGINT) { _ in liveStopHandle?.requestStop() }

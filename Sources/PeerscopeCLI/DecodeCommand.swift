@@ -53,7 +53,7 @@ struct Decode: ParsableCommand {
                 paths: files, options: DecodeOptions(showPayloads: showPayloads, wantsMessages: true),
                 collectEvents: false
             ) { m in
-                if only.isEmpty || only.contains(m.plugin) { out.line(m.json(includeInput: multi).jsonText) }
+                if only.isEmpty || only.contains(m.plugin) { out.jsonLine(m.json(includeInput: multi)) }
             }
         } catch {
             out.finish()
@@ -72,7 +72,7 @@ struct Decode: ParsableCommand {
                 o.append(("severity", .string(d.severity.rawValue)))
                 if let off = d.offset { o.append(("offset", .int(Int64(off)))) }
                 o.append(("message", .string(d.message)))
-                out.line(JSONValue.object(o).jsonText)
+                out.jsonLine(JSONValue.object(o))
             }
         }
         out.finish()

@@ -1,4 +1,5 @@
 import Foundation
+import PeerscopeCore
 
 /// Buffered writing to standard output or a file; flushes in large blocks, or per line for live use.
 final class OutputSink {
@@ -31,6 +32,23 @@ final class OutputSink {
     }
 
     func line(_ s: String) { write(s + "\n") }
+
+    /// UTF-8 bytes as they are.
+    func write(bytes: [UInt8]) {
+        if buffer.isEmpty && bytes.count >= 1 << 16 {
+            do { try handle.write(contentsOf: Data(bytes)) } catch { exit(0) }
+            return
+        }
+        buffer.append(contentsOf: bytes)
+        if lineBuffered || buffer.count >= 1 << 16 { flush() }
+    }
+
+    /// One compact JSON value and a newline (JSON Lines), written straight into the buffer.
+    func jsonLine(_ v: JSONValue) {
+        v.write(to: &buffer, indent: nil, level: 0)
+        buffer.append(0x0A)
+        if lineBuffered || buffer.count >= 1 << 16 { flush() }
+    }
 
     func flush() {
         guard !buffer.isEmpty else { return }

@@ -65,20 +65,20 @@ public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, 
 
     /// Compact JSON text.
     public var jsonText: String {
-        var out = ""
+        var out: [UInt8] = []
         write(to: &out, indent: nil, level: 0)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Indented JSON text (two spaces).
     public var prettyText: String {
-        var out = ""
+        var out: [UInt8] = []
         write(to: &out, indent: "  ", level: 0)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
-    /// In indented text, an array or object of scalars that fits this many characters stays on one
-    /// line (`{"input": 0, "frame": 42}`), as people write JSON by hand.
+    /// In indented text, an array or object of scalars that fits this many bytes stays on one line
+    /// (`{"input": 0, "frame": 42}`), as people write JSON by hand.
     public static let inlineWidth = 100
 
     private var isScalar: Bool {
@@ -88,95 +88,144 @@ public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, 
         }
     }
 
-    /// `[1, 2]` or `{"a": 1, "b": 2}` when every member is a scalar and the line is short; nil otherwise.
-    private func inlineText() -> String? {
-        var out = ""
-        switch self {
-        case .array(let a):
-            guard a.count <= 16, a.allSatisfy(\.isScalar) else { return nil }
-            out += "["
-            for (i, v) in a.enumerated() {
-                if i > 0 { out += ", " }
-                v.write(to: &out, indent: nil, level: 0)
-            }
-            out += "]"
-        case .object(let o):
-            guard o.count <= 16, o.allSatisfy({ $0.1.isScalar }) else { return nil }
-            out += "{"
-            for (i, (k, v)) in o.enumerated() {
-                if i > 0 { out += ", " }
-                JSONValue.escape(k, into: &out)
-                out += ": "
-                v.write(to: &out, indent: nil, level: 0)
-            }
-            out += "}"
-        default: return nil
-        }
-        return out.utf8.count <= JSONValue.inlineWidth ? out : nil
+    public func write(to out: inout String, indent: String?, level: Int) {
+        var bytes: [UInt8] = []
+        write(to: &bytes, indent: indent, level: level)
+        out += String(decoding: bytes, as: UTF8.self)
     }
 
-    public func write(to out: inout String, indent: String?, level: Int) {
-        if indent != nil, !isScalar, let line = inlineText() {
-            out += line
-            return
-        }
+    /// Appends the JSON text as UTF-8 (the writers' fast path: no intermediate strings).
+    public func write(to out: inout [UInt8], indent: String?, level: Int) {
+        if indent != nil, !isScalar, writeInline(to: &out) { return }
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let v): out += String(v)
-        case .uint(let v): out += String(v)
+        case .null: out.append(contentsOf: JSONValue.nullBytes)
+        case .bool(let b): out.append(contentsOf: b ? JSONValue.trueBytes : JSONValue.falseBytes)
+        case .int(let v):
+            if v < 0 { out.append(0x2D) }
+            JSONValue.appendDecimal(v < 0 ? UInt64(bitPattern: 0 &- v) : UInt64(v), to: &out)
+        case .uint(let v): JSONValue.appendDecimal(v, to: &out)
         case .double(let d):
             if d.isFinite {
-                out += "\(d)"  // Swift prints integral doubles as "150.0": they stay doubles when read back
-            } else { out += "null" }
+                out.append(contentsOf: "\(d)".utf8)  // Swift prints integral doubles as "150.0": they stay doubles when read back
+            } else { out.append(contentsOf: JSONValue.nullBytes) }
         case .string(let s): JSONValue.escape(s, into: &out)
         case .array(let a):
-            if a.isEmpty { out += "[]"; return }
-            out += "["
+            if a.isEmpty { out.append(0x5B); out.append(0x5D); return }
+            out.append(0x5B)
             for (i, v) in a.enumerated() {
-                if i > 0 { out += "," }
-                if let indent { out += "\n" + String(repeating: indent, count: level + 1) }
+                if i > 0 { out.append(0x2C) }
+                if let indent { JSONValue.newline(&out, indent, level + 1) }
                 v.write(to: &out, indent: indent, level: level + 1)
             }
-            if let indent { out += "\n" + String(repeating: indent, count: level) }
-            out += "]"
+            if let indent { JSONValue.newline(&out, indent, level) }
+            out.append(0x5D)
         case .object(let o):
-            if o.isEmpty { out += "{}"; return }
-            out += "{"
+            if o.isEmpty { out.append(0x7B); out.append(0x7D); return }
+            out.append(0x7B)
             for (i, (k, v)) in o.enumerated() {
-                if i > 0 { out += "," }
-                if let indent { out += "\n" + String(repeating: indent, count: level + 1) }
+                if i > 0 { out.append(0x2C) }
+                if let indent { JSONValue.newline(&out, indent, level + 1) }
                 JSONValue.escape(k, into: &out)
-                out += indent == nil ? ":" : ": "
+                out.append(0x3A)
+                if indent != nil { out.append(0x20) }
                 v.write(to: &out, indent: indent, level: level + 1)
             }
-            if let indent { out += "\n" + String(repeating: indent, count: level) }
-            out += "}"
+            if let indent { JSONValue.newline(&out, indent, level) }
+            out.append(0x7D)
         }
+    }
+
+    /// `[1, 2]` or `{"a": 1, "b": 2}` when every member is a scalar and the line is short; false
+    /// (and nothing written) otherwise.
+    private func writeInline(to out: inout [UInt8]) -> Bool {
+        let start = out.count
+        switch self {
+        case .array(let a):
+            guard a.count <= 16, a.allSatisfy(\.isScalar) else { return false }
+            out.append(0x5B)
+            for (i, v) in a.enumerated() {
+                if i > 0 { out.append(0x2C); out.append(0x20) }
+                v.write(to: &out, indent: nil, level: 0)
+            }
+            out.append(0x5D)
+        case .object(let o):
+            guard o.count <= 16, o.allSatisfy({ $0.1.isScalar }) else { return false }
+            out.append(0x7B)
+            for (i, (k, v)) in o.enumerated() {
+                if i > 0 { out.append(0x2C); out.append(0x20) }
+                JSONValue.escape(k, into: &out)
+                out.append(0x3A); out.append(0x20)
+                v.write(to: &out, indent: nil, level: 0)
+            }
+            out.append(0x7D)
+        default: return false
+        }
+        if out.count - start <= JSONValue.inlineWidth { return true }
+        out.removeSubrange(start...)
+        return false
+    }
+
+    private static let nullBytes: [UInt8] = Array("null".utf8)
+    private static let trueBytes: [UInt8] = Array("true".utf8)
+    private static let falseBytes: [UInt8] = Array("false".utf8)
+
+    private static func newline(_ out: inout [UInt8], _ indent: String, _ level: Int) {
+        out.append(0x0A)
+        for _ in 0 ..< max(0, level) { out.append(contentsOf: indent.utf8) }
+    }
+
+    /// Decimal digits of `v`, without building a string.
+    static func appendDecimal(_ v: UInt64, to out: inout [UInt8]) {
+        var n = v, digits = 0
+        repeat { digits += 1; n /= 10 } while n > 0
+        let start = out.count
+        out.append(contentsOf: repeatElement(UInt8(0x30), count: digits))
+        n = v
+        var i = start + digits - 1
+        repeat {
+            out[i] = 0x30 &+ UInt8(truncatingIfNeeded: n % 10)
+            n /= 10
+            i -= 1
+        } while n > 0
     }
 
     public static func escape(_ s: String, into out: inout String) {
-        out += "\""
-        // Fast path: most strings need no escaping and are appended whole.
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
-            out += s
-            out += "\""
-            return
-        }
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where u.value < 0x20:
-                let h = String(u.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
-            default: out.unicodeScalars.append(u)
+        var bytes: [UInt8] = []
+        escape(s, into: &bytes)
+        out += String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// A JSON string literal for `s`: quotes, backslashes and control characters escaped; other
+    /// characters (UTF-8) as they are.
+    public static func escape(_ s: String, into out: inout [UInt8]) {
+        out.append(0x22)
+        var s = s
+        s.withUTF8 { buf in
+            var clean = true
+            for b in buf where b < 0x20 || b == 0x22 || b == 0x5C {
+                clean = false
+                break
+            }
+            if clean {
+                // Fast path: most strings need no escaping and are appended whole.
+                out.append(contentsOf: buf)
+                return
+            }
+            let hex: [UInt8] = Array("0123456789abcdef".utf8)
+            for b in buf {
+                switch b {
+                case 0x22: out.append(0x5C); out.append(0x22)
+                case 0x5C: out.append(0x5C); out.append(0x5C)
+                case 0x0A: out.append(0x5C); out.append(0x6E)
+                case 0x0D: out.append(0x5C); out.append(0x72)
+                case 0x09: out.append(0x5C); out.append(0x74)
+                case ..<0x20:
+                    out.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0x0F)]])
+                default: out.append(b)
+                }
             }
         }
-        out += "\""
+        out.append(0x22)
     }
 }
 

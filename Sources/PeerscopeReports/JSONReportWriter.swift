@@ -7,9 +7,9 @@ import PeerscopeTimeline
 /// (`t`) with an ISO 8601 twin (`time`) where people read them.
 public enum JSONReportWriter {
     public static func render(_ r: Report, pretty: Bool = true) -> String {
-        var out = ""
-        write(r, pretty: pretty) { out += $0 }
-        return out
+        var out: [UInt8] = []
+        write(r, pretty: pretty) { out.append(contentsOf: $0) }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The report's top-level members; the long lists (peers, sessions, findings) are built one
@@ -50,41 +50,49 @@ public enum JSONReportWriter {
         })
     }
 
-    /// Writes the document in pieces of about `chunk` bytes, byte for byte what `render` returns
-    /// (with its final newline): a report of thousands of peers is never one string in memory.
-    public static func write(_ r: Report, pretty: Bool = true, chunk: Int = 1 << 20, to sink: (String) -> Void) {
+    /// Writes the document as UTF-8 in pieces of about `chunk` bytes, byte for byte what `render`
+    /// returns (with its final newline): a report of thousands of peers is never one string in memory.
+    public static func write(_ r: Report, pretty: Bool = true, chunk: Int = 1 << 20, to sink: ([UInt8]) -> Void) {
         let indent: String? = pretty ? "  " : nil
-        var out = "{"
+        var out: [UInt8] = []
+        out.reserveCapacity(min(chunk, 1 << 20) + 4096)
         func flushIfFull() {
-            if out.utf8.count >= chunk {
+            if out.count >= chunk {
                 sink(out)
-                out = ""
+                out.removeAll(keepingCapacity: true)
             }
         }
+        func newline(_ level: Int) {
+            out.append(0x0A)
+            for _ in 0 ..< level { out.append(contentsOf: indent?.utf8 ?? "".utf8) }
+        }
+        out.append(0x7B)
         for (i, (key, m)) in members(r).enumerated() {
-            if i > 0 { out += "," }
-            if let indent { out += "\n" + indent }
+            if i > 0 { out.append(0x2C) }
+            if pretty { newline(1) }
             JSONValue.escape(key, into: &out)
-            out += pretty ? ": " : ":"
+            out.append(0x3A)
+            if pretty { out.append(0x20) }
             switch m {
             case .value(let v):
                 v.write(to: &out, indent: indent, level: 1)
             case .list(let n, let make):
-                if n == 0 { out += "[]"; break }
-                out += "["
+                out.append(0x5B)
+                if n == 0 { out.append(0x5D); break }
                 for j in 0 ..< n {
-                    if j > 0 { out += "," }
-                    if let indent { out += "\n" + indent + indent }
+                    if j > 0 { out.append(0x2C) }
+                    if pretty { newline(2) }
                     make(j).write(to: &out, indent: indent, level: 2)
                     flushIfFull()
                 }
-                if let indent { out += "\n" + indent }
-                out += "]"
+                if pretty { newline(1) }
+                out.append(0x5D)
             }
             flushIfFull()
         }
-        if pretty { out += "\n" }
-        out += "}\n"
+        if pretty { out.append(0x0A) }
+        out.append(0x7D)
+        out.append(0x0A)
         sink(out)
     }
 

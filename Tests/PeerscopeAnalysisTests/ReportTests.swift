@@ -117,13 +117,13 @@ final class ReportTests: XCTestCase {
 
     func testStreamedJSONIsTheRenderedDocumentInPieces() throws {
         let r = try everyKind().report(end: 40)
-        var pieces: [String] = []
+        var pieces: [[UInt8]] = []
         JSONReportWriter.write(r, chunk: 256) { pieces.append($0) }
         XCTAssertGreaterThan(pieces.count, 3, "written in pieces, not as one string")
-        XCTAssertEqual(pieces.joined(), JSONReportWriter.render(r))
+        XCTAssertEqual(String(decoding: pieces.joined(), as: UTF8.self), JSONReportWriter.render(r))
         XCTAssertEqual(JSONReportWriter.render(r), JSONReportWriter.json(r).prettyText + "\n")
         var compact = ""
-        JSONReportWriter.write(r, pretty: false) { compact += $0 }
+        JSONReportWriter.write(r, pretty: false) { compact += String(decoding: $0, as: UTF8.self) }
         XCTAssertEqual(compact, JSONReportWriter.json(r).jsonText + "\n")
         XCTAssertNoThrow(try JSONParser.parse(compact))
     }

@@ -202,3 +202,36 @@ final class EventCoalescerTests: XCTestCase {
         XCTAssertEqual(out.count, 2, "pruned at 10 s: a late arrival starts a new event")
     }
 }
+
+final class JSONWriterTests: XCTestCase {
+    func testScalarsAndEscapesByteForByte() {
+        XCTAssertEqual(JSONValue.int(Int64.min).jsonText, "-9223372036854775808")
+        XCTAssertEqual(JSONValue.int(0).jsonText, "0")
+        XCTAssertEqual(JSONValue.int(-42).jsonText, "-42")
+        XCTAssertEqual(JSONValue.uint(UInt64.max).jsonText, "18446744073709551615")
+        XCTAssertEqual(JSONValue.double(1.5).jsonText, "1.5")
+        XCTAssertEqual(JSONValue.double(.nan).jsonText, "null")
+        XCTAssertEqual(JSONValue.string("a\"b\\c\n\r\t\u{01}\u{1F}é😀").jsonText, #""a\"b\\c\n\r\t\u0001\u001fé😀""#)
+        let v = JSONValue.object([("k", .array([.int(1), .null, .bool(true)])), ("e", .object([]))])
+        XCTAssertEqual(v.jsonText, #"{"k":[1,null,true],"e":{}}"#)
+        XCTAssertEqual(try JSONParser.parse(JSONValue.string("\u{00}x").jsonText).stringValue, "\u{00}x")
+    }
+
+    func testIndentedTextKeepsShortScalarContainersOnOneLine() {
+        let long = String(repeating: "x", count: 120)
+        let v = JSONValue.object([
+            ("evidence", .array([.object([("input", .int(0)), ("frame", .uint(7))])])),
+            ("long", .array([.string(long)])),
+        ])
+        XCTAssertEqual(v.prettyText, """
+        {
+          "evidence": [
+            {"input": 0, "frame": 7}
+          ],
+          "long": [
+            "\(long)"
+          ]
+        }
+        """)
+    }
+}
