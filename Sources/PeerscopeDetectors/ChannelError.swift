@@ -102,10 +102,14 @@ public struct ChannelErrorDetector: Detector {
                 let onInvitation = e.flow.map { invitationFlows.contains($0.canonical) } ?? false
                 guard onInvitation || e.event.attrs["invitation"] != nil else { break }
                 if let p = e.pair, answeredPairs.contains(p) { break }
+                var d = ["case": "tcp-reset"]
+                let fromLog: Bool = { if case .logLine = e.evidence { true } else { false } }()
+                // A log line ("End of stream ... Connection reset by peer") confirms the packet finding.
+                if fromLog { d["outcome"] = "log" }
                 out.append(input.finding(kind, .error, peer: e.from, t: e.t,
-                                         "\(input.label(e.from)) reset the invitation channel with \(input.label(e.to)) before the invitation was answered",
+                                         "\(fromLog ? "log: " : "")\(input.label(e.from)) reset the invitation channel with \(input.label(e.to)) before the invitation was answered",
                                          evidence: [e.evidence], key: "\(kind)|reset|\(e.flow.map { "\($0.canonical)" } ?? scope)",
-                                         details: ["case": "tcp-reset"]))
+                                         details: d))
 
             case .tcpRefused:
                 // The refusing side: a known peer whose advertised port no longer listens (stale record).

@@ -60,12 +60,27 @@ public struct KeepaliveTimeoutDetector: Detector {
         var keepAliveStart: [SessionKey: Nanos] = [:]
         var kaSeen: Set<Direction> = []
 
+        // How far each log reaches: a direction seen only through a log's "received" lines is
+        // not judged after that log ends (a suspended app stops writing, not only sending).
+        var logEnd: [Int: Nanos] = [:]
+        var appLogInputs: [Direction: Set<Int>] = [:]
+        var appFromFrames: Set<Direction> = []
+
         for e in input.timelines.events {
+            if case .logLine(let i, _) = e.evidence { logEnd[i] = max(logEnd[i] ?? e.t, e.event.lastT) }
             if let f = logFinding(e, input) { out.append(f) }
             guard let s = e.session, let from = e.from, let to = e.to else { continue }
             let d = Direction(session: s, from: from, to: to)
             if KeepaliveTimeoutDetector.appKinds.contains(e.kind) {
                 appTimes[d, default: []].append(Span(e.event))
+                // The logs that record this direction's keep-alives (usually the receiver's "Received
+                // data" lines) are the ones that can show its silences.
+                if e.kind == .appKeepAlive {
+                    switch e.evidence {
+                    case .logLine(let i, _): appLogInputs[d, default: []].insert(i)
+                    case .frame: appFromFrames.insert(d)
+                    }
+                }
                 if e.kind == .appKeepAlive {
                     if keepAliveStart[s] == nil { keepAliveStart[s] = e.t }
                     kaSeen.insert(d)
@@ -88,7 +103,12 @@ public struct KeepaliveTimeoutDetector: Detector {
                     // A direction whose keep-alives were never seen is not judged: app logs often
                     // print only what they receive.
                     guard kaSeen.contains(d), let times = appTimes[d] else { continue }
-                    for g in gaps(times, clockStart: kaStart, stop: stop, limit: appLimit) {
+                    var appStop = stop
+                    if !appFromFrames.contains(d), let inputs = appLogInputs[d],
+                       let reach = inputs.compactMap({ logEnd[$0] }).max() {
+                        appStop = min(stop, reach)
+                    }
+                    for g in gaps(times, clockStart: kaStart, stop: appStop, limit: appLimit) {
                         appGaps[d, default: []].append(Gap(dir: d, start: g.start, end: g.end))
                         out.append(finding(input, inst, d, g, level: "app", limit: appLimit, ended: ended))
                     }

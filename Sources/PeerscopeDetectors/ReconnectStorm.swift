@@ -9,6 +9,8 @@ import PeerscopeTimeline
 /// at (the one that keeps going away); for log lines, the peer the line names.
 public struct ReconnectStormDetector: Detector {
     public static let kind = "reconnect-storm"
+    /// Two signs of a connection attempt this close together are one attempt.
+    static let sameAttempt: Nanos = 500 * CaptureTime.millisecond
     public static let descriptor = DetectorDescriptor(
         kind: kind,
         summary: "a peer reconnecting more than N times in M seconds, with the back-off delays observed",
@@ -52,19 +54,30 @@ public struct ReconnectStormDetector: Detector {
                 raw[pair, default: []].append((cur.start, cur.startEvidence, i == 0 ? nil : target, cur.end ?? cur.start))
             }
         }
+        var refusals: Set<Evidence> = []
         for e in input.timelines.events where e.kind == .tcpRefused {
             guard let pair = e.pair else { continue }
             let refuser: PeerRef? = { if case .id? = e.from { return e.from } else { return e.to } }()
             raw[pair, default: []].append((e.t, e.evidence, refuser ?? e.from, e.t))
+            refusals.insert(e.evidence)
         }
         for (pair, list) in raw {
             var attempts: [Attempt] = []
             var lastEnd: Nanos?
+            var lastStart: Nanos?
             for (i, a) in list.sorted(by: { $0.0 < $1.0 }).enumerated() {
                 let isFirstInstance = i == 0 && a.2 == nil
+                // One attempt seen twice (a log's state change and its refused connection, a few ms
+                // apart) counts once; the refusal names the side that refused.
+                if let s = lastStart, a.0 &- s < ReconnectStormDetector.sameAttempt, !attempts.isEmpty {
+                    if refusals.contains(a.1), let b = a.2 { attempts[attempts.count - 1].by = b }
+                    lastEnd = max(lastEnd ?? a.3, a.3)
+                    continue
+                }
                 if !isFirstInstance {
                     attempts.append(Attempt(t: a.0, evidence: a.1, by: a.2, delay: lastEnd.map { max(0, a.0 &- $0) }))
                 }
+                lastStart = a.0
                 lastEnd = max(lastEnd ?? a.3, a.3)
             }
             groups["pair|\(pair)"] = (nil, attempts)

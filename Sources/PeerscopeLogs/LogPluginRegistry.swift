@@ -32,6 +32,8 @@ public enum LogPluginRegistry {
             MPCSessionSendErrorLogPlugin(),
             MPCPeerFoundLogPlugin(),
             MPCPeerCreatedLogPlugin(),
+            MPCAdvertisingLogPlugin(),
+            MPCInvitationStreamEndLogPlugin(),
             MPCPeerLostLogPlugin(),
             MPCInviteLogPlugin(),
             MPCInviteResponseLogPlugin(),

@@ -4,6 +4,7 @@ import PeerscopeCore
 /// Event kinds only logs produce (the packet plugins have no evidence for these).
 extension EventKind {
     public static let logPeerCreated: EventKind = "log.peer_created"          // local MCPeerID created
+    public static let logAdvertising: EventKind = "log.advertising"           // the local peer starts/stops advertising
     public static let logSessionInit: EventKind = "log.session_init"          // attrs encryption
     public static let logICEScheduled: EventKind = "log.ice_scheduled"        // ICE check started (timeout armed)
     public static let logDTLSFailed: EventKind = "log.dtls_failed"            // DTLS handshake call failed
@@ -82,6 +83,23 @@ public struct MPCPeerCreatedLogPlugin: RuleListPlugin {
         LogRule(format: "Created peerID from data[%@], idString[%@], leftover[%lu].") { c, _ in
             LogMatch(kind: nil, from: PeerText.hint(c[1]))
         },
+    ]
+}
+
+public struct MPCAdvertisingLogPlugin: RuleListPlugin {
+    public init() {}
+    static let id = "log-mpc-advertising"
+    static let summary = "The local peer starts or stops advertising (names the device that wrote the log)"
+    static let example = "Start advertising peer [Bob,1A2B3C4D] type [chat-app]."
+    static let ruleList: [LogRule] = [
+        LogRule(format: "Start advertising peer [%@] type [%@].") { c, _ in
+            LogMatch(kind: .logAdvertising, from: PeerText.hint(c[0]), attrs: ["action": "start", "serviceType": c[1].trimmingSpaces])
+        },
+        LogRule(format: "Stop advertising peer [%@] type [%@].") { c, _ in
+            LogMatch(kind: .logAdvertising, from: PeerText.hint(c[0]), attrs: ["action": "stop", "serviceType": c[1].trimmingSpaces])
+        },
+        LogRule(format: "Server did publish.") { _, _ in .consumed },
+        LogRule(format: "Server stopped.") { _, _ in .consumed },
     ]
 }
 
@@ -174,6 +192,29 @@ public struct MPCConnectionDecisionLogPlugin: RuleListPlugin {
         },
         LogRule(format: "Peer already in state [%@]") { c, _ in
             LogMatch(kind: .connectionDecision, attrs: ["alreadyInState": PeerText.sessionState(c[0])])
+        },
+    ]
+}
+
+public struct MPCInvitationStreamEndLogPlugin: RuleListPlugin {
+    public init() {}
+    static let id = "log-mpc-stream-end"
+    static let summary = "The invitation channel's stream ended: reset by the peer (ECONNRESET), refused, or closed"
+    static let example = "End of stream, error: Error Domain=NSPOSIXErrorDomain Code=54 \"Connection reset by peer\" - ptr [0x1] inputStream [0x2] outputStream [0x3] remote [1ddatjp8m3xy7+Alice]."
+    static let ruleList: [LogRule] = [
+        LogRule(format: "End of stream, error: %@ - ptr [%p] inputStream [%p] outputStream [%p] remote [%@].") { c, _ in
+            let error = String(c[0].trimmingSpaces.prefix(200))
+            let squashed = error.lowercased()
+            // The remote side is `from`: it reset, refused or closed the channel.
+            let kind: EventKind
+            if squashed.contains("code=54") || squashed.contains("reset by peer") {
+                kind = .tcpReset
+            } else if squashed.contains("code=61") || squashed.contains("refused") {
+                kind = .tcpRefused
+            } else {
+                kind = .tcpClosed
+            }
+            return LogMatch(kind: kind, from: PeerText.hint(c[4]), attrs: ["invitation": "log", "error": error])
         },
     ]
 }

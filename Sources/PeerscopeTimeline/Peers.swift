@@ -147,6 +147,22 @@ public struct PeerResolver: Sendable {
         return nil
     }
 
+    /// Log lines that name the device that wrote the log: MPC's "Created new peerID ..." (the local
+    /// MCPeerID) and "Start/Stop advertising peer [...]".
+    public static let ownerKinds: Set<EventKind> = ["log.peer_created", "log.advertising"]
+
+    /// Takes each log input's device from the lines that name it (see `ownerKinds`). An input whose
+    /// lines name two different devices is left to `inferLogOwners`.
+    public mutating func identifyLogOwners(_ events: [PeerEvent]) {
+        var found: [Int: PeerRef] = [:]
+        var conflicting: Set<Int> = []
+        for e in events where PeerResolver.ownerKinds.contains(e.kind) {
+            guard case .logLine(let input, _) = e.evidence, let r = resolve(e.from) else { continue }
+            if let prev = found[input], prev != r { conflicting.insert(input) } else { found[input] = r }
+        }
+        for (input, r) in found where !conflicting.contains(input) { logOwners[input] = r }
+    }
+
     /// Infers the device behind each log input: log lines name only the remote side, so when every
     /// peer a log names has, in the packets, exactly one counterpart in common, that peer wrote the log.
     public mutating func inferLogOwners(_ events: [PeerEvent]) {
@@ -169,7 +185,7 @@ public struct PeerResolver: Sendable {
         }
         // A candidate is a counterpart (in the packets) of every other peer the log names; logs print
         // their own device rarely and the remote side often, so the least-named candidate wins.
-        for (input, counts) in named {
+        for (input, counts) in named where logOwners[input] == nil {
             var best: [(PeerRef, Int)] = []
             for x in counterparts.keys {
                 let others = counts.keys.filter { $0 != x && counterparts[$0] != nil }

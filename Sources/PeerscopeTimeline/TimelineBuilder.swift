@@ -180,6 +180,7 @@ public final class TimelineBuilder {
         }
         pending = []
         var resolver = PeerResolver(directory: directory, events: events)
+        resolver.identifyLogOwners(events)
         if inferLogOwners { resolver.inferLogOwners(events) }
         var resolved: [ResolvedEvent] = []
         resolved.reserveCapacity(events.count)
@@ -235,6 +236,12 @@ public final class TimelineBuilder {
             to = nil
         }
         if from == to { to = nil }
+        // A display name two peer IDs share (two devices named alike) names, in a line about a
+        // session, the one of them in an open session with the other side.
+        if let f = from, let t = to {
+            if case .name(let n) = f, let r = connectedNamesake(n, other: t, at: e.t, resolver) { from = r }
+            if case .name(let n) = t, let r = connectedNamesake(n, other: f, at: e.t, resolver) { to = r }
+        }
         if let f = from { touch(f, e.from, e.t, last: e.lastT) }
         if let t = to { touch(t, e.to, e.t, last: e.lastT) }
         var (state, letter) = TimelineMapping.classify(e)
@@ -261,6 +268,17 @@ public final class TimelineBuilder {
         return ResolvedEvent(event: e, from: from, to: to, session: sessionKey, state: state,
                              establishedBefore: establishedBefore, secureBefore: secureBefore,
                              dtlsStartedBefore: dtlsStartedBefore)
+    }
+
+    /// The one peer ID behind `name` whose session with `other` is open (or ended no longer than
+    /// `reopenGap` before `t`: the app's own line about a disconnect follows MPC's).
+    private func connectedNamesake(_ name: String, other: PeerRef, at t: Nanos, _ resolver: PeerResolver) -> PeerRef? {
+        let ids = resolver.peerIDs(named: name).sorted().map { PeerRef.id($0) }
+        func pick(_ ok: (SessionInstance) -> Bool) -> PeerRef? {
+            let found = ids.filter { c in latest[PeerPair(c, other)].map { ok(sessions[$0].instance) } ?? false }
+            return found.count == 1 ? found[0] : nil
+        }
+        return pick { $0.end == nil } ?? pick { s in s.end.map { t >= $0 && t &- $0 <= reopenGap } ?? false }
     }
 
     private func addEntry(_ r: PeerRef, _ e: PeerEvent, state: TimelineState, letter: Character?, sent: Bool,
