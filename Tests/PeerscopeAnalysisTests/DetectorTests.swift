@@ -240,6 +240,36 @@ final class KeepaliveTimeoutTests: XCTestCase {
         XCTAssertEqual(x.details["silent"], "9s")
     }
 
+    /// A log that stops (the app was suspended) stops showing what its device received: silences
+    /// after its end are not judged from it.
+    func testSilenceSeenOnlyThroughALogEndsWhereThatLogEnds() {
+        let s = Script()
+        func line(_ kind: EventKind, _ t: Double, input: Int, _ from: PeerHint, _ to: PeerHint) {
+            s.events.append(PeerEvent(kind: kind, t: Script.at(t), evidence: .logLine(input: input, line: Int(t * 10)),
+                                      from: from, to: to, source: "log-test"))
+        }
+        line(.stateChange, 0.5, input: 1, B, A)
+        for t in stride(from: 1.0, through: 10, by: 2) { line(.appKeepAlive, t, input: 2, A, B) }   // Bob's log: received from Alice
+        line(EventKind("log.lifecycle"), 10.5, input: 2, B, .unknown)                                                   // Bob's log ends
+        for t in stride(from: 1.5, through: 29.5, by: 2) { line(.appKeepAlive, t, input: 1, B, A) } // Alice's log: received from Bob
+        line(.disconnected, 30, input: 1, B, A)
+        let f = s.findings(end: 30).of("keepalive-timeout")
+        XCTAssertTrue(f.isEmpty, f.map(\.message).joined(separator: "; "))
+
+        // The same silence in a log that goes on is a finding.
+        let g = Script()
+        func gline(_ kind: EventKind, _ t: Double, input: Int, _ from: PeerHint, _ to: PeerHint) {
+            g.events.append(PeerEvent(kind: kind, t: Script.at(t), evidence: .logLine(input: input, line: Int(t * 10)),
+                                      from: from, to: to, source: "log-test"))
+        }
+        gline(.stateChange, 0.5, input: 1, B, A)
+        for t in stride(from: 1.0, through: 10, by: 2) { gline(.appKeepAlive, t, input: 2, A, B) }
+        gline(EventKind("log.lifecycle"), 29, input: 2, B, .unknown)
+        for t in stride(from: 1.5, through: 29.5, by: 2) { gline(.appKeepAlive, t, input: 1, B, A) }
+        gline(.disconnected, 30, input: 1, B, A)
+        XCTAssertEqual(g.findings(end: 30).of("keepalive-timeout").map(\.peer), ["Alice"])
+    }
+
     func testHeartbeatTimeoutLogLine() {
         let s = Script()
         s.log(.gckTimeout, 5, PeerHint(participantID: PeerIdentity.participantID(0x0FED_CBA9_8765_4321)),

@@ -172,4 +172,53 @@ final class TimelineTests: XCTestCase {
         XCTAssertEqual(tl.timeline(.id(zed))?.entries.count, 2)
         XCTAssertNil(tl.peers.first { if case .participant = $0.peer.ref { return true } else { return false } })
     }
+
+    /// A log event from log input `input` (the Script's own `log` writes input 1).
+    func logLine(_ s: Script, _ kind: EventKind, _ t: Double, input: Int, line: Int, _ from: PeerHint,
+                 _ to: PeerHint = .unknown, attrs: [String: String] = [:]) {
+        s.events.append(PeerEvent(kind: kind, t: Script.at(t), evidence: .logLine(input: input, line: line), from: from,
+                                  to: to, source: "log-test", attrs: attrs))
+    }
+
+    func testLogOwnersComeFromTheirAdvertisingLinesWithoutPackets() throws {
+        let s = Script()
+        let aID = try XCTUnwrap(A.peerID), bID = try XCTUnwrap(B.peerID)
+        // Each log names its own device once (name and participant, as MPC prints it) and the other often.
+        logLine(s, "log.advertising", 0.1, input: 1, line: 1, PeerHint(participantID: PeerIdentity.participantID(aID), displayName: "Alice"))
+        logLine(s, "log.advertising", 0.2, input: 2, line: 1, PeerHint(participantID: PeerIdentity.participantID(bID), displayName: "Bob"))
+        logLine(s, .stateChange, 1.0, input: 1, line: 2, B, attrs: ["to": "Connecting"])
+        logLine(s, .stateChange, 1.1, input: 2, line: 2, A, attrs: ["to": "Connecting"])
+        logLine(s, .stateChange, 1.5, input: 1, line: 3, B, attrs: ["to": "Connected"])
+        logLine(s, .appHandshake, 2.0, input: 2, line: 3, A)
+        let tl = s.timelines()
+        XCTAssertEqual(tl.resolver.logOwners[1], .id(aID))
+        XCTAssertEqual(tl.resolver.logOwners[2], .id(bID))
+        XCTAssertNil(tl.peers.first { if case .logOwner = $0.peer.ref { return true } else { return false } })
+        XCTAssertEqual(tl.sessions.count, 1, "both logs tell one session")
+        XCTAssertEqual(tl.sessions.first?.pair, PeerPair(.id(aID), .id(bID)))
+        // A log whose lines name two different local peers is not guessed.
+        let t = Script()
+        logLine(t, "log.advertising", 0.1, input: 1, line: 1, A)
+        logLine(t, "log.peer_created", 0.2, input: 1, line: 2, B)
+        var r = PeerResolver(directory: t.directory, events: t.events)
+        r.identifyLogOwners(t.events)
+        XCTAssertNil(r.logOwners[1])
+    }
+
+    func testADisplayNameTwoPeersShareNamesTheOneInSession() throws {
+        let s = Script()
+        let first = PeerHint(peerID: 0x0111_2222_3333_4444, displayName: "Alice")
+        let second = PeerHint(peerID: 0x0555_6666_7777_8888, displayName: "Alice")
+        s.packet(.announced, 0.0, first, .unknown)
+        s.packet(.announced, 0.1, second, .unknown)
+        s.connect(first, B, at: 1)
+        // Bob's app prints only the name.
+        s.log(.appKeepAlive, 3, PeerHint(displayName: "Alice"), B)
+        s.log(.appKeepAlive, 5, PeerHint(displayName: "Alice"), B)
+        let tl = s.timelines()
+        XCTAssertNil(tl.peers.first { if case .name = $0.peer.ref { return true } else { return false } })
+        let firstEntries = tl.timeline(.id(0x0111_2222_3333_4444))?.entries ?? []
+        XCTAssertEqual(firstEntries.filter { $0.kind == .appKeepAlive }.map(\.count).reduce(0, +), 2)
+        XCTAssertTrue((tl.timeline(.id(0x0555_6666_7777_8888))?.entries ?? []).allSatisfy { $0.kind != .appKeepAlive })
+    }
 }
