@@ -43,7 +43,7 @@ var targets: [Target] = [
         "PeerscopeTimeline", "PeerscopeDetectors", "PeerscopeReports", yams,
     ]),
     .executableTarget(name: "PeerscopeCLI", dependencies: ["Peerscope", "PeerscopeSimulator", argumentParser]),
-    .executableTarget(name: "PeerscopeBench", dependencies: ["Peerscope", "PeerscopeSimulator", "PeerscopeTimeline", "PeerscopeDetectors"]),
+    .executableTarget(name: "PeerscopeBench", dependencies: ["CPcap", "Peerscope", "PeerscopeSimulator", "PeerscopeTimeline", "PeerscopeDetectors"]),
 ]
 
 let testTargets: [(String, [Target.Dependency])] = [

@@ -1,6 +1,7 @@
 // peerscope-bench: speed and memory of reading, decoding and analysing a large capture, with
 // tcpdump and tshark on the same file for ratios measured in the same run. Build in release:
 //   swift run -c release PeerscopeBench [--frames N] [--keep DIR]
+import CPcap
 import Foundation
 import Peerscope
 import PeerscopeCapture
@@ -201,6 +202,21 @@ func row(_ name: String, _ s: Double, _ rss: Int?) {
                  fmt(mbs, 1) as NSString, (rss.map { fmt(Double($0) / 1024, 1) } ?? "-") as NSString))
 }
 row("read frames (in process)", readSeconds, nil)
+// The same loop through libpcap, for a ratio that survives a busy machine.
+do {
+    var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE))
+    let t1 = now()
+    if let p = pcap_open_offline(big, &errbuf) {
+        var hdr: UnsafeMutablePointer<pcap_pkthdr>?
+        var data: UnsafePointer<UInt8>?
+        var m = 0
+        while pcap_next_ex(p, &hdr, &data) == 1 { m += 1 }
+        pcap_close(p)
+        let libpcapSeconds = now() - t1
+        row("libpcap pcap_next_ex (in process)", libpcapSeconds, nil)
+        print("  peerscope reader / libpcap (time): \(fmt(readSeconds / max(1e-9, libpcapSeconds))) (\(n) and \(m) frames)")
+    }
+}
 
 var results: [String: Measured] = [:]
 if let m = measure([peerscope, "decode", big]) { results["decode"] = m; row("peerscope decode (JSON Lines)", m.seconds, m.maxRSSKiB) }
