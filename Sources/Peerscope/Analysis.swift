@@ -91,14 +91,17 @@ public enum PeerscopeAnalysis {
                                 directory: engine.directory)
             }
         }
-        return try finish(engine: engine, run: run, options: options)
+        return try finish(engine: engine, run: consume run, options: options)
     }
 
     /// Adds the logs of `options` to a finished capture run (file or live) and builds the report.
-    public static func finish(engine: Engine, run capture: RunResult, options: AnalysisOptions) throws(InputError) -> Analysis {
+    /// The events of `capture` move into the report (`report.timelines.events`); the returned
+    /// `run.events` is empty, so a large capture's events are held once.
+    public static func finish(engine: Engine, run capture: consuming RunResult, options: AnalysisOptions) throws(InputError) -> Analysis {
         var run = capture
         run.inputs = options.captures + options.logs
         var events = run.events
+        run.events = []     // one reference: the timeline builder adopts the list without copying it
         var logResult: LogReadResult?
         var logPaths: [(Int, String)] = []
         for (i, p) in options.logs.enumerated() {
@@ -152,9 +155,8 @@ public enum PeerscopeAnalysis {
                 throw InputError(path: error.path, message: error.description)
             }
         }
-        run.events = events
         let end = max(run.stats.lastT ?? Int64.min, events.last?.t ?? Int64.min)
-        var report = Report.analyze(inputs: run.inputs, events: events, directory: run.directory, stats: run.stats,
+        var report = Report.analyze(inputs: run.inputs, events: consume events, directory: run.directory, stats: run.stats,
                                     diagnostics: run.diagnostics, complete: run.complete, inputProblems: run.inputProblems,
                                     config: options.detectors, end: end == Int64.min ? nil : end)
         report.diagnosticTotals = run.diagnosticCounts

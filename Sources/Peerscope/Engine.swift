@@ -73,6 +73,12 @@ public final class Engine {
 
     public var directory: PeerDirectory { context.directory }
 
+    /// Hands the collected events over and forgets them (so they are held once, not twice).
+    public func takeEvents() -> [PeerEvent] {
+        defer { events = [] }
+        return events
+    }
+
     /// Record a diagnostic from any layer (also used for input problems).
     public func record(_ d: Diagnostic) {
         frameHadDiagnostic = true

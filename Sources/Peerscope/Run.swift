@@ -80,7 +80,7 @@ public enum PeerscopeRun {
             engine.record(p.diagnostic)
         }
         engine.finish()
-        return RunResult(inputs: paths, stats: engine.stats, diagnostics: engine.diagnostics, events: engine.events,
+        return RunResult(inputs: paths, stats: engine.stats, diagnostics: engine.diagnostics, events: engine.takeEvents(),
                          complete: problems.isEmpty, inputProblems: problems, directory: engine.directory,
                          diagnosticCounts: engine.diagnosticCounts)
     }

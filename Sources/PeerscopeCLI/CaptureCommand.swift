@@ -124,7 +124,7 @@ struct Capture: ParsableCommand {
         if let d = summary.dropped, d > 0 { stopped += "; \(d) dropped by the kernel buffer" }
         printError(stopped)
         var run = RunResult(inputs: ["live:\(interface)"], stats: engine.stats, diagnostics: engine.diagnostics,
-                            events: engine.events, complete: writeError == nil, directory: engine.directory,
+                            events: engine.takeEvents(), complete: writeError == nil, directory: engine.directory,
                             diagnosticCounts: engine.diagnosticCounts)
         if let writeError { run.inputProblems.append(writeError) }
         var opts = analysisOptions

@@ -43,13 +43,13 @@ public struct Report: Sendable {
     }
 
     /// Timelines, detectors and the report in one call: what `peerscope analyze` needs.
-    public static func analyze(inputs: [String], events: [PeerEvent], directory: PeerDirectory,
+    public static func analyze(inputs: [String], events: consuming [PeerEvent], directory: PeerDirectory,
                                stats: CaptureStats = CaptureStats(), diagnostics: [Diagnostic] = [],
                                complete: Bool = true, inputProblems: [String] = [],
                                config: DetectorConfig = .defaults, end: Nanos? = nil,
                                toolVersion: String = Report.defaultToolVersion) -> Report {
         let builder = TimelineBuilder(directory: directory)
-        builder.add(contentsOf: events)
+        builder.add(contentsOf: consume events)
         let endT = end ?? stats.lastT
         let timelines = builder.finish(at: endT)
         let findings = DetectorSuite.run(timelines: timelines, config: config, end: endT)

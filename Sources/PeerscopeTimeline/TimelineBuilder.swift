@@ -103,7 +103,11 @@ public final class TimelineBuilder {
     }
 
     public func add(_ e: PeerEvent) { pending.append(e) }
-    public func add(contentsOf es: [PeerEvent]) { pending.append(contentsOf: es) }
+    public func add(contentsOf es: [PeerEvent]) {
+        // Adopting the caller's buffer (no copy) when nothing is pending: analysis hands over all
+        // its events at once and keeps no other reference.
+        if pending.isEmpty { pending = es } else { pending.append(contentsOf: es) }
+    }
 
     // MARK: working state
 
@@ -167,11 +171,12 @@ public final class TimelineBuilder {
     }
 
     public func finish(at end: Nanos? = nil) -> Timelines {
-        var events = pending.map { e -> PeerEvent in
-            var e = e
-            e.from = PeerResolver.normalized(e.from)
-            e.to = PeerResolver.normalized(e.to)
-            return e
+        // Normalised in place (the list can be large: no second copy).
+        var events = pending
+        pending = []
+        for i in events.indices {
+            events[i].from = PeerResolver.normalized(events[i].from)
+            events[i].to = PeerResolver.normalized(events[i].to)
         }
         if !zip(events, events.dropFirst()).allSatisfy({ $0.t <= $1.t }) {
             // Stable: events with equal times keep their input order.
