@@ -25,6 +25,8 @@ public struct KeepaliveTimeoutDetector: Detector {
             ThresholdDescriptor("keepalive-timeout.app", 6, "no app keep-alive (or other app message) for longer than this"),
             ThresholdDescriptor("keepalive-timeout.interval", 2, "the app's keep-alive interval (for messages)"),
             ThresholdDescriptor("keepalive-timeout.session", 15, "no GCK heartbeat or other session traffic for longer than this"),
+            ThresholdDescriptor("keepalive-timeout.capture-gap", 300,
+                                "a stretch with no frames or log lines at all this long means the capture was not running: silences across it are not judged"),
         ],
         make: { KeepaliveTimeoutDetector(config: $0) })
 
@@ -32,7 +34,10 @@ public struct KeepaliveTimeoutDetector: Detector {
     let interval: Double
     let sessionLimit: Nanos
 
+    let captureGap: Nanos
+
     public init(config: DetectorConfig) {
+        captureGap = config.nanos("keepalive-timeout.capture-gap")
         appLimit = config.nanos("keepalive-timeout.app")
         interval = config.value("keepalive-timeout.interval")
         sessionLimit = config.nanos("keepalive-timeout.session")
@@ -66,7 +71,14 @@ public struct KeepaliveTimeoutDetector: Detector {
         var appLogInputs: [Direction: Set<Int>] = [:]
         var appFromFrames: Set<Direction> = []
 
+        // Stretches with no evidence at all (two captures joined, a capture paused): nothing in them
+        // was observed, so a silence across one is not a finding.
+        var holes: [(Nanos, Nanos)] = []
+        var lastSeen: Nanos?
+
         for e in input.timelines.events {
+            if let l = lastSeen, captureGap > 0, e.t > l, e.t &- l > captureGap { holes.append((l, e.t)) }
+            lastSeen = max(lastSeen ?? e.event.lastT, e.event.lastT)
             if case .logLine(let i, _) = e.evidence { logEnd[i] = max(logEnd[i] ?? e.t, e.event.lastT) }
             if let f = logFinding(e, input) { out.append(f) }
             guard let s = e.session, let from = e.from, let to = e.to else { continue }
@@ -110,7 +122,8 @@ public struct KeepaliveTimeoutDetector: Detector {
                     }
                     for g in gaps(times, clockStart: kaStart, stop: appStop, limit: appLimit) {
                         appGaps[d, default: []].append(Gap(dir: d, start: g.start, end: g.end))
-                        out.append(finding(input, inst, d, g, level: "app", limit: appLimit, ended: ended))
+                        out.append(finding(input, inst, d, g, level: "app", limit: appLimit, ended: ended,
+                                           hole: hole(in: g, holes)))
                     }
                 }
             }
@@ -119,7 +132,8 @@ public struct KeepaliveTimeoutDetector: Detector {
                 for g in gaps(times, clockStart: established, stop: stop, limit: sessionLimit) {
                     let covered = (appGaps[d] ?? []).contains { $0.start < g.end && g.start < $0.end }
                     if covered { continue }
-                    out.append(finding(input, inst, d, g, level: "session", limit: sessionLimit, ended: ended))
+                    out.append(finding(input, inst, d, g, level: "session", limit: sessionLimit, ended: ended,
+                                       hole: hole(in: g, holes)))
                 }
             }
         }
@@ -176,8 +190,13 @@ public struct KeepaliveTimeoutDetector: Detector {
         return out
     }
 
+    /// The first stretch without any evidence inside the silence `g`.
+    private func hole(in g: Silence, _ holes: [(Nanos, Nanos)]) -> (Nanos, Nanos)? {
+        holes.first { $0.0 >= g.start && $0.0 < g.end }
+    }
+
     private func finding(_ input: DetectorInput, _ inst: SessionInstance, _ d: Direction, _ g: Silence, level: String,
-                         limit: Nanos, ended: Bool) -> Finding {
+                         limit: Nanos, ended: Bool, hole: (Nanos, Nanos)? = nil) -> Finding {
         let silent = CaptureTime.duration(g.end &- g.start)
         let what = level == "app"
             ? "sent no app keep-alive to \(input.label(d.to)) for \(silent) (timeout \(secondsText(Double(limit) / 1e9)), expected every \(secondsText(interval)))"
@@ -194,6 +213,14 @@ public struct KeepaliveTimeoutDetector: Detector {
                 openAtEnd = true
             }
         }
+        var outcome = g.recovered ? "recovered" : (ended ? "session-ended" : "open")
+        if let (h0, h1) = hole {
+            // Not observed: the input has nothing at all for a long stretch inside this silence.
+            severity = .info
+            openAtEnd = false
+            outcome = "capture-gap"
+            tail = "; not judged: the input has no frames or log lines for \(CaptureTime.duration(h1 &- h0)) from \(CaptureTime.iso8601(h0)) (capture not running?)"
+        }
         var ev: [Evidence] = []
         if let s = g.startEvidence { ev.append(s) }
         if let e = g.endEvidence { ev.append(e) } else if !g.recovered, let e = inst.endEvidence, ended { ev.append(e) }
@@ -205,7 +232,7 @@ public struct KeepaliveTimeoutDetector: Detector {
                       "silent": secondsText(Double((g.end &- g.start) / 1_000_000) / 1000),
                       "threshold": secondsText(Double(limit) / 1e9), "session": String(inst.number),
                       "since": CaptureTime.iso8601(g.start),
-                      "outcome": g.recovered ? "recovered" : (ended ? "session-ended" : "open")],
+                      "outcome": outcome],
             openAtEnd: openAtEnd)
     }
 

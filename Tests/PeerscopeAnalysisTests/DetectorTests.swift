@@ -270,6 +270,28 @@ final class KeepaliveTimeoutTests: XCTestCase {
         XCTAssertEqual(g.findings(end: 30).of("keepalive-timeout").map(\.peer), ["Alice"])
     }
 
+    /// Two captures joined (nothing at all for 10 minutes in between): a session of the first that
+    /// is silent in the second was not observed across the hole.
+    func testSilenceAcrossACaptureGapIsNotJudged() throws {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        s.repeating(.appKeepAlive, from: 1, to: 10, every: 2, A, B)
+        s.repeating(.appKeepAlive, from: 1.5, to: 10, every: 2, B, A)
+        s.packet(.announced, 700, Script.carol, .unknown)   // the second capture: someone else
+        let f = s.findings(end: 700).of("keepalive-timeout")
+        XCTAssertFalse(f.isEmpty)
+        XCTAssertTrue(f.allSatisfy { $0.severity == .info && $0.details["outcome"] == "capture-gap" }, f.map(\.message).joined(separator: "; "))
+        let strict = DetectorConfig(values: ["keepalive-timeout.capture-gap": 0])
+        XCTAssertTrue(s.findings(end: 700, config: strict).of("keepalive-timeout").contains { $0.severity == .error })
+        // A silence in a capture that kept running is judged.
+        let g = Script()
+        g.connect(A, B, at: 0)
+        g.repeating(.appKeepAlive, from: 1, to: 10, every: 2, A, B)
+        g.repeating(.appKeepAlive, from: 1.5, to: 10, every: 2, B, A)
+        g.repeating(.announced, from: 10, to: 700, every: 120, Script.carol, .unknown)
+        XCTAssertTrue(g.findings(end: 700).of("keepalive-timeout").contains { $0.severity == .error })
+    }
+
     func testHeartbeatTimeoutLogLine() {
         let s = Script()
         s.log(.gckTimeout, 5, PeerHint(participantID: PeerIdentity.participantID(0x0FED_CBA9_8765_4321)),
