@@ -80,6 +80,10 @@ public struct PeerResolver: Sendable {
     private var names: [String: Set<UInt64>] = [:]
     private var endpoints: [Endpoint: UInt64] = [:]
     private var addresses: [IPAddress: Set<UInt64>] = [:]
+    /// When each endpoint and address was seen with which peer ID, in time order (an app relaunched
+    /// on the same device gets a new peer ID at the same address: later packets are the new one's).
+    private var endpointBindings: [Endpoint: [(Nanos, UInt64)]] = [:]
+    private var addressBindings: [IPAddress: [(Nanos, UInt64)]] = [:]
     /// Who wrote each log input, when it could be inferred (see `inferLogOwners`).
     public var logOwners: [Int: PeerRef] = [:]
 
@@ -93,8 +97,8 @@ public struct PeerResolver: Sendable {
             for a in e.addresses { addresses[a, default: []].insert(id) }
         }
         for e in events {
-            learn(e.from)
-            learn(e.to)
+            learn(e.from, at: e.t)
+            learn(e.to, at: e.t)
         }
     }
 
@@ -110,13 +114,31 @@ public struct PeerResolver: Sendable {
         return out
     }
 
-    public mutating func learn(_ h: PeerHint) {
+    /// Learns what a hint with a peer ID ties together; `t` (events come in time order) records
+    /// when an endpoint or address was seen with that peer.
+    public mutating func learn(_ h: PeerHint, at t: Nanos? = nil) {
         guard let id = h.peerID else { return }
         participants[PeerIdentity.participantID(id)] = id
         if let n = h.displayName, !n.isEmpty { names[n, default: []].insert(id) }
         if let ep = h.endpoint, endpoints[ep] == nil { endpoints[ep] = id }
         if let a = h.address { addresses[a, default: []].insert(id) }
+        guard let t else { return }
+        if let ep = h.endpoint, endpointBindings[ep]?.last?.1 != id { endpointBindings[ep, default: []].append((t, id)) }
+        if let a = h.address, addressBindings[a]?.last?.1 != id { addressBindings[a, default: []].append((t, id)) }
     }
+
+    /// The binding made last at or before `t` (the first one when `t` is earlier than all).
+    private static func latest(_ list: [(Nanos, UInt64)]?, at t: Nanos) -> (Nanos, UInt64)? {
+        guard let list, let first = list.first else { return nil }
+        var best = first
+        for b in list {
+            if b.0 > t { break }
+            best = b
+        }
+        return best
+    }
+
+    private static func binding(_ list: [(Nanos, UInt64)]?, at t: Nanos) -> UInt64? { latest(list, at: t)?.1 }
 
     /// Peer IDs known to use a display name.
     public func peerIDs(named name: String) -> Set<UInt64> { names[name] ?? [] }
@@ -126,20 +148,33 @@ public struct PeerResolver: Sendable {
         return s.first
     }
 
-    private func byAddress(_ a: IPAddress) -> UInt64? {
+    private func byAddress(_ a: IPAddress, at t: Nanos? = nil) -> UInt64? {
         if let id = unique(addresses[a]) { return id }
-        if a.isLinkLocal { return unique(addresses[a.unscoped]) }
+        if a.isLinkLocal, let id = unique(addresses[a.unscoped]) { return id }
+        // Several peer IDs at one address: the one seen there most recently.
+        if let t, let id = PeerResolver.binding(addressBindings[a], at: t) { return id }
         return nil
     }
 
     /// The peer a hint names, or nil for an empty hint. `evidence` decides what an empty hint means:
     /// in a log line it is the device that wrote the log.
-    public func resolve(_ h: PeerHint, evidence: Evidence? = nil) -> PeerRef? {
+    public func resolve(_ h: PeerHint, evidence: Evidence? = nil, at t: Nanos? = nil) -> PeerRef? {
         if let id = h.peerID { return .id(id) }
         if let p = h.participantID, let id = participants[p] { return .id(id) }
         if let n = h.displayName, !n.isEmpty, let id = unique(names[n]) { return .id(id) }
-        if let ep = h.endpoint, let id = endpoints[ep] ?? byAddress(ep.address) { return .id(id) }
-        if let a = h.address, let id = byAddress(a) { return .id(id) }
+        if let ep = h.endpoint {
+            var timed: UInt64?
+            if let t, let (et, eid) = PeerResolver.latest(endpointBindings[ep], at: t) {
+                timed = eid
+                // The address taken by another peer ID since (the app relaunched): that one.
+                if let (at, aid) = PeerResolver.latest(addressBindings[ep.address], at: t), at > et, aid != eid,
+                   addresses[ep.address]?.contains(eid) ?? false {
+                    timed = aid
+                }
+            }
+            if let id = timed ?? endpoints[ep] ?? byAddress(ep.address, at: t) { return .id(id) }
+        }
+        if let a = h.address, let id = byAddress(a, at: t) { return .id(id) }
         if let p = h.participantID { return .participant(p) }
         if let n = h.displayName, !n.isEmpty { return .name(n) }
         if let a = h.address ?? h.endpoint?.address { return .address(a) }

@@ -233,8 +233,8 @@ public final class TimelineBuilder {
     }
 
     private func process(_ e: PeerEvent, _ resolver: PeerResolver) -> ResolvedEvent {
-        var from = resolver.resolve(e.from, evidence: e.evidence)
-        var to = resolver.resolve(e.to, evidence: e.evidence)
+        var from = resolver.resolve(e.from, evidence: e.evidence, at: e.t)
+        var to = resolver.resolve(e.to, evidence: e.evidence, at: e.t)
         if e.kind.isIn("discovery") {
             // Discovery is about one peer; the other side (a browser, the log owner) is not a session.
             if from == nil { from = to }

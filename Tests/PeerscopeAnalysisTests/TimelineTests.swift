@@ -221,4 +221,22 @@ final class TimelineTests: XCTestCase {
         XCTAssertEqual(firstEntries.filter { $0.kind == .appKeepAlive }.map(\.count).reduce(0, +), 2)
         XCTAssertTrue((tl.timeline(.id(0x0555_6666_7777_8888))?.entries ?? []).allSatisfy { $0.kind != .appKeepAlive })
     }
+
+    /// An app relaunched on the same device gets a new peer ID at the same address: packets from
+    /// that address after the new ID appeared are the new peer's, earlier ones the old peer's.
+    func testEndpointsFollowTheLatestPeerIDSeenThere() throws {
+        let s = Script()
+        let addr = try XCTUnwrap(IPAddress("192.0.2.16"))
+        let mdns = Endpoint(addr, 5353)
+        let old: UInt64 = 0x0100_0000_0000_0001, new: UInt64 = 0x0200_0000_0000_0002
+        s.packet(.announced, 0, PeerHint(peerID: old, displayName: "Erin", endpoint: mdns), .unknown)
+        s.packet(.browse, 50, PeerHint(endpoint: mdns), .unknown)
+        s.packet(.announced, 100, PeerHint(peerID: new, displayName: "Erin", address: addr), .unknown)
+        s.packet(.browse, 120, PeerHint(endpoint: mdns), .unknown)
+        let tl = s.timelines()
+        let oldLast = try XCTUnwrap(tl.peer(.id(old))?.lastSeen)
+        let newLast = try XCTUnwrap(tl.peer(.id(new))?.lastSeen)
+        XCTAssertEqual(oldLast, Script.at(50))
+        XCTAssertEqual(newLast, Script.at(120))
+    }
 }
