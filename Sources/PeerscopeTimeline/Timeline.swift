@@ -2,7 +2,7 @@ import PeerscopeCore
 
 /// Where a peer is, as a timeline entry says it.
 public enum TimelineState: String, Sendable, Hashable, CaseIterable, Comparable {
-    case discovered, updated, lost
+    case browsing, discovered, updated, lost
     case invitationChannel = "invitation-channel"
     case invited
     case invitationAccepted = "invitation-accepted"
@@ -32,7 +32,8 @@ public enum TimelineState: String, Sendable, Hashable, CaseIterable, Comparable 
     /// States whose repeats are folded into one entry (first/last/count per run).
     public var aggregates: Bool {
         switch self {
-        case .keepAlive, .heartbeat, .data, .iceChecks, .secureHandshake, .gckHandshake, .discovered, .updated, .other: true
+        case .keepAlive, .heartbeat, .data, .iceChecks, .secureHandshake, .gckHandshake, .browsing, .discovered, .updated,
+             .other: true
         default: false
         }
     }
@@ -40,7 +41,7 @@ public enum TimelineState: String, Sendable, Hashable, CaseIterable, Comparable 
     /// A coarse group for colours and lanes.
     public var category: String {
         switch self {
-        case .discovered, .updated, .lost: "discovery"
+        case .browsing, .discovered, .updated, .lost: "discovery"
         case .invitationChannel, .invited, .invitationAccepted, .invitationDeclined, .connectionData: "invitation"
         case .connecting, .iceChecks, .iceConnected, .secureHandshake, .secureChannelUp, .gckHandshake: "handshake"
         case .gckConnected, .connected, .appHandshake, .appHandshakeDone: "connected"
@@ -117,6 +118,15 @@ public enum TimelineMapping {
         return parts.joined(separator: " ")
     }
 
+    /// The detail of one event: its attributes, except that a receipt names what it acknowledges.
+    public static func detail(_ kind: EventKind, _ attrs: [String: String]) -> String {
+        if attrs.isEmpty { return "" }
+        if kind == .invitationReceipt {
+            return "for \(attrs["type"] ?? "?")" + (attrs["matched"] == "false" ? " (no such message seen)" : "")
+        }
+        return detail(attrs)
+    }
+
     public static func isAccepted(_ attrs: [String: String]) -> Bool? {
         guard let v = attrs["accepted"] ?? attrs["accept"] else { return nil }
         switch v.lowercased() {
@@ -137,7 +147,10 @@ public enum TimelineMapping {
         case .updated: return (.updated, "V")
         case .goodbye, .expired, .lost: return (.lost, "L")
         case .instanceConflict, .nameConflict: return (.error, "!")
+        case .browse: return (.browsing, nil)
         case .invitationHello, .invitationAccept: return (.invitationChannel, "S")
+        case .invitationReceipt: return (.invitationChannel, nil)
+        case "ice.unanswered", "dtls.stalled": return (.timeout, nil)
         case .tcpOpened:
             // Only a connection to a known MPC endpoint (an advertised SRV port, an invitation-channel
             // end) is an invitation channel; the rest of a device's TCP traffic (HTTPS...) is not.

@@ -117,6 +117,9 @@ public final class TimelineBuilder {
         var sent: Bool
         var counterpart: PeerRef?
         var session: SessionKey?
+        /// Log lines and frames fold into separate runs, so a run's first and last evidence stay
+        /// from one source and a merged timeline shows both.
+        var fromLog: Bool
     }
 
     private final class PeerWork {
@@ -200,7 +203,9 @@ public final class TimelineBuilder {
                 w.endpoints.formUnion(entry.endpoints)
             }
             var info = w.info
-            info.addresses = w.addresses.sorted()
+            // A link-local address seen with its interface (`fe80::1%awdl0`) and without is one address.
+            let scopedTwins = Set(w.addresses.filter { $0.isLinkLocal && $0 != $0.unscoped }.map(\.unscoped))
+            info.addresses = w.addresses.filter { !scopedTwins.contains($0) || $0 != $0.unscoped }.sorted()
             info.endpoints = w.endpoints.sorted()
             return PeerTimeline(peer: info, entries: w.entries, history: w.history.text, sessions: w.sessions)
         }
@@ -291,13 +296,31 @@ public final class TimelineBuilder {
         guard let w = peers[r] else { return }
         if let letter { w.history.add(letter, sent: sent, times: e.count) }
         if let s = session, w.sessions.last != s, w.sessionSet.insert(s).inserted { w.sessions.append(s) }
-        let key = RunKey(state: state, kind: e.kind, sent: sent, counterpart: counterpart, session: session)
+        let fromLog = if case .logLine = e.evidence { true } else { false }
+        let key = RunKey(state: state, kind: e.kind, sent: sent, counterpart: counterpart, session: session, fromLog: fromLog)
+        if let last = w.entries.last, last.count == 1, last.evidence.first == e.evidence, last.state == state,
+           last.sent == sent, last.counterpart == counterpart, last.session == session, e.count == 1,
+           last.kind.rawValue.prefix(while: { $0 != "." }) == e.kind.rawValue.prefix(while: { $0 != "." }) {
+            // Two events of one frame or line saying the same thing (an mDNS answer that both announces
+            // and resolves an instance) are one entry; the fuller detail stays.
+            let detail = TimelineMapping.detail(e.kind, e.attrs)
+            if detail.count > last.detail.count { w.entries[w.entries.count - 1].detail = detail }
+            return
+        }
+        if e.kind == .tcpClosed, let last = w.entries.last, last.evidence.first == e.evidence,
+           last.kind == .tcpReset || last.kind == .tcpRefused, last.counterpart == counterpart {
+            // A reset or refusal already says the connection ended in this segment.
+            return
+        }
         if state.aggregates, let i = w.runs[key], i < w.entries.count {
             w.entries[i].count &+= e.count
-            w.entries[i].lastT = e.lastT
             let lastEvidence = e.lastEvidence ?? e.evidence
-            if w.entries[i].evidence.count < 2 { w.entries[i].evidence.append(lastEvidence) } else {
-                w.entries[i].evidence[1] = lastEvidence
+            // Events arrive in time order, but a run's last time never moves back.
+            if e.lastT >= w.entries[i].lastT {
+                w.entries[i].lastT = e.lastT
+                if w.entries[i].evidence.count < 2 { w.entries[i].evidence.append(lastEvidence) } else {
+                    w.entries[i].evidence[1] = lastEvidence
+                }
             }
         } else {
             if !state.aggregates {
@@ -306,7 +329,7 @@ public final class TimelineBuilder {
             }
             var entry = TimelineEntry(t: e.t, state: state, kind: e.kind, sent: sent, counterpart: counterpart,
                                       session: session, evidence: [e.evidence], source: e.source,
-                                      detail: e.attrs.isEmpty ? "" : TimelineMapping.detail(e.attrs),
+                                      detail: TimelineMapping.detail(e.kind, e.attrs),
                                       letter: letter)
             if e.count > 1 {
                 entry.count = e.count
@@ -420,6 +443,16 @@ public final class TimelineBuilder {
         case .connectionDecision where state == .invitationDeclined: close(si, at: e, reason: "declined")
         case .inviteTimeout: close(si, at: e, reason: "invitation timed out")
         case .icmpUnreachable: close(si, at: e, reason: "peer unreachable (ICMP)")
+        case .dtlsAlert:
+            // A fatal alert or close_notify ends the secure channel. An unreadable (encrypted) alert is
+            // one of those in practice: the other warnings are not sent by MPC's DTLS.
+            let level = (e.attrs["level"] ?? "").lowercased()
+            let description = e.attrs["description"] ?? level
+            if description == "close_notify" {
+                close(si, at: e, reason: "closed (DTLS close_notify)")
+            } else if level == "fatal" || level == "encrypted" {
+                close(si, at: e, reason: level == "encrypted" ? "DTLS alert (encrypted)" : "DTLS alert (\(description))")
+            }
         case .iceTimeout, .dtlsTimeout, .gckGivingUp, .gckTimeout:
             let st = (e.attrs["state"] ?? "").lowercased().filter { $0.isLetter }
             let wait = (e.attrs["wait"] ?? "").lowercased()

@@ -42,6 +42,62 @@ final class TimelineTests: XCTestCase {
         XCTAssertEqual(session.history, "IaCQjEeuOgWhKkKkx", "upper case is the originator (Alice)")
     }
 
+    func testOneFrameAnnouncingAndResolvingIsOneEntry() throws {
+        let s = Script()
+        s.events.append(PeerEvent(kind: .announced, t: Script.at(0), evidence: .frame(input: 0, frame: 1), from: A,
+                                  to: .unknown, source: "mdns", attrs: ["service": "_x._tcp.local"]))
+        s.events.append(PeerEvent(kind: .resolved, t: Script.at(0), evidence: .frame(input: 0, frame: 1), from: A,
+                                  to: .unknown, source: "mdns", attrs: ["service": "_x._tcp.local", "port": "5000"]))
+        s.events.append(PeerEvent(kind: .resolved, t: Script.at(1), evidence: .frame(input: 0, frame: 2), from: A,
+                                  to: .unknown, source: "mdns", attrs: ["service": "_x._tcp.local", "port": "5000"]))
+        let alice = try XCTUnwrap(s.timelines().timeline(.id(0x0123_4567_89AB_CDEF)))
+        let discovered = alice.entries.filter { $0.state == .discovered }
+        XCTAssertEqual(discovered.first?.evidence, [.frame(input: 0, frame: 1)])
+        XCTAssertEqual(discovered.first?.detail, "service=_x._tcp.local port=5000", "the fuller detail stays")
+        XCTAssertEqual(discovered.map(\.evidence.first), [.frame(input: 0, frame: 1), .frame(input: 0, frame: 2)],
+                       "frame 2 is a new entry; frame 1's two events are one")
+    }
+
+    func testLogAndCaptureRunsStaySeparateAndNeverEndEarlier() throws {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        s.repeating(.appKeepAlive, from: 1, to: 20, every: 2, A, B)
+        // A log line about an earlier keep-alive arrives (sorted by time) inside the run.
+        s.log(.appKeepAlive, 3.5, A, B)
+        let alice = try XCTUnwrap(s.timelines().timeline(.id(0x0123_4567_89AB_CDEF)))
+        let runs = alice.entries.filter { $0.state == .keepAlive && $0.sent }
+        XCTAssertEqual(runs.count, 2, "frames and log lines fold into runs of their own")
+        let frames = try XCTUnwrap(runs.first { if case .frame = $0.evidence[0] { true } else { false } })
+        XCTAssertEqual(frames.count, 10)
+        XCTAssertEqual(frames.lastT, Script.at(19))
+        let log = try XCTUnwrap(runs.first { if case .logLine = $0.evidence[0] { true } else { false } })
+        XCTAssertEqual(log.count, 1)
+    }
+
+    func testFatalOrEncryptedDTLSAlertEndsTheSessionAWarningDoesNot() throws {
+        func session(_ attrs: [String: String]) -> SessionInstance? {
+            let s = Script()
+            s.connect(A, B, at: 0)
+            s.packet(.dtlsAlert, 5, B, A, attrs: attrs)
+            return s.timelines().sessions.first
+        }
+        XCTAssertEqual(session(["level": "fatal", "description": "bad_record_mac"])?.endReason, "DTLS alert (bad_record_mac)")
+        XCTAssertEqual(session(["level": "encrypted", "description": "encrypted alert"])?.end, Script.at(5))
+        XCTAssertEqual(session(["level": "warning", "description": "close_notify"])?.endReason, "closed (DTLS close_notify)")
+        XCTAssertNil(session(["level": "warning", "description": "no_renegotiation"])?.end)
+    }
+
+    func testReceiptEntriesSayWhatTheyAcknowledge() throws {
+        let s = Script()
+        s.packet(.invitationHello, 0, A, B)
+        s.packet(.invitationReceipt, 0.1, B, A, attrs: ["type": "hello", "matched": "true", "seq": "0"])
+        let alice = try XCTUnwrap(s.timelines().timeline(.id(0x0123_4567_89AB_CDEF)))
+        let receipt = try XCTUnwrap(alice.entries.first { $0.kind == .invitationReceipt })
+        XCTAssertEqual(receipt.state, .invitationChannel)
+        XCTAssertEqual(receipt.detail, "for hello")
+        XCTAssertFalse(receipt.sent)
+    }
+
     func testHistoryBuilderCompression() {
         var h = HistoryBuilder()
         for _ in 0 ..< 105 { h.add("K", sent: true) }
