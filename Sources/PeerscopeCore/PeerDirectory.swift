@@ -6,6 +6,10 @@ public final class PeerDirectory {
         public var displayName: String?
         public var addresses: Set<IPAddress> = []
         public var endpoints: Set<Endpoint> = []
+        /// Capture times of the first and last discovery message that announced or refreshed the
+        /// peer's MPC instance (refreshes make no event; the discovery report reads these).
+        public var advertisedFirst: Nanos?
+        public var advertisedLast: Nanos?
         public var participantID: UInt32 { PeerIdentity.participantID(peerID) }
     }
 
@@ -49,6 +53,14 @@ public final class PeerDirectory {
         e.endpoints.insert(endpoint)
         entries[peerID] = e
         byEndpoint[endpoint] = peerID
+    }
+
+    /// The peer's MPC instance was announced or refreshed at `t` (capture time).
+    public func advertised(peerID: UInt64, at t: Nanos) {
+        var e = entry(peerID)
+        e.advertisedFirst = min(e.advertisedFirst ?? t, t)
+        e.advertisedLast = max(e.advertisedLast ?? t, t)
+        entries[peerID] = e
     }
 
     public func peerID(forParticipant p: UInt32) -> UInt64? { byParticipant[p] }

@@ -64,6 +64,17 @@ public struct DiscoverySection: Sendable {
                                        participantID: info?.participantHex, addresses: [], port: nil, host: nil,
                                        services: [], info: [:], firstSeen: nil, lastSeen: nil, gone: nil, events: 0)
             p.events += 1
+            // Another service on the same host (an iPhone's _companion-link beside the app's MPC
+            // service) names the host, not the MPC instance: it may add services and addresses but
+            // not the instance's port, info or times.
+            let isMPCPeer = if case .id = ref { true } else { false }
+            let ownInstance = !isMPCPeer || (attrs["peerID"].map { $0 == p.peerID || p.peerID == nil } ?? (attrs["instance"] == nil))
+            if let service, !p.services.contains(service) { p.services.append(service); p.services.sort() }
+            if !ownInstance {
+                if let a = e.event.from.address { p.addresses = Array(Set(p.addresses + ["\(a)"])).sorted() }
+                peers[ref] = p
+                continue
+            }
             if p.displayName == nil {
                 for k in DiscoverySection.nameKeys { if let v = attrs[k], !v.isEmpty { p.displayName = v; break } }
             }
@@ -83,7 +94,6 @@ public struct DiscoverySection: Sendable {
                     if !name.isEmpty, name != "_d" { p.info[name] = v }
                 }
             }
-            if let service, !p.services.contains(service) { p.services.append(service); p.services.sort() }
             switch e.kind {
             case .goodbye, .expired, .lost:
                 p.gone = e.t
@@ -103,8 +113,17 @@ public struct DiscoverySection: Sendable {
                 p.addresses = addrs.sorted()
                 if p.port == nil, entry.endpoints.count == 1, let ep = entry.endpoints.first { p.port = ep.port }
                 if p.displayName == nil { p.displayName = entry.displayName }
+                // Refreshes of the announcement make no event; the directory kept their times.
+                if let f = entry.advertisedFirst { p.firstSeen = min(p.firstSeen ?? f, f) }
+                if let l = entry.advertisedLast { p.lastSeen = max(p.lastSeen ?? l, l) }
                 peers[ref] = p
             }
+        }
+        for (ref, var p) in peers {
+            // A link-local address seen with its interface (`fe80::1%awdl0`) and without is one address.
+            let scoped = p.addresses.filter { $0.contains("%") }
+            p.addresses = p.addresses.filter { a in !scoped.contains { $0.hasPrefix(a + "%") } }
+            peers[ref] = p
         }
         for (name, refs) in serviceInstances { services[name]?.instances = refs.count }
         self.services = services.values.sorted { $0.name < $1.name }

@@ -40,6 +40,9 @@ public enum TextReportWriter {
             out += "diagnostics: \(r.diagnostics.count) (\(top))\n"
         }
 
+        // Discovery
+        out += discoverySection(r, c)
+
         // Sessions
         if !sessions.isEmpty {
             out += "\n" + c.bold("Sessions") + "\n"
@@ -58,6 +61,9 @@ public enum TextReportWriter {
         // Timelines
         if !peers.isEmpty {
             out += "\n" + c.bold("Timelines") + "\n"
+            out += "  history letters (upper case = this peer sent it, lower case = the other side): "
+                + HistoryBuilder.legend.map { "\($0.letter) \($0.meaning.prefix { $0 != "(" }.trimmingSuffixSpaces)" }
+                    .joined(separator: ", ") + "\n"
             for p in peers {
                 var head = "  " + c.bold(p.peer.label)
                 var ids: [String] = []
@@ -68,13 +74,15 @@ public enum TextReportWriter {
                 out += head + "\n"
                 if !p.history.isEmpty { out += "    history: \(p.history)\n" }
                 let entries = p.entries
-                let limit = TextReportWriter.timelineLimit
-                if showAllTimeline || entries.count <= limit {
+                if showAllTimeline {
                     for e in entries { out += line(e, r, c) }
                 } else {
-                    for e in entries.prefix(limit / 2) { out += line(e, r, c) }
-                    out += "    ... \(entries.count - limit) more entries (show all with --all)\n"
-                    for e in entries.suffix(limit / 2) { out += line(e, r, c) }
+                    for item in folded(entries) {
+                        switch item {
+                        case .entry(let e): out += line(e, r, c)
+                        case .hidden(let n): out += "    ... \(n) more entr\(n == 1 ? "y" : "ies") (--full-timeline shows all)\n"
+                        }
+                    }
                 }
             }
         }
@@ -96,17 +104,142 @@ public enum TextReportWriter {
         return out
     }
 
+    enum Folded { case entry(TimelineEntry), hidden(Int) }
+
+    /// Problem states stay visible when a long timeline is folded.
+    static func isProblem(_ s: TimelineState) -> Bool {
+        switch s {
+        case .error, .timeout, .disconnected, .lost, .invitationDeclined, .channelClosed: true
+        default: false
+        }
+    }
+
+    /// A long timeline shows its first and last `timelineLimit / 2` entries and, between them, every
+    /// problem entry (errors, timeouts, disconnects; at most `timelineLimit`), so folding never hides
+    /// what went wrong.
+    static func folded(_ entries: [TimelineEntry]) -> [Folded] {
+        let limit = timelineLimit
+        guard entries.count > limit else { return entries.map { .entry($0) } }
+        let head = limit / 2
+        let tailStart = entries.count - limit / 2
+        var out: [Folded] = entries[..<head].map { .entry($0) }
+        var hidden = 0, shownProblems = 0
+        for e in entries[head..<tailStart] {
+            if isProblem(e.state), shownProblems < limit {
+                if hidden > 0 { out.append(.hidden(hidden)); hidden = 0 }
+                out.append(.entry(e))
+                shownProblems += 1
+            } else {
+                hidden += 1
+            }
+        }
+        if hidden > 0 { out.append(.hidden(hidden)) }
+        out += entries[tailStart...].map { .entry($0) }
+        return out
+    }
+
+    /// The message an entry stands for where its state alone does not say (`gck-handshake DD`).
+    static func messageLabel(_ k: EventKind) -> String? {
+        switch k {
+        case .invitationHello: "Hello"
+        case .invitationAccept: "Accept"
+        case .invitationReceipt: "receipt"
+        case .tcpOpened: "TCP connected"
+        case .gckHello: "Hello"
+        case .gckDD: "DD"
+        case .gckLSA: "LSA"
+        case .gckLSAACK: "LSAACK"
+        case .dtlsChangeCipherSpec: "ChangeCipherSpec"
+        case .appChat: "chat"
+        case .gckData: "GCK data"
+        case .dtlsApplicationData: "DTLS data"
+        case .announced: "announced"
+        case .resolved: "resolved"
+        case .found: "found"
+        case .goodbye: "goodbye"
+        case .expired: "expired"
+        case .instanceConflict: "instance conflict"
+        case .nameConflict: "name conflict"
+        case .tcpRefused: "TCP refused"
+        case .tcpReset: "TCP reset"
+        case .tcpClosed: "TCP"
+        case .icmpUnreachable: "ICMP unreachable"
+        case .dtlsAlert: "DTLS alert"
+        case .checksumError: "bad checksum"
+        case .sendError: "send failed"
+        case .iceError: "ICE error"
+        case .encryptionIncompatible: "encryption mismatch"
+        case .permissionError: "permission denied"
+        case .inviteTimeout: "invitation"
+        case .iceTimeout: "ICE"
+        case .dtlsTimeout: "DTLS"
+        case .gckTimeout: "GCK"
+        case .gckGivingUp: "giving up"
+        case .appTimeout: "app"
+        case .reconnectAttempt: "reconnect"
+        case "ice.unanswered": "ICE checks unanswered"
+        case "dtls.stalled": "DTLS handshake stalled"
+        default: nil
+        }
+    }
+
+    /// Evidence as a user opens it: `frame 12` in the first capture, `device.log:21` for a log line.
+    static func place(_ e: Evidence, _ r: Report) -> String {
+        switch e {
+        case .frame(let i, let f): return i == 0 ? "frame \(f)" : "\(baseName(r.inputName(i))) frame \(f)"
+        case .logLine(let i, let l): return "\(baseName(r.inputName(i))):\(l)"
+        }
+    }
+
+    static func baseName(_ path: String) -> String {
+        path.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? path
+    }
+
     static func line(_ e: TimelineEntry, _ r: Report, _ c: Paint) -> String {
         var s = "    \(r.relative(e.t))  "
         let arrow = e.sent ? "->" : "<-"
         var what = e.state.rawValue
+        if let label = messageLabel(e.kind) { what += " " + label }
         if e.count > 1 { what += " x\(e.count) until \(r.relative(e.lastT))" }
         s += e.state.category == "problem" ? c.red(what) : what
         if let cp = e.counterpart { s += " \(arrow) \(r.timelines.label(cp))" }
         if let sk = e.session { s += " [#\(sk.number)]" }
         if !e.detail.isEmpty { s += "  \(e.detail)" }
-        s += "  (\(e.source); " + e.evidence.map { "\($0)" }.joined(separator: " .. ") + ")"
+        s += "  (\(e.source); " + e.evidence.map { place($0, r) }.joined(separator: " .. ") + ")"
         return s + "\n"
+    }
+
+    /// Services seen, then each advertising peer: names, IDs, addresses, port, discovery info, times.
+    static func discoverySection(_ r: Report, _ c: Paint) -> String {
+        let d = r.discovery
+        guard !d.services.isEmpty || !d.peers.isEmpty else { return "" }
+        var out = "\n" + c.bold("Discovery") + "\n"
+        for s in d.services {
+            out += "  service \(s.name): \(s.instances) instance\(s.instances == 1 ? "" : "s"), "
+                + "\(r.relative(s.firstSeen)) .. \(r.relative(s.lastSeen))\n"
+        }
+        for p in d.peers {
+            var head = "  " + (p.displayName ?? p.peerID ?? "unknown peer")
+            var ids: [String] = []
+            if let id = p.peerID { ids.append("peer \(id)") }
+            if let pid = p.participantID { ids.append("participant \(pid)") }
+            if !ids.isEmpty { head += " (" + ids.joined(separator: ", ") + ")" }
+            out += head + "\n"
+            var facts: [String] = []
+            if !p.addresses.isEmpty { facts.append("addresses " + p.addresses.joined(separator: " ")) }
+            if let port = p.port { facts.append("port \(port)") }
+            if !p.services.isEmpty { facts.append("services " + p.services.joined(separator: " ")) }
+            if !facts.isEmpty { out += "    " + facts.joined(separator: ", ") + "\n" }
+            if !p.info.isEmpty {
+                out += "    discovery info: " + p.info.keys.sorted().map { "\($0)=\(p.info[$0] ?? "")" }.joined(separator: " ") + "\n"
+            }
+            var times: [String] = []
+            if let f = p.firstSeen { times.append("first seen \(r.relative(f))") }
+            if let l = p.lastSeen { times.append("last seen \(r.relative(l))") }
+            if let g = p.gone { times.append("gone \(r.relative(g))") }
+            if !times.isEmpty { out += "    " + times.joined(separator: ", ") + "\n" }
+        }
+        return out
     }
 
     struct Paint {
@@ -124,5 +257,13 @@ public enum TextReportWriter {
             case .info: cyan(s)
             }
         }
+    }
+}
+
+extension Substring {
+    var trimmingSuffixSpaces: Substring {
+        var s = self
+        while s.last == " " { s = s.dropLast() }
+        return s
     }
 }

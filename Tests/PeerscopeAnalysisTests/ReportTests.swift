@@ -188,9 +188,53 @@ final class ReportTests: XCTestCase {
             s.packet(i % 2 == 0 ? .invite : .inviteResponse, Double(i), i % 2 == 0 ? A : B, i % 2 == 0 ? B : A,
                      attrs: ["accepted": "true"])
         }
+        // A problem deep in the middle of a long timeline stays visible when folded.
+        s.log(.disconnected, 30.5, A, B)
         let r = s.report()
-        XCTAssertTrue(TextReportWriter.render(r).contains("more entries"))
+        let folded = TextReportWriter.render(r)
+        XCTAssertTrue(folded.contains("more entries (--full-timeline shows all)"), folded)
+        let aliceLines = folded.split(separator: "\n").filter { $0.hasPrefix("    +") && $0.contains("disconnected") }
+        XCTAssertFalse(aliceLines.isEmpty, "the disconnect in the folded middle is still shown")
         XCTAssertFalse(TextReportWriter.render(r, showAllTimeline: true).contains("more entries"))
+        // The hint names a flag that exists.
+        XCTAssertTrue(TextReportWriter.render(r).contains("--full-timeline"))
+    }
+
+    func testTimelineEvidenceNamesTheLogFileAndLine() {
+        let s = Script()
+        s.packet(.invite, 1, A, B)
+        s.log(.inviteResponse, 2, B, A, attrs: ["accepted": "false"])
+        let text = TextReportWriter.render(s.report())
+        XCTAssertTrue(text.contains("(test; frame 1)"), text)
+        XCTAssertTrue(text.contains("(log-test; device.log:1)"), text)
+        XCTAssertFalse(text.contains("of input"), text)
+    }
+
+    func testTextReportHasADiscoverySection() throws {
+        let s = Script()
+        s.packet(.announced, 0, Script.alice, .unknown,
+                 attrs: ["service": "_chat._tcp.local", "instance": "x", "peerID": PeerIdentity.idString(0x0123_4567_89AB_CDEF),
+                         "port": "50000", "info.platform": "iOS", "addresses": "192.0.2.1"])
+        // Another service of the same host (no MPC peer ID) adds a service but not its port.
+        s.packet(.resolved, 1, Script.alice, .unknown,
+                 attrs: ["service": "_companion-link._tcp.local", "instance": "Alice's phone", "port": "49152"])
+        // The announcement was refreshed later without an event: the directory kept its time.
+        s.directory.advertised(peerID: 0x0123_4567_89AB_CDEF, at: Script.at(0))
+        s.directory.advertised(peerID: 0x0123_4567_89AB_CDEF, at: Script.at(120))
+        s.packet(.invite, 130, A, B)
+        let r = s.report()
+        let text = TextReportWriter.render(r)
+        let lines = text.split(separator: "\n").map(String.init)
+        let disc = try XCTUnwrap(lines.firstIndex(of: "Discovery"), text)
+        XCTAssertLessThan(disc, try XCTUnwrap(lines.firstIndex(of: "Timelines")))
+        XCTAssertTrue(lines.contains("  service _chat._tcp.local: 1 instance, +0.000s .. +0.000s"), text)
+        let alice = try XCTUnwrap(r.discovery.peers.first { $0.displayName == "Alice" })
+        XCTAssertEqual(alice.port, 50000, "the MPC instance's port, not the companion service's")
+        XCTAssertEqual(alice.services, ["_chat._tcp.local", "_companion-link._tcp.local"])
+        XCTAssertEqual(alice.lastSeen, Script.at(120), "refreshes count as seen")
+        XCTAssertTrue(text.contains("port 50000"), text)
+        XCTAssertTrue(text.contains("discovery info: platform=iOS"), text)
+        XCTAssertTrue(text.contains("first seen +0.000s, last seen +2m0.000s") || text.contains("last seen +120"), text)
     }
 
     func testSARIFStructure() throws {

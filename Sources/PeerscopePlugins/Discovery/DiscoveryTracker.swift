@@ -505,6 +505,7 @@ final class DiscoveryTracker {
         guard let id = inst.peerID else { return }
         let dir = ctx.directory
         dir.learn(peerID: id, displayName: inst.displayName)
+        dir.advertised(peerID: id, at: inst.lastSeen)
         if let src, !src.isMulticast { dir.learn(peerID: id, address: src) }
         if let srv = inst.srv {
             for a in addresses(of: srv.target, t: inst.lastSeen) { dir.learn(peerID: id, endpoint: Endpoint(a, srv.port)) }
