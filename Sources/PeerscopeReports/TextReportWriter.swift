@@ -17,14 +17,14 @@ public enum TextReportWriter {
         out += "inputs: " + (r.inputs.isEmpty ? "none" : r.inputs.joined(separator: ", "))
             + (r.complete ? "" : c.yellow("  [incomplete]")) + "\n"
         for p in r.inputProblems { out += "  input problem: \(p)\n" }
-        var cap = "capture: \(r.stats.frames) frames, \(r.stats.bytes) bytes"
+        var cap = r.stats.frames == 0 && r.stats.logLines > 0 ? "capture: none" : "capture: \(r.stats.frames) frames, \(r.stats.bytes) bytes"
         if let a = r.stats.firstT, let b = r.stats.lastT {
             cap += ", \(CaptureTime.iso8601(a)) to \(CaptureTime.iso8601(b)) (\(CaptureTime.duration(b &- a)))"
         }
         if r.stats.logLines > 0 { cap += ", \(r.stats.logLines) log lines" }
         out += cap + "\n"
         let peers = r.timelines.peers
-        out += "peers: \(peers.count)" + (peers.isEmpty ? "" : " (" + peers.map { $0.peer.label }.joined(separator: ", ") + ")") + "\n"
+        out += "peers: \(peers.count)" + (peers.isEmpty ? "" : " (" + peers.map { name($0.peer.ref, r) }.joined(separator: ", ") + ")") + "\n"
         let sessions = r.timelines.sessions
         let established = sessions.filter { $0.established != nil }.count
         out += "sessions: \(sessions.count) (\(established) established, \(sessions.filter { $0.end == nil }.count) open at end)\n"
@@ -47,7 +47,7 @@ public enum TextReportWriter {
         if !sessions.isEmpty {
             out += "\n" + c.bold("Sessions") + "\n"
             for s in sessions {
-                let a = r.timelines.label(s.pair.a), b = r.timelines.label(s.pair.b)
+                let a = name(s.pair.a, r), b = name(s.pair.b, r)
                 var line = "  \(a) <-> \(b) #\(s.number)  \(r.relative(s.start))"
                 if let e = s.end { line += " .. \(r.relative(e))" } else { line += " .. (open)" }
                 line += s.established != nil ? "  established" : "  not established"
@@ -183,6 +183,16 @@ public enum TextReportWriter {
         }
     }
 
+    /// A peer's label, with its peer ID when another peer shows the same name (two devices named
+    /// alike, an app relaunched with a new MCPeerID).
+    static func name(_ ref: PeerRef, _ r: Report) -> String {
+        let label = r.timelines.label(ref)
+        guard r.timelines.peers.filter({ $0.peer.label == label }).count > 1, let id = r.timelines.idString(ref) else {
+            return label
+        }
+        return "\(label) [\(id)]"
+    }
+
     /// Evidence as a user opens it: `frame 12` in the first capture, `device.log:21` for a log line.
     static func place(_ e: Evidence, _ r: Report) -> String {
         switch e {
@@ -202,7 +212,7 @@ public enum TextReportWriter {
         if let label = messageLabel(e.kind) { what += " " + label }
         if e.count > 1 { what += " x\(e.count) until \(r.relative(e.lastT))" }
         s += e.state.category == "problem" ? c.red(what) : what
-        if let cp = e.counterpart { s += " \(arrow) \(r.timelines.label(cp))" }
+        if let cp = e.counterpart { s += " \(arrow) \(name(cp, r))" }
         if let sk = e.session { s += " [#\(sk.number)]" }
         if !e.detail.isEmpty { s += "  \(e.detail)" }
         s += "  (\(e.source); " + e.evidence.map { place($0, r) }.joined(separator: " .. ") + ")"

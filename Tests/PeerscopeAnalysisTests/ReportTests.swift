@@ -200,6 +200,20 @@ final class ReportTests: XCTestCase {
         XCTAssertTrue(TextReportWriter.render(r).contains("--full-timeline"))
     }
 
+    func testNamesakesAreToldApartByPeerID() throws {
+        let twin = PeerHint(peerID: 0x0555_6666_7777_8888, displayName: "Alice")
+        let s = Script()
+        s.directory.learn(peerID: 0x0555_6666_7777_8888, displayName: "Alice")
+        s.connect(A, B, at: 0)
+        s.packet(.invite, 5, twin, B)
+        let text = TextReportWriter.render(s.report())
+        let a1 = "Alice [\(PeerIdentity.idString(0x0123_4567_89AB_CDEF))]", a2 = "Alice [\(PeerIdentity.idString(0x0555_6666_7777_8888))]"
+        XCTAssertTrue(text.contains("peers: 3 (\(a1), \(a2), Bob)") || text.contains("peers: 3 (\(a2), \(a1), Bob)"), text)
+        XCTAssertTrue(text.contains("-> Bob") && !text.contains("Bob [\(PeerIdentity.idString(0x0FED_CBA9_8765_4321))]"),
+                      "a unique name stays bare")
+        XCTAssertTrue(text.contains("<- \(a2)"), text)
+    }
+
     func testTimelineEvidenceNamesTheLogFileAndLine() {
         let s = Script()
         s.packet(.invite, 1, A, B)
