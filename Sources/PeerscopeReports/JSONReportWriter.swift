@@ -208,7 +208,7 @@ public enum JSONReportWriter {
     }
 
     static func entry(_ e: TimelineEntry, _ r: Report) -> JSONValue {
-        .object([
+        var members: [(String, JSONValue)] = [
             ("t", .int(e.t)),
             ("time", .string(CaptureTime.iso8601(e.t))),
             ("lastT", .int(e.lastT)),
@@ -222,7 +222,13 @@ public enum JSONReportWriter {
             ("source", .string(e.source)),
             ("detail", .string(e.detail)),
             ("evidence", .array(e.evidence.map(evidence))),
-        ])
+        ]
+        if !e.corroboration.isEmpty {
+            members.append(("corroboration", .array(e.corroboration.map {
+                .object([("source", .string($0.source)), ("evidence", evidence($0.evidence))])
+            })))
+        }
+        return .object(members)
     }
 
     static func session(_ s: SessionInstance, _ r: Report) -> JSONValue {

@@ -177,6 +177,11 @@ public enum TextReportWriter {
         case .gckGivingUp: "giving up"
         case .appTimeout: "app"
         case .reconnectAttempt: "reconnect"
+        case .connectionDecision: "connection decision"
+        case "log.advertising": "advertising"
+        case "log.peer_created": "peer ID created"
+        case "log.session_init", "log.session_opened": "session created"
+        case "log.reconnect_start": "reconnecting"
         case "ice.unanswered": "ICE checks unanswered"
         case "dtls.stalled": "DTLS handshake stalled"
         default: nil
@@ -215,7 +220,9 @@ public enum TextReportWriter {
         if let cp = e.counterpart { s += " \(arrow) \(name(cp, r))" }
         if let sk = e.session { s += " [#\(sk.number)]" }
         if !e.detail.isEmpty { s += "  \(e.detail)" }
-        s += "  (\(e.source); " + e.evidence.map { place($0, r) }.joined(separator: " .. ") + ")"
+        s += "  (\(e.source); " + e.evidence.map { place($0, r) }.joined(separator: " .. ")
+        if !e.corroboration.isEmpty { s += "; also " + e.corroboration.map { place($0.evidence, r) }.joined(separator: ", ") }
+        s += ")"
         return s + "\n"
     }
 

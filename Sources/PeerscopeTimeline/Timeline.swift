@@ -57,6 +57,12 @@ public enum TimelineState: String, Sendable, Hashable, CaseIterable, Comparable 
 /// One line of a peer's timeline. Repeated traffic (keep-alives, heartbeats, data, ICE checks,
 /// handshake messages) is folded: `t` is the first, `lastT` the last, `count` how many.
 public struct TimelineEntry: Sendable, Hashable {
+    /// Another input saying the same as the entry (see `corroboration`).
+    public struct Corroboration: Sendable, Hashable {
+        public var source: String
+        public var evidence: Evidence
+    }
+
     public var t: Nanos
     public var lastT: Nanos
     public var count: Int
@@ -70,6 +76,10 @@ public struct TimelineEntry: Sendable, Hashable {
     /// First and last evidence of the run (one item when `count == 1`).
     public var evidence: [Evidence]
     public var source: String
+    /// Other inputs saying the same thing at about the same time (a device log line beside the frame,
+    /// MPC's own line beside the app's print): plugin and evidence, at most `maxCorroboration`.
+    public var corroboration: [Corroboration] = []
+    public static let maxCorroboration = 4
     /// Short detail from the event's attributes (never message contents).
     public var detail: String
     public var letter: Character?

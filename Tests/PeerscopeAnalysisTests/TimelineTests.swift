@@ -87,6 +87,39 @@ final class TimelineTests: XCTestCase {
         XCTAssertNil(session(["level": "warning", "description": "no_renegotiation"])?.end)
     }
 
+    func testALogLineBesideTheFrameIsOneEntryWithBothEvidences() throws {
+        let s = Script()
+        let frame = s.packet(.invite, 1.0, A, B, attrs: ["inviteID": "1"])
+        let line = s.log(.invite, 1.2, A, B)
+        // MPC's state line and the app's print of the same transition, 1 ms apart.
+        let mpc = s.log(.stateChange, 2.0, B, A, attrs: ["to": "Connecting"], source: "log-mpc-state")
+        let app = s.log(.stateChange, 2.001, B, A, attrs: ["to": "Connecting"], source: "log-app-state")
+        // The same step again much later is a new entry.
+        s.log(.invite, 9.0, A, B)
+        // Frames are each their own step, however close.
+        s.packet(.invite, 9.1, A, B)
+        let alice = try XCTUnwrap(s.timelines().timeline(.id(0x0123_4567_89AB_CDEF)))
+        let invites = alice.entries.filter { $0.state == .invited }
+        XCTAssertEqual(invites.count, 2, "\(invites)")
+        XCTAssertEqual(invites.first?.evidence, [frame])
+        XCTAssertEqual(invites.first?.corroboration.map(\.evidence), [line])
+        XCTAssertEqual(invites.first?.detail, "inviteID=1", "the frame's detail stays")
+        let connecting = alice.entries.filter { $0.state == .connecting }
+        XCTAssertEqual(connecting.count, 1)
+        XCTAssertEqual(connecting.first?.evidence, [mpc])
+        XCTAssertEqual(connecting.first?.corroboration.map(\.evidence), [app])
+        // A line that comes before the frame hands the entry to the frame.
+        let t = Script()
+        let early = t.log(.inviteResponse, 3.0, B, A, attrs: ["accepted": "false"])
+        let wire = t.packet(.inviteResponse, 3.4, B, A, attrs: ["accepted": "false", "inviteID": "7"])
+        let a2 = try XCTUnwrap(t.timelines().timeline(.id(0x0123_4567_89AB_CDEF)))
+        let declined = try XCTUnwrap(a2.entries.first { $0.state == .invitationDeclined })
+        XCTAssertEqual(declined.evidence, [wire])
+        XCTAssertEqual(declined.corroboration.map(\.evidence), [early])
+        XCTAssertEqual(declined.t, Script.at(3.4))
+        XCTAssertEqual(a2.entries.filter { $0.state == .invitationDeclined }.count, 1)
+    }
+
     func testReceiptEntriesSayWhatTheyAcknowledge() throws {
         let s = Script()
         s.packet(.invitationHello, 0, A, B)
