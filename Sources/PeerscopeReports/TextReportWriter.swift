@@ -24,7 +24,8 @@ public enum TextReportWriter {
         if r.stats.logLines > 0 { cap += ", \(r.stats.logLines) log lines" }
         out += cap + "\n"
         let peers = r.timelines.peers
-        out += "peers: \(peers.count)" + (peers.isEmpty ? "" : " (" + peers.map { name($0.peer.ref, r) }.joined(separator: ", ") + ")") + "\n"
+        let shownPeers = peers.prefix(12).map { name($0.peer.ref, r) } + (peers.count > 12 ? ["... \(peers.count - 12) more"] : [])
+        out += "peers: \(peers.count)" + (peers.isEmpty ? "" : " (" + shownPeers.joined(separator: ", ") + ")") + "\n"
         let sessions = r.timelines.sessions
         let established = sessions.filter { $0.established != nil }.count
         out += "sessions: \(sessions.count) (\(established) established, \(sessions.filter { $0.end == nil }.count) open at end)\n"
@@ -235,7 +236,17 @@ public enum TextReportWriter {
             out += "  service \(s.name): \(s.instances) instance\(s.instances == 1 ? "" : "s"), "
                 + "\(r.relative(s.firstSeen)) .. \(r.relative(s.lastSeen))\n"
         }
-        for p in d.peers {
+        // Hosts without an MPC peer ID (printers, other Bonjour services): one line per host.
+        var others: [String: (addresses: Set<String>, services: Set<String>, ports: Set<UInt16>)] = [:]
+        for p in d.peers where p.peerID == nil {
+            let key = p.host ?? p.addresses.first ?? "unknown host"
+            var o = others[key] ?? ([], [], [])
+            o.addresses.formUnion(p.addresses)
+            o.services.formUnion(p.services)
+            if let port = p.port { o.ports.insert(port) }
+            others[key] = o
+        }
+        for p in d.peers where p.peerID != nil {
             var head = "  " + (p.displayName ?? p.peerID ?? "unknown peer")
             var ids: [String] = []
             if let id = p.peerID { ids.append("peer \(id)") }
@@ -255,6 +266,17 @@ public enum TextReportWriter {
             if let l = p.lastSeen { times.append("last seen \(r.relative(l))") }
             if let g = p.gone { times.append("gone \(r.relative(g))") }
             if !times.isEmpty { out += "    " + times.joined(separator: ", ") + "\n" }
+        }
+        if !others.isEmpty {
+            out += "  other hosts (no MPC peer ID):\n"
+            for key in others.keys.sorted() {
+                guard let o = others[key] else { continue }
+                var line = "    \(key): " + o.services.sorted().joined(separator: " ")
+                if !o.ports.isEmpty { line += ", port" + (o.ports.count > 1 ? "s " : " ") + o.ports.sorted().map(String.init).joined(separator: " ") }
+                let addrs = o.addresses.subtracting([key]).sorted()
+                if !addrs.isEmpty { line += ", " + (addrs.count > 3 ? addrs.prefix(3).joined(separator: " ") + " +\(addrs.count - 3)" : addrs.joined(separator: " ")) }
+                out += line + "\n"
+            }
         }
         return out
     }
