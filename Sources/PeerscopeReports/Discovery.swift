@@ -19,6 +19,8 @@ public struct DiscoverySection: Sendable {
         public var participantID: String?
         public var addresses: [String]
         public var port: UInt16?
+        /// Every SRV port seen for the peer's host (one per service; `port` is the MPC instance's).
+        public var ports: [UInt16] = []
         public var host: String?
         public var services: [String]
         public var info: [String: String]
@@ -70,6 +72,12 @@ public struct DiscoverySection: Sendable {
             let isMPCPeer = if case .id = ref { true } else { false }
             let ownInstance = !isMPCPeer || (attrs["peerID"].map { $0 == p.peerID || p.peerID == nil } ?? (attrs["instance"] == nil))
             if let service, !p.services.contains(service) { p.services.append(service); p.services.sort() }
+            for k in DiscoverySection.portKeys {
+                if let v = attrs[k], let port = UInt16(v) {
+                    if !p.ports.contains(port) { p.ports.append(port); p.ports.sort() }
+                    break
+                }
+            }
             if !ownInstance {
                 if let a = e.event.from.address { p.addresses = Array(Set(p.addresses + ["\(a)"])).sorted() }
                 peers[ref] = p

@@ -154,6 +154,7 @@ public enum JSONReportWriter {
                     ("count", .int(Int64(d.count))),
                     ("message", .string(d.message)),
                     ("first", d.first.map(evidence) ?? .null),
+                    ("offset", d.firstOffset.map { .int(Int64($0)) } ?? .null),
                 ])
             })),
         ])
@@ -175,6 +176,7 @@ public enum JSONReportWriter {
                     ("participantID", str(p.participantID)),
                     ("addresses", .array(p.addresses.map { .string($0) })),
                     ("port", p.port.map { .int(Int64($0)) } ?? .null),
+                    ("ports", .array(p.ports.map { .int(Int64($0)) })),
                     ("host", str(p.host)),
                     ("services", .array(p.services.map { .string($0) })),
                     ("info", .object(p.info.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),

@@ -87,6 +87,8 @@ public struct Report: Sendable {
         public var severity: Severity
         public var count: Int
         public var first: Evidence?
+        /// Byte offset of the first occurrence within the unit its reporter decoded.
+        public var firstOffset: Int?
         public var message: String
     }
 
@@ -101,10 +103,11 @@ public struct Report: Sendable {
             if var c = m[d.id] {
                 c.count += 1
                 if d.severity > c.severity { c.severity = d.severity }
-                if c.first == nil { c.first = d.evidence }
+                if c.first == nil { c.first = d.evidence; c.firstOffset = d.offset }
                 m[d.id] = c
             } else {
-                m[d.id] = DiagnosticCount(id: d.id, severity: d.severity, count: 1, first: d.evidence, message: d.message)
+                m[d.id] = DiagnosticCount(id: d.id, severity: d.severity, count: 1, first: d.evidence, firstOffset: d.offset,
+                                          message: d.message)
             }
         }
         if let totals = diagnosticTotals {

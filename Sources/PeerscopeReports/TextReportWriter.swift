@@ -39,6 +39,12 @@ public enum TextReportWriter {
         if !r.diagnostics.isEmpty {
             let top = r.diagnosticCounts.prefix(5).map { "\($0.id) x\($0.count)" }.joined(separator: ", ")
             out += "diagnostics: \(r.diagnostics.count) (\(top))\n"
+            for d in r.diagnosticCounts.prefix(5) {
+                var at: [String] = []
+                if let f = d.first { at.append(place(f, r)) }
+                if let o = d.firstOffset { at.append("offset \(o)") }
+                out += "  \(d.id): \(d.message)" + (at.isEmpty ? "" : " (first at " + at.joined(separator: ", ") + ")") + "\n"
+            }
         }
 
         // Discovery
@@ -243,6 +249,7 @@ public enum TextReportWriter {
             var o = others[key] ?? ([], [], [])
             o.addresses.formUnion(p.addresses)
             o.services.formUnion(p.services)
+            o.ports.formUnion(p.ports)
             if let port = p.port { o.ports.insert(port) }
             others[key] = o
         }

@@ -141,6 +141,10 @@ final class ReportTests: XCTestCase {
         XCTAssertEqual(v["stats"]?["firstT"]?.int64Value, Script.at(0))
         XCTAssertEqual(v["stats"]?["firstTime"]?.stringValue, CaptureTime.iso8601(Script.at(0)))
         XCTAssertEqual(v["diagnostics"]?["counts"]?["gck.header.short"]?.int64Value, 1)
+        let item = try XCTUnwrap(v["diagnostics"]?["items"]?.arrayValue?.first)
+        XCTAssertEqual(item["first"]?["frame"]?.int64Value, 1)
+        XCTAssertEqual(item["offset"]?.int64Value, 3, "the byte offset of the first occurrence")
+        XCTAssertTrue(TextReportWriter.render(r).contains("gck.header.short: short header (first at frame 1, offset 3)"))
         let alice = try XCTUnwrap(v["peers"]?.arrayValue?.first { $0["displayName"]?.stringValue == "Alice" })
         XCTAssertEqual(alice["participantID"]?.stringValue, PeerIdentity.participantHex(PeerIdentity.participantID(0x0123_4567_89AB_CDEF)))
         XCTAssertEqual(v["discovery"]?["services"]?.arrayValue?.first?["name"]?.stringValue, "_peerscope._tcp")
@@ -212,6 +216,17 @@ final class ReportTests: XCTestCase {
         XCTAssertTrue(text.contains("-> Bob") && !text.contains("Bob [\(PeerIdentity.idString(0x0FED_CBA9_8765_4321))]"),
                       "a unique name stays bare")
         XCTAssertTrue(text.contains("<- \(a2)"), text)
+    }
+
+    func testHostsWithoutAnMPCPeerIDAreOneLinePerHost() {
+        let s = Script()
+        let printer = PeerHint(address: IPAddress("192.0.2.50"))
+        for (svc, port) in [("_ipp._tcp.local", "631"), ("_http._tcp.local", "80")] {
+            s.packet(.resolved, 1, printer, .unknown, attrs: ["service": svc, "instance": "Office Printer", "port": port,
+                                                              "host": "printer.local", "addresses": "192.0.2.50"])
+        }
+        let text = TextReportWriter.render(s.report())
+        XCTAssertTrue(text.contains("  other hosts (no MPC peer ID):\n    printer.local: _http._tcp.local _ipp._tcp.local, ports 80 631, 192.0.2.50\n"), text)
     }
 
     func testTimelineEvidenceNamesTheLogFileAndLine() {
