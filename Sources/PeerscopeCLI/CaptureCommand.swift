@@ -14,6 +14,7 @@ nonisolated(unsafe) var liveStopHandle: LiveCaptureStopHandle?
 
 struct Capture: ParsableCommand {
     static let defaultFilter = "udp port 5353 or udp portrange 16384-16402 or (tcp and not port 80 and not port 443) or icmp or icmp6"
+        + " or (ip[6:2] & 0x1fff != 0) or (ip6 and ip6[6] == 44)"
 
     static let configuration = CommandConfiguration(
         abstract: "Capture live on an interface and analyse as packets arrive.",
@@ -26,7 +27,9 @@ struct Capture: ParsableCommand {
         The default filter keeps what MultipeerConnectivity uses:
           \(defaultFilter)
         mDNS discovery (UDP 5353), the GCK session ports (UDP 16384-16402), the TCP invitation channel \
-        (its port is ephemeral, announced in mDNS, so TCP is kept apart from web ports) and ICMP errors. \
+        (its port is ephemeral, announced in mDNS, so TCP is kept apart from web ports), ICMP errors, and \
+        IP fragments after the first (they carry no ports; without them a large mDNS answer or GCK packet \
+        could not be reassembled). \
         --filter replaces it with any BPF expression (tcpdump syntax).
 
         Permissions: capturing needs root or CAP_NET_RAW on Linux (`sudo setcap \

@@ -9,6 +9,10 @@ final class CorpusStatsTests: XCTestCase {
         let shared = try Place.requireShared()
         let rows = try Place.manifest(shared)
         XCTAssertGreaterThan(rows.count, 20, "the manifest table was not parsed")
+        // The folder, not only the manifest: a capture added without a manifest row is not skipped.
+        let files = try FileManager.default.contentsOfDirectory(atPath: shared.appendingPathComponent("corpus").path)
+            .filter { $0.hasSuffix(".pcap") || $0.hasSuffix(".pcapng") }
+        XCTAssertEqual(Set(files), Set(rows.keys), "captures in corpus/ and rows in MANIFEST.md")
         var mismatches: [String] = []
         for (name, expected) in rows.sorted(by: { $0.key < $1.key }) {
             let path = shared.appendingPathComponent("corpus").appendingPathComponent(name).path
