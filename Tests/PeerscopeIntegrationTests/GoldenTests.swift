@@ -205,6 +205,15 @@ final class GoldenTests: XCTestCase {
                     let a = try PeerscopeAnalysis.analyze(AnalysisOptions(captures: captures, logs: logFiles))
                     runs += 1
                     problems += compare(a.report.findings, expected, "\(label) \(mode)")
+                    // Merged with the logs, a finding the capture shows keeps its frames and packet wording.
+                    if mode == "merged" {
+                        for e in inCapture where !a.report.findings.contains(where: { f in
+                            f.kind == e.kind && f.peerID == e.peerID && abs(f.t - e.t) <= e.tolerance && !f.message.hasPrefix("log:")
+                                && f.evidence.contains { if case .frame = $0 { true } else { false } }
+                        }) {
+                            problems.append("\(label) merged: \(e.kind) for \(e.peer) cites no frame or has only the log's wording")
+                        }
+                    }
                     if all.isEmpty && !a.report.findings.isEmpty {
                         problems.append("\(label) \(mode): healthy, yet \(a.report.findings.map { "\($0.severity) \($0.kind): \($0.message)" })")
                     }
