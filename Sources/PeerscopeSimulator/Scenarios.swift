@@ -247,8 +247,10 @@ enum Scenarios {
         let st = w.steady(hs.end, l, until: hs.end + w.ms(8_000), rtt: rtt, keepAlives: true, chats: [(b, 2.0, "Sending you the photo")])
         let ta = st.end + w.ms(300, spread: 50)
         // An encrypted fatal alert from Bob (epoch 1).
-        let rec = DTLSRecord.wrapped(.alert, epoch: 1, sequence: l.nextDTLS(b), fragment: w.rng.bytes(DTLSRecord.cbcSize(2)))
-        w.udp(ta, iface: iface, from: b, sport: l.bPort, to: a, dport: l.aPort, payload: rec)
+        let fragment = w.rng.bytes(DTLSRecord.cbcSize(2))
+        w.udpLater(ta, iface: iface, from: b, sport: l.bPort, to: a, dport: l.aPort) {
+            DTLSRecord.wrapped(.alert, epoch: 1, sequence: l.nextDTLS(b), fragment: fragment)
+        }
         w.log(b, ta - w.ms(0.5), "GCKSession", "Closing connection to participant [\(a.pidHex)] on channel [\(l.channel)].")
         let tr = ta + rtt / 2
         w.log(a, tr + w.ms(0.4), "GCKSession",
@@ -268,13 +270,10 @@ enum Scenarios {
         w.mute(b, from: tk)
         let tf = tk + w.ms(1200, spread: 100)
         let json = AppJSON.keepAlive(a, tf)
-        let packet = GCKPacket.data(source: a.peer.participant, destination: b.peer.participant, serial: l.nextSerial(a), payload: Array(json.utf8))
-        let ip: [UInt8]
-        if l.encrypted {
-            let rec = DTLSRecord.wrapped(.applicationData, epoch: 1, sequence: l.nextDTLS(a), fragment: w.rng.bytes(DTLSRecord.cbcSize(packet.count)))
-            ip = w.udp(tf, iface: l.interface, from: a, sport: l.port(a), to: b, dport: l.port(b), payload: rec)
-        } else {
-            ip = w.udp(tf, iface: l.interface, from: a, sport: l.port(a), to: b, dport: l.port(b), payload: packet)
+        let src = a.peer.participant, dst = b.peer.participant
+        let size = GCKPacket.data(source: src, destination: dst, serial: 0, payload: Array(json.utf8)).count
+        let ip = w.sendGCK(tf, l, from: a, size: size) {
+            GCKPacket.data(source: src, destination: dst, serial: l.nextSerial(a), payload: Array(json.utf8))
         }
         let ti = tf + rtt / 2
         w.icmpUnreachable(ti, iface: l.interface, from: b, to: a, original: ip)
