@@ -5,7 +5,7 @@ import PeerscopeTimeline
 ///
 /// | case | severity | peer at fault |
 /// |---|---|---|
-/// | DTLS alert (`close_notify` is info, fatal is error, other warning) | per level | the sender of the alert |
+/// | DTLS alert: fatal (level 2) error; warning level (1) warning, `close_notify` info; encrypted (level and description unreadable) error when no session traffic follows it (the channel is dead), else warning | per level | the sender of the alert |
 /// | ICMP unreachable for a session or invitation flow | error | the unreachable peer (else the reporter) |
 /// | TCP reset on an invitation channel before the response | error | the side that sent the reset |
 /// | TCP connection to a known peer refused | error | the refusing peer |
@@ -35,6 +35,13 @@ public struct ChannelErrorDetector: Detector {
         }
     }
 
+    /// Where an alert's channel lives: its session, else its flow (both directions).
+    static func trafficScope(_ e: ResolvedEvent) -> String {
+        if let s = e.session { return "session|\(s)" }
+        if let f = e.flow { return "flow|\(f.canonical)" }
+        return "pair|\(e.pair.map { "\($0)" } ?? "?")"
+    }
+
     private static func encryption(_ v: String?) -> String? {
         switch squash(v) {
         case "required", "1": return "required"
@@ -54,9 +61,16 @@ public struct ChannelErrorDetector: Detector {
         var sendOrder: [String] = []
         var refused: [String: (Finding, Int)] = [:]
         var refusedOrder: [String] = []
+        var encryptedAlerts: [(ResolvedEvent, String, String)] = []
+        var lastTraffic: [String: Nanos] = [:]
 
         for e in input.timelines.events {
             var scope: String { input.scope(e) }
+            if case .frame = e.evidence, e.kind != .dtlsAlert,
+               ["dtls", "gck", "app"].contains(where: { e.kind.isIn($0) }) {
+                let k = ChannelErrorDetector.trafficScope(e)
+                lastTraffic[k] = max(lastTraffic[k] ?? e.event.lastT, e.event.lastT)
+            }
             switch e.kind {
             case .invitationHello, .invitationAccept, .invite, .inviteConnect, .invitationReceipt:
                 if let f = e.flow { invitationFlows.insert(f.canonical) }
@@ -71,11 +85,19 @@ public struct ChannelErrorDetector: Detector {
             case .dtlsAlert:
                 let level = squash(e.event.attrs["level"])
                 let desc = e.event.attrs["description"] ?? "unknown"
-                let severity: Severity = squash(desc).contains("closenotify") || desc == "0" ? .info
-                    : (level == "fatal" || level == "2" ? .error : .warning)
+                let key = "\(kind)|alert|\(scope)|\(squash(desc))"
+                if level == "encrypted" || squash(desc).hasPrefix("encrypted") {
+                    // Level and description are inside the record: judged after the loop by what followed.
+                    encryptedAlerts.append((e, key, ChannelErrorDetector.trafficScope(e)))
+                    break
+                }
+                let closeNotify = squash(desc).contains("closenotify") || desc == "0"
+                let fatal = level == "fatal" || level == "2"
+                let severity: Severity = closeNotify && !fatal ? .info : (fatal ? .error : .warning)
+                let levelText = fatal ? "fatal " : (level == "warning" || level == "1" ? "warning " : (level.isEmpty ? "" : level + " "))
                 out.append(input.finding(kind, severity, peer: e.from, t: e.t,
-                                         "\(input.label(e.from)) sent a DTLS alert (\(level.isEmpty ? "" : level + " ")\(desc)) to \(input.label(e.to))",
-                                         evidence: [e.evidence], key: "\(kind)|alert|\(scope)|\(squash(desc))",
+                                         "\(input.label(e.from)) sent a DTLS \(levelText)alert (\(desc)) to \(input.label(e.to))",
+                                         evidence: [e.evidence], key: key,
                                          details: ["case": "dtls-alert", "description": desc, "level": level]))
 
             case .icmpUnreachable:
@@ -207,6 +229,17 @@ public struct ChannelErrorDetector: Detector {
                                              details: ["case": "encryption"]))
                 }
             }
+        }
+        // An encrypted alert followed by no more session traffic (either way) killed the channel:
+        // fatal. With traffic after it, it was a warning-level alert.
+        for (e, key, trafficKey) in encryptedAlerts {
+            let after = (lastTraffic[trafficKey] ?? e.t) > e.t
+            out.append(input.finding(kind, after ? .warning : .error, peer: e.from, t: e.t,
+                                     "\(input.label(e.from)) sent an encrypted DTLS alert (level and description unreadable) to \(input.label(e.to))"
+                                         + (after ? "; session traffic continued after it" : "; no session traffic followed: the alert closed the channel"),
+                                     evidence: [e.evidence], key: key,
+                                     details: ["case": "dtls-alert", "description": "encrypted", "level": "encrypted",
+                                               "followedBy": after ? "traffic" : "silence"]))
         }
         for k in sendOrder { if let (f, _) = sendErrors[k] { out.append(f) } }
         for k in refusedOrder { if let (f, _) = refused[k] { out.append(f) } }

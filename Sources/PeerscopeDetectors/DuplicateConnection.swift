@@ -12,7 +12,9 @@ import PeerscopeTimeline
 /// * two peer IDs with the same display name seen during overlapping periods, or
 ///   `discovery.conflict.*` events; logs saying a peer was "already in dictionary"/"already
 ///   connected", and the app ignoring a duplicate.
-/// All are warnings. The peer named is the one that made the second attempt (for a name shared by
+/// Observations about the same two peers within `duplicate-connection.invite-window` of the first
+/// are one incident and give one finding (the first observation's time and peer; the others' evidence
+/// and messages folded in). All are warnings. The peer named is the one that made the second attempt (for a name shared by
 /// two IDs, the newer ID).
 public struct DuplicateConnectionDetector: Detector {
     public static let kind = "duplicate-connection"
@@ -38,6 +40,53 @@ public struct DuplicateConnectionDetector: Detector {
         return (squash(a["reason"]) + squash(a["message"])).contains("already")
     }
 
+    /// A TCP flow written client > server (the side that connected first): the event's own flow
+    /// is the direction of the segment or frame that caused it.
+    static func clientToServer(_ flow: FlowKey, _ e: ResolvedEvent) -> FlowKey {
+        if let server = e.event.attrs["server"], let client = e.event.attrs["client"] {
+            if flow.src.description == server && flow.dst.description == client { return flow.reversed }
+            if flow.src.description == client && flow.dst.description == server { return flow }
+        }
+        // Accept and the response come from the advertiser (the server); Hello and Invite first
+        // from the browser.
+        return e.kind == .invitationAccept || e.kind == .inviteResponse ? flow.reversed : flow
+    }
+
+    /// One finding per incident: observations about the same two peers (two channels, crossing
+    /// invitations, a second session) within `window` of the incident's first one join it. The first
+    /// observation gives the time and peer; the others add their evidence and are appended to the
+    /// message ("; also: ...") and listed in `details["alsoSeen"]`.
+    static func incidents(_ observations: [(pair: PeerPair, finding: Finding)], window: Nanos) -> [Finding] {
+        var merged = DetectorSuite.merge(observations.map(\.finding))  // same key: same observation
+        var pairOf: [String: PeerPair] = [:]
+        for o in observations where pairOf[o.finding.key] == nil { pairOf[o.finding.key] = o.pair }
+        merged.sort { $0.t != $1.t ? $0.t < $1.t : $0.key < $1.key }
+        var out: [Finding] = []
+        var outPair: [PeerPair?] = []
+        for f in merged {
+            let pair = pairOf[f.key]
+            if let pair, let i = out.indices.first(where: { outPair[$0] == pair && f.t >= out[$0].t && f.t &- out[$0].t <= window }) {
+                var inc = out[i]
+                let all = Set(inc.evidence).union(f.evidence).sorted()
+                if all.count > Finding.maxEvidence { inc.details["evidenceCount"] = String(all.count) }
+                inc.evidence = Array(all.prefix(Finding.maxEvidence))
+                if f.severity > inc.severity { inc.severity = f.severity }
+                let also = inc.details["alsoSeen"].map { $0 + "; " } ?? ""
+                inc.details["alsoSeen"] = also + "\(f.message) (\(CaptureTime.iso8601(f.t)))"
+                inc.message += "; also: \(f.message)"
+                var cases = (inc.details["cases"] ?? inc.details["case"] ?? "").split(separator: ",").map(String.init)
+                if let c = f.details["case"], !cases.contains(c) { cases.append(c) }
+                inc.details["cases"] = cases.joined(separator: ",")
+                inc.details["observations"] = String((Int(inc.details["observations"] ?? "1") ?? 1) &+ 1)
+                out[i] = inc
+            } else {
+                out.append(f)
+                outPair.append(pair)
+            }
+        }
+        return out
+    }
+
     private struct Directed: Hashable {
         var from: PeerRef
         var to: PeerRef
@@ -47,7 +96,11 @@ public struct DuplicateConnectionDetector: Detector {
         let kind = DuplicateConnectionDetector.kind
         var out: [Finding] = []
         var pendingInvites: [Directed: (Nanos, Evidence)] = [:]
-        var openChannels: [PeerPair: [FlowKey: (Nanos, Evidence, PeerRef)]] = [:]
+        // Keyed by the canonical flow; the value keeps the flow as client > server for messages.
+        var openChannels: [PeerPair: [FlowKey: (Nanos, Evidence, FlowKey)]] = [:]
+        // Observations about two peers (channels, crossing invitations, a second session): folded
+        // into one finding per incident below.
+        var observations: [(pair: PeerPair, finding: Finding)] = []
 
         for e in input.timelines.events {
             switch e.kind {
@@ -87,14 +140,15 @@ public struct DuplicateConnectionDetector: Detector {
                     if e.kind == .tcpOpened, e.event.attrs["invitation"] == nil { break }
                     var chans = openChannels[pair] ?? [:]
                     if chans[c] == nil {
+                        let directed = DuplicateConnectionDetector.clientToServer(flow, e)
                         if let other = chans.first(where: { $0.key != c }) {
-                            out.append(input.finding(
+                            observations.append((pair, input.finding(
                                 kind, .warning, peer: from, t: e.t,
-                                "two invitation channels open at once between \(input.label(from)) and \(input.label(to)) (\(other.key) and \(c))",
+                                "two invitation channels open at once between \(input.label(from)) and \(input.label(to)) (\(other.value.2) and \(directed))",
                                 evidence: [other.value.1, e.evidence], key: "\(kind)|channels|\(pair)|\(c)",
-                                details: ["case": "channels"]))
+                                details: ["case": "channels"])))
                         }
-                        chans[c] = (e.t, e.evidence, from)
+                        chans[c] = (e.t, e.evidence, directed)
                     }
                     openChannels[pair] = chans
                 case .tcpClosed, .tcpReset, .tcpRefused:
@@ -108,26 +162,26 @@ public struct DuplicateConnectionDetector: Detector {
                 let mine = Directed(from: from, to: to)
                 let theirs = Directed(from: to, to: from)
                 if let (t0, ev0) = pendingInvites[theirs], e.t &- t0 <= window {
-                    out.append(input.finding(
+                    observations.append((pair, input.finding(
                         kind, .warning, peer: from, t: e.t,
                         "\(input.label(to)) and \(input.label(from)) invited each other at the same time (\(input.at(t0)) and \(input.at(e.t)))",
-                        evidence: [ev0, e.evidence], key: "\(kind)|crossing|\(pair)|\(t0)", details: ["case": "crossing-invitations"]))
+                        evidence: [ev0, e.evidence], key: "\(kind)|crossing|\(pair)|\(t0)", details: ["case": "crossing-invitations"])))
                 }
                 if pendingInvites[mine] == nil { pendingInvites[mine] = (e.t, e.evidence) }
                 if e.establishedBefore, let s = e.session, input.session(s)?.end.map({ $0 >= e.t }) ?? true {
-                    out.append(input.finding(
+                    observations.append((pair, input.finding(
                         kind, .warning, peer: from, t: e.t,
                         "\(input.label(from)) invited \(input.label(to)) again while their session #\(s.number) was connected",
-                        evidence: [e.evidence], key: "\(kind)|while-connected|\(s)", details: ["case": "second-session"]))
+                        evidence: [e.evidence], key: "\(kind)|while-connected|\(s)", details: ["case": "second-session"])))
                 }
             case .inviteResponse:
                 pendingInvites[Directed(from: to, to: from)] = nil
             case .inviteConnect, .invitationHello:
                 if e.establishedBefore, let s = e.session, e.kind == .inviteConnect {
-                    out.append(input.finding(
+                    observations.append((pair, input.finding(
                         kind, .warning, peer: from, t: e.t,
                         "\(input.label(from)) sent new connection data to \(input.label(to)) while their session #\(s.number) was connected",
-                        evidence: [e.evidence], key: "\(kind)|while-connected|\(s)", details: ["case": "second-session"]))
+                        evidence: [e.evidence], key: "\(kind)|while-connected|\(s)", details: ["case": "second-session"])))
                 }
             case .tcpReset, .tcpRefused, .tcpClosed:
                 pendingInvites[Directed(from: from, to: to)] = nil
@@ -142,11 +196,12 @@ public struct DuplicateConnectionDetector: Detector {
             let peer = next?.originator ?? inst.pair.b
             var ev: [Evidence] = [inst.startEvidence]
             if let e = inst.endEvidence { ev.append(e) }
-            out.append(input.finding(
+            observations.append((inst.pair, input.finding(
                 kind, .warning, peer: peer, t: inst.end ?? inst.start,
                 "\(input.label(peer)) started a new session with \(input.label(inst.pair.other(peer))) while session #\(inst.number) was still connected",
-                evidence: ev, key: "\(kind)|superseded|\(inst.key)", details: ["case": "second-session"]))
+                evidence: ev, key: "\(kind)|superseded|\(inst.key)", details: ["case": "second-session"])))
         }
+        out.append(contentsOf: DuplicateConnectionDetector.incidents(observations, window: window))
 
         // One display name behind two peer IDs at once.
         var byName: [String: [PeerInfo]] = [:]

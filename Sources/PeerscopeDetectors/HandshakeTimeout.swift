@@ -10,7 +10,10 @@ import PeerscopeTimeline
 /// warning; no answer at all is an error; a phase still waiting at the end of input within its
 /// timeout is reported as `info` (open at end). Log lines (`ice.timeout`, `dtls.timeout`,
 /// `gck.givingup`, `gck.timeout` other than Heartbeat, `invitation.timeout`, `app.timeout` about a
-/// handshake) are findings too, at fault the peer the line names.
+/// handshake) are findings too, at fault the peer the line names; in a capture merged with logs they
+/// join the packet finding. A log saying the timer fired may end the session a moment before the
+/// timer's time on capture time (the app's timer starts before its first packet): within 2 s the
+/// packet finding still stands, citing the unanswered frames and the log lines.
 public struct HandshakeTimeoutDetector: Detector {
     public static let kind = "handshake-timeout"
     public static let descriptor = DetectorDescriptor(
@@ -60,8 +63,29 @@ public struct HandshakeTimeoutDetector: Detector {
         var requester: PeerRef
         var responder: PeerRef
         var start: Nanos
+        /// Frames first (up to 3): what the capture shows went unanswered.
         var evidence: [Evidence]
+        /// Log lines about the same requests (up to 2), cited after the frames.
+        var logEvidence: [Evidence] = []
         var count: Int
+
+        mutating func add(_ ev: Evidence) {
+            if case .logLine = ev {
+                if logEvidence.count < 2 { logEvidence.append(ev) }
+            } else if evidence.count < 3 {
+                evidence.append(ev)
+            }
+        }
+
+        var allEvidence: [Evidence] { evidence + logEvidence }
+    }
+
+    /// A log line saying a setup timer fired or GCK gave up (phase nil: whichever was running).
+    private struct LogTimeout {
+        var t: Nanos
+        var phase: Phase?
+        var session: SessionKey?
+        var subject: PeerRef?
     }
 
     private struct Key: Hashable {
@@ -81,13 +105,15 @@ public struct HandshakeTimeoutDetector: Detector {
             let k = Key(phase: phase, session: session, responder: keyResponder)
             if var p = pending[k] {
                 p.count &+= 1
-                if p.evidence.count < 3 { p.evidence.append(e.evidence) }
+                p.add(e.evidence)
                 if phase == .dtls { p.requester = requester; p.responder = responder }
                 pending[k] = p
                 return
             }
-            pending[k] = Pending(phase: phase, session: session, requester: requester, responder: responder,
-                                 start: e.t, evidence: [e.evidence], count: 1)
+            var p = Pending(phase: phase, session: session, requester: requester, responder: responder,
+                            start: e.t, evidence: [], count: 1)
+            p.add(e.evidence)
+            pending[k] = p
             order.append(k)
             bySession[session, default: []].append(k)
         }
@@ -100,7 +126,7 @@ public struct HandshakeTimeoutDetector: Detector {
                 out.append(input.finding(
                     HandshakeTimeoutDetector.kind, .warning, peer: p.responder, t: fireTime(p, limit),
                     "\(p.phase.what) from \(input.label(p.requester)) to \(input.label(p.responder)) answered only after \(CaptureTime.duration(waited)) (timeout \(secondsText(Double(limit) / 1e9)))",
-                    evidence: p.evidence + [e.evidence], key: key(p),
+                    evidence: p.allEvidence + [e.evidence], key: key(p),
                     details: details(p, waited: waited, limit: limit, outcome: "late")))
             }
         }
@@ -111,8 +137,14 @@ public struct HandshakeTimeoutDetector: Detector {
             }
         }
 
+        var logTimeouts: [LogTimeout] = []
+
         for e in input.timelines.events {
-            if let f = logFinding(e, input) { out.append(f) }
+            if let f = logFinding(e, input) {
+                out.append(f)
+                logTimeouts.append(LogTimeout(t: e.t, phase: HandshakeTimeoutDetector.logPhase(e), session: e.session,
+                                              subject: input.subject(e)))
+            }
             guard let s = e.session, let from = e.from, let to = e.to else { continue }
             switch e.kind {
             case .invite:
@@ -157,30 +189,50 @@ public struct HandshakeTimeoutDetector: Detector {
             let inst = input.session(p.session)
             if let sEnd = inst?.end {
                 let waited = sEnd &- p.start
-                guard waited > limit else { continue }
+                // A log saying this timer fired can end the session a moment before the timer's
+                // time on capture time (the app's timer started before its first packet): the
+                // capture still shows what went unanswered.
+                let fired = waited <= limit ? firedByLog(p, limit: limit, sessionEnd: sEnd, logTimeouts) : nil
+                guard waited > limit || fired != nil else { continue }
+                let how = fired != nil ? "; the timer fired and the session ended (\(inst?.endReason ?? "ended"))"
+                    : "; session ended (\(inst?.endReason ?? "ended")) after \(CaptureTime.duration(waited))"
                 out.append(input.finding(
                     HandshakeTimeoutDetector.kind, .error, peer: p.responder, t: fireTime(p, limit),
-                    "\(p.phase.what) from \(input.label(p.requester)) to \(input.label(p.responder)) not answered within \(secondsText(Double(limit) / 1e9)); session ended (\(inst?.endReason ?? "ended")) after \(CaptureTime.duration(waited))",
-                    evidence: p.evidence + (inst?.endEvidence.map { [$0] } ?? []), key: key(p),
-                    details: details(p, waited: waited, limit: limit, outcome: "unanswered")))
+                    "\(p.phase.what) from \(input.label(p.requester)) to \(input.label(p.responder)) not answered within \(secondsText(Double(limit) / 1e9))\(how)",
+                    evidence: p.allEvidence + (inst?.endEvidence.map { [$0] } ?? []), key: key(p),
+                    details: details(p, waited: max(waited, limit), limit: limit, outcome: "unanswered")))
             } else {
                 let waited = input.end &- p.start
                 if waited > limit {
                     out.append(input.finding(
                         HandshakeTimeoutDetector.kind, .error, peer: p.responder, t: fireTime(p, limit),
                         "\(p.phase.what) from \(input.label(p.requester)) to \(input.label(p.responder)) not answered within \(secondsText(Double(limit) / 1e9)) (still open at end of input, \(CaptureTime.duration(waited)))",
-                        evidence: p.evidence, key: key(p),
+                        evidence: p.allEvidence, key: key(p),
                         details: details(p, waited: waited, limit: limit, outcome: "unanswered"), openAtEnd: true))
                 } else {
                     out.append(input.finding(
                         HandshakeTimeoutDetector.kind, .info, peer: p.responder, t: p.start,
                         "\(p.phase.what) from \(input.label(p.requester)) to \(input.label(p.responder)) still in progress at end of input after \(CaptureTime.duration(waited)) (timeout \(secondsText(Double(limit) / 1e9)))",
-                        evidence: p.evidence, key: key(p),
+                        evidence: p.allEvidence, key: key(p),
                         details: details(p, waited: waited, limit: limit, outcome: "open"), openAtEnd: true))
                 }
             }
         }
         return out
+    }
+
+    /// How far before the timer's time (on capture time) a log line saying it fired may come.
+    static let logSlack: Nanos = 2 * CaptureTime.second
+
+    /// The time of a log line saying `p`'s timer fired (same phase, or GCK giving up), about its session or
+    /// its responder, from `logSlack` before the timer's time to just after the session ended.
+    private func firedByLog(_ p: Pending, limit: Nanos, sessionEnd: Nanos, _ logs: [LogTimeout]) -> Nanos? {
+        let due = fireTime(p, limit)
+        return logs.first { l in
+            guard l.phase == nil || l.phase == p.phase else { return false }
+            guard l.session == p.session || (l.session == nil && l.subject == p.responder) else { return false }
+            return l.t >= due &- HandshakeTimeoutDetector.logSlack && l.t <= sessionEnd &+ HandshakeTimeoutDetector.logSlack
+        }?.t
     }
 
     /// A timeout is stamped when its timer fires (start + threshold, on capture time), as the app's

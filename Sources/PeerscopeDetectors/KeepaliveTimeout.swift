@@ -70,6 +70,9 @@ public struct KeepaliveTimeoutDetector: Detector {
         var logEnd: [Int: Nanos] = [:]
         var appLogInputs: [Direction: Set<Int>] = [:]
         var appFromFrames: Set<Direction> = []
+        // The same direction's app messages seen in frames only: a silence found in a capture merged
+        // with logs cites the frames around it too, not only the log lines.
+        var appFrames: [Direction: [Span]] = [:]
 
         // Stretches with no evidence at all (two captures joined, a capture paused): nothing in them
         // was observed, so a silence across one is not a finding.
@@ -85,6 +88,7 @@ public struct KeepaliveTimeoutDetector: Detector {
             let d = Direction(session: s, from: from, to: to)
             if KeepaliveTimeoutDetector.appKinds.contains(e.kind) {
                 appTimes[d, default: []].append(Span(e.event))
+                if case .frame = e.evidence { appFrames[d, default: []].append(Span(e.event)) }
                 // The logs that record this direction's keep-alives (usually the receiver's "Received
                 // data" lines) are the ones that can show its silences.
                 if e.kind == .appKeepAlive {
@@ -123,7 +127,7 @@ public struct KeepaliveTimeoutDetector: Detector {
                     for g in gaps(times, clockStart: kaStart, stop: appStop, limit: appLimit) {
                         appGaps[d, default: []].append(Gap(dir: d, start: g.start, end: g.end))
                         out.append(finding(input, inst, d, g, level: "app", limit: appLimit, ended: ended,
-                                           hole: hole(in: g, holes)))
+                                           hole: hole(in: g, holes), frames: framesAround(g, appFrames[d] ?? [])))
                     }
                 }
             }
@@ -190,13 +194,21 @@ public struct KeepaliveTimeoutDetector: Detector {
         return out
     }
 
+    /// The last frame at or before a silence begins and, when it recovered, the first frame at or after it ends.
+    private func framesAround(_ g: Silence, _ frames: [Span]) -> [Evidence] {
+        var ev: [Evidence] = []
+        if let before = frames.last(where: { $0.t <= g.start }) { ev.append(before.lastT <= g.start ? before.lastEvidence : before.evidence) }
+        if g.recovered, let after = frames.first(where: { $0.t >= g.end }) { ev.append(after.evidence) }
+        return ev
+    }
+
     /// The first stretch without any evidence inside the silence `g`.
     private func hole(in g: Silence, _ holes: [(Nanos, Nanos)]) -> (Nanos, Nanos)? {
         holes.first { $0.0 >= g.start && $0.0 < g.end }
     }
 
     private func finding(_ input: DetectorInput, _ inst: SessionInstance, _ d: Direction, _ g: Silence, level: String,
-                         limit: Nanos, ended: Bool, hole: (Nanos, Nanos)? = nil) -> Finding {
+                         limit: Nanos, ended: Bool, hole: (Nanos, Nanos)? = nil, frames: [Evidence] = []) -> Finding {
         let silent = CaptureTime.duration(g.end &- g.start)
         let what = level == "app"
             ? "sent no app keep-alive to \(input.label(d.to)) for \(silent) (timeout \(secondsText(Double(limit) / 1e9)), expected every \(secondsText(interval)))"
@@ -224,6 +236,7 @@ public struct KeepaliveTimeoutDetector: Detector {
         var ev: [Evidence] = []
         if let s = g.startEvidence { ev.append(s) }
         if let e = g.endEvidence { ev.append(e) } else if !g.recovered, let e = inst.endEvidence, ended { ev.append(e) }
+        for f in frames where !ev.contains(f) { ev.append(f) }
         return input.finding(
             KeepaliveTimeoutDetector.kind, severity, peer: d.from, t: g.start.addingReportingOverflow(limit).overflow ? g.start : g.start &+ limit,
             "\(input.label(d.from)) \(what)\(tail)", evidence: ev,

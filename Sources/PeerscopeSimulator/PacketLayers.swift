@@ -115,6 +115,15 @@ struct SimFrame {
     var destinationMAC: [UInt8]
     /// SLL packet type: 0 to us, 2 multicast, 3 other host, 4 outgoing.
     var sllPacketType: UInt16
+    /// Builds `ipPacket` when the frames are put in time order: counters a sender keeps (DTLS record
+    /// sequence numbers, GCK reliable serials) are then handed out in sending order, whatever order
+    /// the scenario generated the traffic in.
+    var build: (() -> [UInt8])? = nil
+}
+
+/// The bytes of a frame built later (a quoting ICMP error reads its original here).
+final class LazyBytes {
+    var bytes: [UInt8] = []
 }
 
 public struct SimInterface: Sendable {

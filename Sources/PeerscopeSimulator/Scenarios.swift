@@ -170,8 +170,12 @@ enum Scenarios {
         _ = w.steady(t, l, until: hs.end, rtt: rtt, keepAlives: false)
         w.app(a, hs.end + w.ms(0.3), "Disconnecting from peer: \(b.name)")
         w.disconnect(hs.end + w.ms(0.5), l, by: a, rtt: rtt)
+        // Encrypted, the app messages are inside DTLS records: only the log shows the handshake went
+        // unanswered (both sides' heartbeats and acknowledgements go on, so the capture looks healthy).
         return [finding("handshake-timeout", peer: b, observer: a, time: hs.end, tolerance: 2, phase: "app",
-                        detail: "\(a.name) sends the app 'handshake'; \(b.name) never answers with 'handshake_response'; the 10 s app timer fires")]
+                        detail: "\(a.name) sends the app 'handshake'; \(b.name) never answers with 'handshake_response'; the 10 s app timer fires"
+                            + (encrypted ? " (encrypted: the app messages are inside DTLS, only the log shows it)" : ""),
+                        capture: !encrypted)]
     }
 
     // MARK: keep-alive timeout
@@ -190,8 +194,12 @@ enum Scenarios {
                           chats: [(a, 1.5, "Are you there?")])
         guard let to = st.keepAliveTimeout else { return [] }
         w.disconnect(to.time + w.ms(0.5), l, by: a, rtt: rtt, remoteNotices: false)
+        // Encrypted, the keep-alives are inside DTLS and the session ends 6-7 s into the silence, well
+        // before the 15 s session-traffic threshold a capture alone can judge: only the log shows it.
         return [finding("keepalive-timeout", peer: b, observer: a, time: to.time, tolerance: 3,
-                        detail: "\(b.name)'s keep_alive messages and GCK heartbeats stop while \(a.name)'s continue; the 6 s keep-alive monitor fires")]
+                        detail: "\(b.name)'s keep_alive messages and GCK heartbeats stop while \(a.name)'s continue; the 6 s keep-alive monitor fires"
+                            + (encrypted ? " (encrypted: the keep-alives are inside DTLS and the session ends before 15 s of silence, only the log shows it)" : ""),
+                        capture: !encrypted)]
     }
 
     // MARK: duplicate connection
@@ -239,8 +247,10 @@ enum Scenarios {
         let st = w.steady(hs.end, l, until: hs.end + w.ms(8_000), rtt: rtt, keepAlives: true, chats: [(b, 2.0, "Sending you the photo")])
         let ta = st.end + w.ms(300, spread: 50)
         // An encrypted fatal alert from Bob (epoch 1).
-        let rec = DTLSRecord.wrapped(.alert, epoch: 1, sequence: l.nextDTLS(b), fragment: w.rng.bytes(DTLSRecord.cbcSize(2)))
-        w.udp(ta, iface: iface, from: b, sport: l.bPort, to: a, dport: l.aPort, payload: rec)
+        let fragment = w.rng.bytes(DTLSRecord.cbcSize(2))
+        w.udpLater(ta, iface: iface, from: b, sport: l.bPort, to: a, dport: l.aPort) {
+            DTLSRecord.wrapped(.alert, epoch: 1, sequence: l.nextDTLS(b), fragment: fragment)
+        }
         w.log(b, ta - w.ms(0.5), "GCKSession", "Closing connection to participant [\(a.pidHex)] on channel [\(l.channel)].")
         let tr = ta + rtt / 2
         w.log(a, tr + w.ms(0.4), "GCKSession",
@@ -260,13 +270,10 @@ enum Scenarios {
         w.mute(b, from: tk)
         let tf = tk + w.ms(1200, spread: 100)
         let json = AppJSON.keepAlive(a, tf)
-        let packet = GCKPacket.data(source: a.peer.participant, destination: b.peer.participant, serial: l.nextSerial(a), payload: Array(json.utf8))
-        let ip: [UInt8]
-        if l.encrypted {
-            let rec = DTLSRecord.wrapped(.applicationData, epoch: 1, sequence: l.nextDTLS(a), fragment: w.rng.bytes(DTLSRecord.cbcSize(packet.count)))
-            ip = w.udp(tf, iface: l.interface, from: a, sport: l.port(a), to: b, dport: l.port(b), payload: rec)
-        } else {
-            ip = w.udp(tf, iface: l.interface, from: a, sport: l.port(a), to: b, dport: l.port(b), payload: packet)
+        let src = a.peer.participant, dst = b.peer.participant
+        let size = GCKPacket.data(source: src, destination: dst, serial: 0, payload: Array(json.utf8)).count
+        let ip = w.sendGCK(tf, l, from: a, size: size) {
+            GCKPacket.data(source: src, destination: dst, serial: l.nextSerial(a), payload: Array(json.utf8))
         }
         let ti = tf + rtt / 2
         w.icmpUnreachable(ti, iface: l.interface, from: b, to: a, original: ip)

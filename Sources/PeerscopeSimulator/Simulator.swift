@@ -155,7 +155,9 @@ public enum Simulator {
 
     private static func finish(_ w: World, info: ScenarioInfo, options: SimulationOptions, encrypted: Bool,
                                findings: [ExpectedFinding]) -> SimulationResult {
-        let frames = w.frames.sorted { ($0.time, $0.order) < ($1.time, $1.order) }
+        var frames = w.frames.sorted { ($0.time, $0.order) < ($1.time, $1.order) }
+        // Frames whose bytes depend on send order are built now, in time order.
+        for i in frames.indices { if let build = frames[i].build { frames[i].ipPacket = build(); frames[i].build = nil } }
         let ifaces = w.interfaces.map(\.interface)
         let comment = "peerscope simulator: scenario \(info.name), seed \(options.seed)\(encrypted ? ", encrypted" : "")"
         let capture = options.format == .pcapng

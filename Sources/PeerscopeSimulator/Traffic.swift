@@ -101,7 +101,9 @@ extension World {
                 }
             }
             // Heartbeats.
-            var h = t0 + ms(heartbeatPhase * 1000 + (d === l.a ? 0 : 1700), spread: 200)
+            // Never before the steady state begins (a small phase with its jitter could land before
+            // the session's own setup).
+            var h = max(t0 + ms(1), t0 + ms(heartbeatPhase * 1000 + (d === l.a ? 0 : 1700), spread: 200))
             var retransmitLogged = false
             while h < end {
                 if !silentNow(d, h) {

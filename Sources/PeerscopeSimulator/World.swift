@@ -121,6 +121,11 @@ final class GCKLink {
     }
 }
 
+/// A reliable serial handed out when its data packet is built, for the acknowledgement built after it.
+final class SerialBox {
+    var value: UInt32 = 0
+}
+
 enum InviteOutcome {
     case accept
     case decline
@@ -243,7 +248,8 @@ final class World {
         return false
     }
 
-    private func emit(time: Int64, iface: Int, from: SimDevice, toMAC: [UInt8], toDevice: SimDevice?, ipPacket: [UInt8], kernel: Bool = false) {
+    private func emit(time: Int64, iface: Int, from: SimDevice, toMAC: [UInt8], toDevice: SimDevice?, ipPacket: [UInt8], kernel: Bool = false,
+                      build: (() -> [UInt8])? = nil) {
         if !kernel && isMuted(from, time) { return }
         let spec = interfaces[iface]
         let capturer = devices.indices.contains(spec.capturer) ? devices[spec.capturer] : nil
@@ -253,8 +259,42 @@ final class World {
         else if let c = capturer, let t = toDevice, c === t { packetType = 0 }
         else { packetType = 3 }
         frames.append(SimFrame(time: time, order: order, interface: iface, ipPacket: ipPacket, family: spec.family,
-                               sourceMAC: from.mac, destinationMAC: toMAC, sllPacketType: packetType))
+                               sourceMAC: from.mac, destinationMAC: toMAC, sllPacketType: packetType, build: build))
         order += 1
+    }
+
+    /// An IP packet builder with its IPv4 identification taken now (generation order, as every other frame).
+    private func ipBuilder(iface: Int, from: SimDevice, src: [UInt8], dst: [UInt8], proto: IPProto, hop: UInt8) -> ([UInt8]) -> [UInt8] {
+        if interfaces[iface].family == .v4 {
+            from.ipID &+= 1
+            let id = from.ipID
+            return { IPLayer.ipv4(src: src, dst: dst, proto: proto, ttl: hop, id: id, dontFragment: hop != 255, payload: $0) }
+        }
+        return { IPLayer.ipv6(src: src, dst: dst, proto: proto, hopLimit: hop, flowLabel: 0, payload: $0) }
+    }
+
+    /// A UDP datagram whose payload is made when the frames are put in time order (see `SimFrame.build`).
+    @discardableResult
+    func udpLater(_ time: Int64, iface: Int, from: SimDevice, sport: UInt16, to: SimDevice, dport: UInt16,
+                  payload: @escaping () -> [UInt8]) -> LazyBytes {
+        let src = address(from, iface), dst = address(to, iface)
+        let ip = ipBuilder(iface: iface, from: from, src: src, dst: dst, proto: .udp, hop: 64)
+        let box = LazyBytes()
+        emit(time: time, iface: iface, from: from, toMAC: to.mac, toDevice: to, ipPacket: [], build: {
+            box.bytes = ip(IPLayer.udp(src: src, dst: dst, sport: sport, dport: dport, payload: payload()))
+            return box.bytes
+        })
+        return box
+    }
+
+    /// ICMP port unreachable quoting a datagram built later.
+    func icmpUnreachable(_ time: Int64, iface: Int, from: SimDevice, to: SimDevice, original: LazyBytes) {
+        let fam = interfaces[iface].family
+        let src = address(from, iface), dst = address(to, iface)
+        let ip = ipBuilder(iface: iface, from: from, src: src, dst: dst, proto: fam == .v4 ? .icmp : .icmpv6, hop: 64)
+        emit(time: time, iface: iface, from: from, toMAC: to.mac, toDevice: to, ipPacket: [], kernel: true, build: {
+            ip(IPLayer.icmpPortUnreachable(family: fam, src: src, dst: dst, original: original.bytes))
+        })
     }
 
     private func ipPacket(iface: Int, from: SimDevice, src: [UInt8], dst: [UInt8], proto: IPProto, hop: UInt8, payload: [UInt8]) -> [UInt8] {
@@ -589,14 +629,22 @@ final class World {
     // MARK: session transport
 
     func sendGCK(_ t: Int64, _ l: GCKLink, from d: SimDevice, packet: [UInt8]) {
+        sendGCK(t, l, from: d, size: packet.count) { packet }
+    }
+
+    /// A GCK packet of `size` bytes made when the frames are put in time order (so reliable serials
+    /// and DTLS record numbers follow sending order); encrypted, one application-data record.
+    @discardableResult
+    func sendGCK(_ t: Int64, _ l: GCKLink, from d: SimDevice, size: Int, packet: @escaping () -> [UInt8]) -> LazyBytes {
         let to = l.other(d)
         if l.encrypted {
-            let size = DTLSRecord.cbcSize(packet.count)
-            let rec = DTLSRecord.wrapped(.applicationData, epoch: 1, sequence: l.nextDTLS(d), fragment: rng.bytes(size))
-            udp(t, iface: l.interface, from: d, sport: l.port(d), to: to, dport: l.port(to), payload: rec)
-        } else {
-            udp(t, iface: l.interface, from: d, sport: l.port(d), to: to, dport: l.port(to), payload: packet)
+            let fragment = rng.bytes(DTLSRecord.cbcSize(size))
+            return udpLater(t, iface: l.interface, from: d, sport: l.port(d), to: to, dport: l.port(to)) {
+                _ = packet()   // the plaintext's counters advance as they would
+                return DTLSRecord.wrapped(.applicationData, epoch: 1, sequence: l.nextDTLS(d), fragment: fragment)
+            }
         }
+        return udpLater(t, iface: l.interface, from: d, sport: l.port(d), to: to, dport: l.port(to), payload: packet)
     }
 
     func listenLogs(_ t: Int64, _ l: GCKLink) {
@@ -689,8 +737,9 @@ final class World {
         var gap: Int64 = 1_000_000_000
         let deadline = t0 + 10_000_000_000
         while t < deadline {
-            let rec = DTLSRecord.wrapped(.handshake, epoch: 0, sequence: l.nextDTLS(l.a), fragment: hello)
-            udp(t, iface: l.interface, from: l.a, sport: l.aPort, to: l.b, dport: l.bPort, payload: rec)
+            udpLater(t, iface: l.interface, from: l.a, sport: l.aPort, to: l.b, dport: l.bPort) {
+                DTLSRecord.wrapped(.handshake, epoch: 0, sequence: l.nextDTLS(l.a), fragment: hello)
+            }
             t += gap + ms(0, spread: 5)
             gap *= 2
         }
@@ -706,8 +755,9 @@ final class World {
         let a = l.a, b = l.b
         var t = t0
         func send(_ d: SimDevice, _ type: DTLSContentType, epoch: UInt16, _ fragment: [UInt8], reset: Bool = false) {
-            let rec = DTLSRecord.wrapped(type, epoch: epoch, sequence: l.nextDTLS(d, epochReset: reset), fragment: fragment)
-            udp(t, iface: l.interface, from: d, sport: l.port(d), to: l.other(d), dport: l.port(l.other(d)), payload: rec)
+            udpLater(t, iface: l.interface, from: d, sport: l.port(d), to: l.other(d), dport: l.port(l.other(d))) {
+                DTLSRecord.wrapped(type, epoch: epoch, sequence: l.nextDTLS(d, epochReset: reset), fragment: fragment)
+            }
         }
         for d in [a, b] { log(d, t - ms(0.3), "GCKSession", "DTLS Settings: authentication [0] encryption [1] certificate length [0].") }
         send(a, .handshake, epoch: 0, DTLSRecord.handshake(type: 1, messageSeq: 0, body: DTLSRecord.clientHello(random: rng.bytes(32))))
@@ -785,12 +835,20 @@ final class World {
     @discardableResult
     func appData(_ t: Int64, _ l: GCKLink, from d: SimDevice, json: String, rtt: Int64) -> Int64 {
         let to = l.other(d)
-        let serial = l.nextSerial(d)
         let payload = Array(json.utf8)
         log(d, t - ms(0.1), "MCSession", "Sending \(payload.count) bytes of data to participant \(to.peer.participant), mode=0.")
-        sendGCK(t, l, from: d, packet: GCKPacket.data(source: d.peer.participant, destination: to.peer.participant, serial: serial, payload: payload))
+        // The serial is taken when the data is sent (frames in time order); the ack, later, echoes it.
+        let serial = SerialBox()
+        let src = d.peer.participant, dst = to.peer.participant
+        sendGCK(t, l, from: d, size: GCKPacket.data(source: src, destination: dst, serial: 0, payload: payload).count) {
+            let n = l.nextSerial(d)
+            serial.value = n
+            return GCKPacket.data(source: src, destination: dst, serial: n, payload: payload)
+        }
         let tr = t + rtt / 2
-        sendGCK(tr + ms(0.4, spread: 0.1), l, from: to, packet: GCKPacket.dataAck(source: to.peer.participant, destination: d.peer.participant, serial: serial))
+        sendGCK(tr + ms(0.4, spread: 0.1), l, from: to, size: GCKPacket.dataAck(source: dst, destination: src, serial: 0).count) {
+            GCKPacket.dataAck(source: dst, destination: src, serial: serial.value)
+        }
         return tr
     }
 

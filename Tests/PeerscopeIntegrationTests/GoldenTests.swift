@@ -4,6 +4,7 @@ import Peerscope
 import PeerscopeCore
 import PeerscopeDetectors
 import PeerscopeReports
+import PeerscopeSimulator
 
 /// Issues 5, 6 and 7: each simulator scenario in Samples/ yields the findings it is built to produce,
 /// and only those (kind, peer, and time within 1 s, or the scenario's tolerance when tighter), from its capture, from its device logs alone, and from both merged; the text and
@@ -68,20 +69,22 @@ final class GoldenTests: XCTestCase {
         return try PeerscopeAnalysis.analyze(AnalysisOptions(captures: captures, logs: logs))
     }
 
-    /// Expected findings matched one to one by kind and peer, within the scenario's time tolerance;
-    /// anything left over on either side is a difference.
+    /// Expected findings matched one to one by kind, peer (display name and, when the scenario names
+    /// it, peer ID: display names can collide) and time within the scenario's tolerance; anything
+    /// left over on either side is a difference.
     func compare(_ got: [Finding], _ expected: [Expected], _ label: String, checkTime: Bool = true) -> [String] {
         var left = got
         var problems: [String] = []
         for e in expected {
-            if let i = left.firstIndex(where: { $0.kind == e.kind && $0.peer == e.peer && (!checkTime || abs($0.t - e.t) <= e.tolerance) }) {
+            if let i = left.firstIndex(where: { $0.kind == e.kind && $0.peer == e.peer && (e.peerID == nil || $0.peerID == e.peerID)
+                && (!checkTime || abs($0.t - e.t) <= e.tolerance) }) {
                 let f = left.remove(at: i)
                 if let phase = e.phase, f.details["phase"].map({ $0 != phase }) ?? !f.message.lowercased().contains(phase) {
                     problems.append("\(label): \(e.kind) for \(e.peer): phase \(phase) not named (\(f.message))")
                 }
             } else {
-                let near = got.filter { $0.kind == e.kind }.map { "\($0.peer) at \(CaptureTime.iso8601($0.t))" }
-                problems.append("\(label): missing \(e.kind) for \(e.peer) at \(CaptureTime.iso8601(e.t)) (got \(e.kind): \(near))")
+                let near = got.filter { $0.kind == e.kind }.map { "\($0.peer) (\($0.peerID ?? "no ID")) at \(CaptureTime.iso8601($0.t))" }
+                problems.append("\(label): missing \(e.kind) for \(e.peer) (\(e.peerID ?? "no ID")) at \(CaptureTime.iso8601(e.t)) (got \(e.kind): \(near))")
             }
         }
         // Informational notes (a phase still within its timeout when the input ended, a close_notify)
@@ -163,6 +166,61 @@ final class GoldenTests: XCTestCase {
                 }
             }
         }
+        XCTAssertEqual(problems, [], problems.joined(separator: "\n"))
+    }
+
+    /// Every scenario beyond the committed seed-1 samples: other seeds, and encrypted where the
+    /// scenario lets the choice, simulated through the library into a temporary directory. The
+    /// capture alone gives the expected findings that list capture evidence; the logs alone and the
+    /// capture with the logs give all of them; nothing else (above info) appears; a healthy scenario
+    /// gives no finding at all in any of the three runs.
+    func testOtherSeedsAndEncryptedRunsYieldTheirFindings() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerscope-golden-\(ProcessInfo.processInfo.processIdentifier)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var problems: [String] = []
+        var runs = 0
+        for info in Simulator.scenarios {
+            for (seed, encrypted) in [(UInt64(2), false), (11, false), (2, true), (11, true)] {
+                if encrypted && info.alwaysEncrypted { continue }   // the same as the plaintext run
+                let sim = try Simulator.run(info.name, options: SimulationOptions(seed: seed, encrypted: encrypted))
+                let label = "\(info.name) seed \(seed)\(encrypted ? " encrypted" : "")"
+                let base = dir.appendingPathComponent("\(info.name)-\(seed)-\(encrypted ? "e" : "p")")
+                let capture = base.path + ".pcapng"
+                try Data(sim.capture).write(to: URL(fileURLWithPath: capture))
+                var logs: [String] = []
+                for l in sim.logs {
+                    let path = base.path + "-\(l.slug).log"
+                    try l.text.write(toFile: path, atomically: true, encoding: .utf8)
+                    logs.append(path)
+                }
+                let all = sim.findings.map { f in
+                    Expected(kind: f.kind, peer: f.peer, peerID: f.peerIdString, t: f.time,
+                             tolerance: CaptureTime.nanos(seconds: min(1, f.toleranceSeconds)), phase: f.phase)
+                }
+                let inCapture = zip(sim.findings, all).filter { $0.0.evidence.contains("capture") }.map(\.1)
+                for (mode, captures, logFiles, expected) in [("capture", [capture], [String](), inCapture),
+                                                             ("logs", [], logs, all), ("merged", [capture], logs, all)] {
+                    if mode != "capture" && logs.isEmpty { continue }
+                    let a = try PeerscopeAnalysis.analyze(AnalysisOptions(captures: captures, logs: logFiles))
+                    runs += 1
+                    problems += compare(a.report.findings, expected, "\(label) \(mode)")
+                    // Merged with the logs, a finding the capture shows keeps its frames and packet wording.
+                    if mode == "merged" {
+                        for e in inCapture where !a.report.findings.contains(where: { f in
+                            f.kind == e.kind && f.peerID == e.peerID && abs(f.t - e.t) <= e.tolerance && !f.message.hasPrefix("log:")
+                                && f.evidence.contains { if case .frame = $0 { true } else { false } }
+                        }) {
+                            problems.append("\(label) merged: \(e.kind) for \(e.peer) cites no frame or has only the log's wording")
+                        }
+                    }
+                    if all.isEmpty && !a.report.findings.isEmpty {
+                        problems.append("\(label) \(mode): healthy, yet \(a.report.findings.map { "\($0.severity) \($0.kind): \($0.message)" })")
+                    }
+                }
+            }
+        }
+        XCTAssertGreaterThan(runs, 100)
         XCTAssertEqual(problems, [], problems.joined(separator: "\n"))
     }
 
