@@ -731,7 +731,10 @@ struct EventBuilder {
         }
         if m.context == .nearbyParticipantAsTo || m.context == .nearbyParticipantAsFrom { return }
         if let k = m.kind, EventBuilder.ownLineKinds.contains(k) { return }
-        let named = m.to.participantID != nil ? m.to : m.from
+        // A line naming both sides (`Got invite from peer[X] for peer[Y]`) may name the log's own
+        // device on either: only lines naming one side (GCK's `participant [P]`) are context.
+        guard m.from.isEmpty != m.to.isEmpty else { return }
+        let named = m.to.isEmpty ? m.from : m.to
         guard named.participantID != nil else { return }
         lastNamed[e.input] = (e.t, named)
         var still: [(index: Int, input: Int, asTo: Bool)] = []

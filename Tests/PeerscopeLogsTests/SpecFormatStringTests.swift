@@ -666,6 +666,11 @@ final class SpecFormatStringTests: XCTestCase {
             """, directory: PeerDirectory())
         XCTAssertEqual(far.events.first?.kind, .sendError)
         XCTAssertEqual(far.events.first?.to, .unknown)
+        // A line naming both sides may name the log's own device: not context.
+        let both = try read(["[MCNearbyServiceAdvertiser] Got invite from peer[Alice's iPhone,03D50A9B] for peer[Bob's iPad,4DF5C15B].",
+                             "[GCKSession] Send UDP packet failed with error (8000003D)."])
+        XCTAssertEqual(both.events.map(\.kind), [.invite, .sendError])
+        XCTAssertEqual(both.events[1].to, .unknown)
     }
 
     func testTheAdvertisersAnswerNamesTheInviter() throws {
