@@ -145,6 +145,10 @@ public enum PeerscopeAnalysis {
                 try flush()
                 logResult = all
                 run.stats.logLines &+= UInt64(max(0, all.lines))
+                run.stats.logInputs &+= UInt64(all.formats.count)
+                run.stats.logEntries &+= UInt64(max(0, all.entries))
+                for (format, n) in all.unknownCounts { run.stats.logUnknown[format, default: 0] &+= UInt64(max(0, n)) }
+                for (plugin, n) in all.recognized { run.stats.logRecognized[plugin, default: 0] &+= UInt64(max(0, n)) }
                 for d in all.problems {
                     run.diagnostics.append(d)
                     run.diagnosticCounts[d.id, default: 0] += 1

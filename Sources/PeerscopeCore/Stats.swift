@@ -19,6 +19,12 @@ public struct CaptureStats: Sendable, Equatable {
     public var truncatedFrames: UInt64 = 0
     /// Log lines read (log inputs).
     public var logLines: UInt64 = 0
+    /// Log inputs read, their entries (a multi-line entry counts once), entries no log plugin
+    /// understood per log format (`xcode`, `log-ndjson`, ...), entries understood per log plugin.
+    public var logInputs: UInt64 = 0
+    public var logEntries: UInt64 = 0
+    public var logUnknown: [String: UInt64] = [:]
+    public var logRecognized: [String: UInt64] = [:]
 
     public init() {}
 

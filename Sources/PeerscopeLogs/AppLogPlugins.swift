@@ -109,12 +109,26 @@ public struct AppSendErrorLogPlugin: RuleListPlugin {
     static let summary = "The app's failed sends and connection errors (seeds 000, 002)"
     static let example = "Failed to send keep-alive: Error Domain=MCSession Code=1 \"Peers (Alice) not connected\""
     static func err(_ s: String) -> String { String(s.trimmingSpaces.prefix(200)) }
+
+    /// The peer an MCSession send error names: `Peers (Bob's iPhone) not connected` or
+    /// `Peer Bob not connected` (MCErrorDomain code 1). Several peers (`(A, B)`) name none.
+    static func notConnectedPeer(_ s: String) -> PeerHint {
+        for (open, close) in [("Peers (", ") not connected"), ("Peer (", ") not connected"), ("Peer ", " not connected")] {
+            guard let a = s.range(of: open), let b = s.range(of: close, range: a.upperBound..<s.endIndex) else { continue }
+            let name = String(s[a.upperBound..<b.lowerBound]).trimmingSpaces
+            if name.isEmpty || name.contains(", ") { return .unknown }
+            return PeerHint(displayName: name)
+        }
+        return .unknown
+    }
+
     static let ruleList: [LogRule] = [
+        // The device that wrote the log failed to send (`from` = the log owner); `to` is the peer it names.
         LogRule(format: "Failed to send handshake: %@") { c, _ in
-            LogMatch(kind: .sendError, attrs: ["layer": "app", "what": "handshake", "error": err(c[0])])
+            LogMatch(kind: .sendError, to: notConnectedPeer(c[0]), attrs: ["layer": "app", "what": "handshake", "error": err(c[0])])
         },
         LogRule(format: "Failed to send keep-alive: %@") { c, _ in
-            LogMatch(kind: .sendError, attrs: ["layer": "app", "what": "keep_alive", "error": err(c[0])])
+            LogMatch(kind: .sendError, to: notConnectedPeer(c[0]), attrs: ["layer": "app", "what": "keep_alive", "error": err(c[0])])
         },
         LogRule(format: "파일 전송 실패: %@") { c, _ in
             LogMatch(kind: .sendError, attrs: ["layer": "app", "what": "file", "error": err(c[0])])
@@ -144,6 +158,64 @@ public struct AppProgressLogPlugin: RuleListPlugin {
         "Waiting for channels to establish...", "Initial channel establishment delay completed", "Starting handshake process",
         "Preparing to send handshake...", "Sending handshake...", "Channel stabilization delay completed",
         "Starting keep-alive exchange", "파일 수신 시작: %@", "파일 수신 완료: %@",
+    ].map { f in LogRule(format: f) { _, _ in .consumed } }
+}
+
+extension EventKind {
+    public static let logInviting: EventKind = "log.inviting"   // the app asks MPC to invite a peer ("Inviting X")
+}
+
+public struct AppDiscoveryLogPlugin: RuleListPlugin {
+    public init() {}
+    static let id = "log-app-discovery"
+    static let summary = "The app's prints of its browser delegate: found and lost peers (spec §2.3 \"Browser found\")"
+    static let example = "Browser found peer: Bob's iPhone"
+    static let ruleList: [LogRule] = [
+        LogRule(format: "Browser found peer: %@") { c, _ in
+            LogMatch(kind: .found, from: PeerHint(displayName: c[0].trimmingSpaces), attrs: ["via": "app"])
+        },
+        LogRule(format: "Browser lost peer: %@") { c, _ in
+            LogMatch(kind: .lost, from: PeerHint(displayName: c[0].trimmingSpaces), attrs: ["via": "app"])
+        },
+    ]
+}
+
+public struct AppInvitationLogPlugin: RuleListPlugin {
+    public init() {}
+    static let id = "log-app-invitation"
+    static let summary = "The app's prints of invitations: \"Inviting X\" (spec §2.3), received, declined"
+    static let example = "Inviting Bob's iPhone"
+    static let ruleList: [LogRule] = [
+        // The log's device asks MPC to invite X (`from` = the log owner). Not `invitation.invite`: the
+        // invitation itself follows on the wire and in the invitee's log (`Got invite from peer[…]`),
+        // and the app's print, ~50 ms earlier, would count as a second invitation in the same direction
+        // (the duplicate-connection detector would then see crossing invitations twice).
+        LogRule(format: "Inviting %@") { c, _ in
+            LogMatch(kind: .logInviting, to: PeerHint(displayName: c[0].trimmingSpaces), attrs: ["via": "app"], context: .invitationRemoteIsTo)
+        },
+        // MPC's own lines beside these carry the events (`Got invite from peer[…]`, `Invitation declined`);
+        // the prints only tell who the invitation is with.
+        LogRule(format: "Received invitation from %@") { c, _ in
+            LogMatch(kind: nil, from: PeerHint(displayName: c[0].trimmingSpaces), context: .invitationRemoteIsFrom)
+        },
+        LogRule(format: "User declined the invitation from %@") { c, _ in
+            LogMatch(kind: nil, from: PeerHint(displayName: c[0].trimmingSpaces), context: .invitationRemoteIsFrom)
+        },
+        LogRule(format: "Declining invitation from %@: %@") { c, _ in
+            LogMatch(kind: nil, from: PeerHint(displayName: c[0].trimmingSpaces), context: .invitationRemoteIsFrom)
+        },
+        LogRule(format: "Invitation to %@ was declined") { _, _ in .consumed },
+    ]
+}
+
+public struct AppLifecycleLogPlugin: RuleListPlugin {
+    public init() {}
+    static let id = "log-app-lifecycle"
+    static let summary = "The app's lifecycle prints (background, resign active, chat ended): understood, no event"
+    static let example = "Application did enter background"
+    static let ruleList: [LogRule] = [
+        "Application will resign active", "Application did enter background", "Application will enter foreground",
+        "Application did become active", "User ended the chat",
     ].map { f in LogRule(format: f) { _, _ in .consumed } }
 }
 

@@ -49,6 +49,8 @@ public struct LogMatch: Sendable, Hashable {
     public var channel: Int?
     /// Identities the line proves (idString + display name): taught to the `PeerDirectory`.
     public var learn: [Learned]
+    /// How the line takes part in the context of the lines around it (see `LogContext`).
+    public var context: LogContext
 
     public struct Learned: Sendable, Hashable {
         public var peerID: UInt64
@@ -56,17 +58,38 @@ public struct LogMatch: Sendable, Hashable {
     }
 
     public init(kind: EventKind?, from: PeerHint = .unknown, to: PeerHint = .unknown, attrs: [String: String] = [:],
-                channel: Int? = nil, learn: [Learned] = []) {
+                channel: Int? = nil, learn: [Learned] = [], context: LogContext = .none) {
         self.kind = kind
         self.from = from
         self.to = to
         self.attrs = attrs
         self.channel = channel
         self.learn = learn
+        self.context = context
     }
 
     /// Understood, no event.
     public static let consumed = LogMatch(kind: nil)
+}
+
+/// Some lines name no peer although the lines around them do: GCK prints `Send UDP packet failed`
+/// right before the line naming the participant it could not reach, and the advertiser prints
+/// `Invitation declined` after `Got invite from peer[X]`. A rule says how its line uses that context;
+/// the analyzer fills only hints the line left empty, and marks the event (`peerFrom=context`).
+public enum LogContext: Sendable, Hashable {
+    case none
+    /// A peerless GCK/ICE error: `to` (or `from` for a received packet) takes the participant that
+    /// a line of the same input names within the coalescing window, before or after.
+    case nearbyParticipantAsTo
+    case nearbyParticipantAsFrom
+    /// The line names the remote peer of the current invitation (`from`, or `to` when the local
+    /// side invites) and possibly the local one: later invitation lines of the input use it.
+    case invitationRemoteIsFrom
+    case invitationRemoteIsTo
+    /// An answer to the current invitation: `to` = the remote peer, `from` = the local one when known.
+    case answersInvitation
+    /// A line about the current invitation's remote peer: `from` = that peer.
+    case invitationRemoteAsFrom
 }
 
 /// What a rule extracted: positional values of a format string, or named captures of a regex.

@@ -41,6 +41,17 @@ public enum LogPluginRegistry {
             MPCConnectionDecisionLogPlugin(),
             MPCStaleIdentifierLogPlugin(),
             MPCPermissionLogPlugin(),
+            MPCPrepareConnectionLogPlugin(),
+            MPCConnectPeerLogPlugin(),
+            MPCPacketErrorLogPlugin(),
+            MPCSocketSetupLogPlugin(),
+            MPCGCKSendLogPlugin(),
+            MPCInvitationConnectionLogPlugin(),
+            MPCInvitationFramesLogPlugin(),
+            MPCConnectionSetupLogPlugin(),
+            MPCRoutingLogPlugin(),
+            MPCSessionEventsLogPlugin(),
+            MPCBrowsingLogPlugin(),
         ]
     }
 
@@ -64,6 +75,9 @@ public enum LogPluginRegistry {
             AppSendErrorLogPlugin(),
             AppDisconnectLogPlugin(),
             AppProgressLogPlugin(),
+            AppDiscoveryLogPlugin(),
+            AppInvitationLogPlugin(),
+            AppLifecycleLogPlugin(),
         ]
     }
 

@@ -125,10 +125,10 @@ public struct MPCInviteLogPlugin: RuleListPlugin {
     static let example = "Got invite from peer[<MCPeerID: 0x283c0c2a0 DisplayName = Alice>] for peer[<MCPeerID: 0x283c0c2b0 DisplayName = Bob>]."
     static let ruleList: [LogRule] = [
         LogRule(format: "Got invite from peer[%@] for peer[%@].") { c, _ in
-            LogMatch(kind: .invite, from: PeerText.hint(c[0]), to: PeerText.hint(c[1]))
+            LogMatch(kind: .invite, from: PeerText.hint(c[0]), to: PeerText.hint(c[1]), context: .invitationRemoteIsFrom)
         },
         LogRule(format: "Got invite connect [%@] from peer [%@].") { c, _ in
-            LogMatch(kind: .inviteConnect, from: PeerText.hint(c[1]))
+            LogMatch(kind: .inviteConnect, from: PeerText.hint(c[1]), context: .invitationRemoteIsFrom)
         },
     ]
 }
@@ -144,11 +144,14 @@ public struct MPCInviteResponseLogPlugin: RuleListPlugin {
             let d = c[0].replacingOccurrences(of: " ", with: "")
             if d.contains("MCNearbyServiceAcceptInviteKey=1") || d.contains("MCNearbyServiceAcceptInviteKey=true") { attrs["accepted"] = "true" }
             if d.contains("MCNearbyServiceAcceptInviteKey=0") || d.contains("MCNearbyServiceAcceptInviteKey=false") { attrs["accepted"] = "false" }
-            return LogMatch(kind: .inviteResponse, from: PeerText.hint(c[1]), attrs: attrs)
+            return LogMatch(kind: .inviteResponse, from: PeerText.hint(c[1]), attrs: attrs, context: .invitationRemoteIsFrom)
         },
-        LogRule(format: "Invitation accepted.") { _, _ in LogMatch(kind: .inviteResponse, attrs: ["accepted": "true"]) },
+        // The advertiser answers the invitation it got last: `from` = itself, `to` = the inviter.
+        LogRule(format: "Invitation accepted.") { _, _ in
+            LogMatch(kind: .inviteResponse, attrs: ["accepted": "true"], context: .answersInvitation)
+        },
         LogRule(format: "Invitation declined (accept=%d, session=%@).") { c, _ in
-            LogMatch(kind: .inviteResponse, attrs: ["accepted": c[0] == "0" ? "false" : "true"])
+            LogMatch(kind: .inviteResponse, attrs: ["accepted": c[0] == "0" ? "false" : "true"], context: .answersInvitation)
         },
         LogRule(format: "Handle declined invitation from peer with peerID [%@].") { c, _ in
             LogMatch(kind: .inviteResponse, from: PeerText.hint(c[0]), attrs: ["accepted": "false"])
@@ -301,7 +304,7 @@ public struct MPCSessionSendErrorLogPlugin: RuleListPlugin {
             return LogMatch(kind: .sendError, to: to, attrs: ["layer": "session", "error": "not connected"])
         },
         LogRule(format: "AGPSendTo failed with status=%08X.") { c, _ in
-            LogMatch(kind: .sendError, attrs: ["layer": "agp", "status": c[0]])
+            LogMatch(kind: .sendError, attrs: ["layer": "agp", "status": c[0]], context: .nearbyParticipantAsTo)
         },
     ]
 }
@@ -428,6 +431,7 @@ public struct MPCRetransmitLogPlugin: RuleListPlugin {
     } + [
         LogRule(format: "Heartbeat state for [%08X]: Now [%.3lf] NextFire [%.3lf] WaitUntil [%.3lf].") { _, _ in .consumed },
         LogRule(format: "Removing duplicate heartbeat.") { _, _ in .consumed },
+        LogRule(format: "Expected heartbeat in the retry list not found for participant [%08X] channel [%d].") { _, _ in .consumed },
     ]
 }
 
@@ -438,7 +442,7 @@ public struct MPCDTLSSendErrorLogPlugin: RuleListPlugin {
     static let example = "Failed to send a DTLS packet with 120 bytes; sendmsg error: No route to host (65)."
     static let ruleList: [LogRule] = [
         LogRule(format: "Failed to send a DTLS packet with %d bytes; sendmsg error: %s (%d).") { c, _ in
-            LogMatch(kind: .sendError, attrs: ["layer": "dtls", "bytes": c[0], "error": c[1], "errno": c[2]])
+            LogMatch(kind: .sendError, attrs: ["layer": "dtls", "bytes": c[0], "error": c[1], "errno": c[2]], context: .nearbyParticipantAsTo)
         },
         LogRule(format: "SSLWrite failed, packet was not sent for participant [%08X] channelID [%d] DTLS context [%p] pCList [%p]; SSLError = %s (%ld): errno = %s (%d).") { c, _ in
             LogMatch(kind: .sendError, to: PeerText.participantHint(c[0]),
@@ -453,18 +457,18 @@ public struct MPCUDPSendErrorLogPlugin: RuleListPlugin {
     static let summary = "GCK could not send a UDP packet, marked a channel invalid, or lost its socket"
     static let example = "Failed to send Hello packet to participant 2308149F. Will mark channel 1 as invalid."
     static let ruleList: [LogRule] = [
-        LogRule(format: "Send UDP packet failed with error (%X).") { c, _ in LogMatch(kind: .sendError, attrs: ["layer": "udp", "code": c[0]]) },
-        LogRule(format: "SendUDPPacketCList failed with error (%X).") { c, _ in LogMatch(kind: .sendError, attrs: ["layer": "udp", "code": c[0]]) },
+        LogRule(format: "Send UDP packet failed with error (%X).") { c, _ in LogMatch(kind: .sendError, attrs: ["layer": "udp", "code": c[0]], context: .nearbyParticipantAsTo) },
+        LogRule(format: "SendUDPPacketCList failed with error (%X).") { c, _ in LogMatch(kind: .sendError, attrs: ["layer": "udp", "code": c[0]], context: .nearbyParticipantAsTo) },
         LogRule(format: "Sent %s packet to participant %08X on channel %d with error %d.") { c, _ in
             LogMatch(kind: .sendError, to: PeerText.participantHint(c[1]), attrs: ["layer": "udp", "packet": c[0], "code": c[3]], channel: int(c[2]))
         },
         LogRule(format: "Failed to send %s packet to participant %08X. Will mark channel %d as invalid.") { c, _ in
             LogMatch(kind: .sendError, to: PeerText.participantHint(c[1]), attrs: ["layer": "udp", "packet": c[0], "channelInvalid": "true"], channel: int(c[2]))
         },
-        LogRule(format: "Socket %d is no longer connected.") { c, _ in LogMatch(kind: .sendError, attrs: ["layer": "socket", "socket": c[0]]) },
-        LogRule(format: "SendHello failed with error (%X).") { c, _ in LogMatch(kind: .sendError, attrs: ["layer": "gck", "packet": "Hello", "code": c[0]]) },
-        LogRule(format: "Failed to send Hello with error %X.") { c, _ in LogMatch(kind: .sendError, attrs: ["layer": "gck", "packet": "Hello", "code": c[0]]) },
-        LogRule(format: "WaitForHello failed with error (%X).") { c, _ in LogMatch(kind: .gckTimeout, attrs: ["wait": "Hello", "code": c[0]]) },
+        LogRule(format: "Socket %d is no longer connected.") { c, _ in LogMatch(kind: .sendError, attrs: ["layer": "socket", "socket": c[0]], context: .nearbyParticipantAsTo) },
+        LogRule(format: "SendHello failed with error (%X).") { c, _ in LogMatch(kind: .sendError, attrs: ["layer": "gck", "packet": "Hello", "code": c[0]], context: .nearbyParticipantAsTo) },
+        LogRule(format: "Failed to send Hello with error %X.") { c, _ in LogMatch(kind: .sendError, attrs: ["layer": "gck", "packet": "Hello", "code": c[0]], context: .nearbyParticipantAsTo) },
+        LogRule(format: "WaitForHello failed with error (%X).") { c, _ in LogMatch(kind: .gckTimeout, attrs: ["wait": "Hello", "code": c[0]], context: .nearbyParticipantAsTo) },
     ]
 }
 
@@ -542,17 +546,42 @@ public struct ViceroyICELogPlugin: RuleListPlugin {
     static let id = "log-viceroy-ice"
     static let summary = "iOS <= 13 ICE errors from AVConference ([ViceroyTrace] [ICE][ERROR])"
     static let example = "[ViceroyTrace] [ICE][ERROR] Send BINDING_REQUEST failed(C01A0041)."
+
+    /// The ICE call id is the participant: printed in decimal by AVConference (`(383054229)`), in hex
+    /// when it has hex letters or a `0x`. Not a 31-bit value: not a participant.
+    static func participant(callID s: String) -> UInt32? {
+        let t = s.trimmingSpaces
+        let v: UInt64?
+        if t.hasPrefix("0x") || t.hasPrefix("0X") {
+            v = UInt64(t.dropFirst(2), radix: 16)
+        } else if t.allSatisfy(\.isNumber) {
+            v = UInt64(t, radix: 10)
+        } else {
+            v = UInt64(t, radix: 16)
+        }
+        guard let v, v <= 0x7FFF_FFFF else { return nil }
+        return UInt32(v)
+    }
     static let ruleList: [LogRule] = [
+        // An ICE connectivity check the local side could not send: part of the old handshake-timeout
+        // signature (spec §2.3), not a permission or channel problem. The participant is the one the
+        // ICEStopConnectivityCheck line beside it names.
         LogRule(pattern: #"\[ICE\]\[ERROR\].*?Send BINDING_REQUEST failed\((?<code>[0-9A-Fa-f]+)\)"#, needle: "BINDING_REQUEST failed") { c, _ in
-            LogMatch(kind: .sendError, attrs: ["layer": "ice", "code": c.named["code"] ?? "", "legacy": "viceroy"])
+            LogMatch(kind: .iceError, attrs: ["layer": "ice", "code": c.named["code"] ?? "", "legacy": "viceroy", "detail": "Send BINDING_REQUEST failed"],
+                     context: .nearbyParticipantAsTo)
         },
-        LogRule(pattern: #"ICEStopConnectivityCheck\(\) found no ICE check(?:.*?\((?<call>[0-9A-Fa-fx]+)\))?"#, needle: "found no ICE check") { c, _ in
+        LogRule(pattern: #"ICEStopConnectivityCheck\(\) found no ICE check(?:.*?\((?<call>(?:0x)?[0-9A-Fa-f]+)\))?"#, needle: "found no ICE check") { c, _ in
             var a = ["legacy": "viceroy"]
-            if let call = c.named["call"] { a["call"] = call }
-            return LogMatch(kind: .iceTimeout, attrs: a)
+            var from = PeerHint.unknown
+            if let call = c.named["call"] {
+                a["call"] = call
+                if let p = ViceroyICELogPlugin.participant(callID: call) { from = PeerHint(participantID: p) }
+            }
+            return LogMatch(kind: .iceTimeout, from: from, attrs: a, context: from.isEmpty ? .nearbyParticipantAsFrom : .none)
         },
         LogRule(pattern: #"\[ViceroyTrace\].*\[ICE\]\[ERROR\]\s*(?<detail>.*)"#, needle: "[ICE][ERROR]") { c, _ in
-            LogMatch(kind: .iceError, attrs: ["legacy": "viceroy", "detail": String((c.named["detail"] ?? "").prefix(160))])
+            LogMatch(kind: .iceError, attrs: ["legacy": "viceroy", "detail": String((c.named["detail"] ?? "").prefix(160))],
+                     context: .nearbyParticipantAsTo)
         },
     ]
 }

@@ -124,7 +124,7 @@ public enum JSONReportWriter {
     static func stats(_ s: CaptureStats) -> JSONValue {
         var duration: JSONValue = .null
         if let a = s.firstT, let b = s.lastT { duration = .int(b &- a) }
-        return .object([
+        var members: [(String, JSONValue)] = [
             ("frames", .uint(s.frames)),
             ("bytes", .uint(s.bytes)),
             ("capturedBytes", .uint(s.capturedBytes)),
@@ -139,7 +139,19 @@ public enum JSONReportWriter {
             ("undecoded", counts(s.undecoded)),
             ("truncatedFrames", .uint(s.truncatedFrames)),
             ("logLines", .uint(s.logLines)),
-        ])
+        ]
+        // Only when logs were read (additive: capture-only reports are unchanged).
+        if s.logInputs > 0 {
+            members.append(("logs", .object([
+                ("inputs", .uint(s.logInputs)),
+                ("lines", .uint(s.logLines)),
+                ("entries", .uint(s.logEntries)),
+                ("unknown", .uint(s.logUnknown.values.reduce(0) { $0 &+ $1 })),
+                ("unknownByFormat", counts(s.logUnknown)),
+                ("recognizedByPlugin", counts(s.logRecognized)),
+            ])))
+        }
+        return .object(members)
     }
 
     static func diagnostics(_ r: Report) -> JSONValue {
