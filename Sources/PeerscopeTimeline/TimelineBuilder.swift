@@ -307,7 +307,7 @@ public final class TimelineBuilder {
             if detail.count > last.detail.count { w.entries[w.entries.count - 1].detail = detail }
             return
         }
-        if !state.aggregates, corroborate(w, e, state: state, sent: sent, counterpart: counterpart, session: session) {
+        if e.count == 1, corroborate(w, e, state: state, sent: sent, counterpart: counterpart, session: session) {
             return
         }
         if e.kind == .tcpClosed, let last = w.entries.last, last.evidence.first == e.evidence,
@@ -352,7 +352,9 @@ public final class TimelineBuilder {
         for i in w.entries.indices.reversed().prefix(8) {
             let x = w.entries[i]
             guard abs(e.t &- x.t) <= TimelineBuilder.corroborationWindow else { break }
-            guard x.count == 1, x.state == state, x.sent == sent, x.counterpart == counterpart, x.session == session,
+            // Repeated traffic (heartbeats, GCK DD/LSA...) corroborates only the same message.
+            guard x.count == 1, x.state == state, !state.aggregates || x.kind == e.kind, x.sent == sent,
+                  x.counterpart == counterpart, x.session == session,
                   x.corroboration.count < TimelineEntry.maxCorroboration, let first = x.evidence.first else { continue }
             let xIsLog = if case .logLine = first { true } else { false }
             let inputs = ([first] + x.corroboration.map(\.evidence)).map { ev -> Int in

@@ -108,6 +108,16 @@ final class TimelineTests: XCTestCase {
         XCTAssertEqual(connecting.count, 1)
         XCTAssertEqual(connecting.first?.evidence, [mpc])
         XCTAssertEqual(connecting.first?.corroboration.map(\.evidence), [app])
+        // Repeated-traffic states corroborate only the same message: the DD line joins the DD frame,
+        // not the LSA frame beside it.
+        let g = Script()
+        let dd = g.packet(.gckDD, 1.0, A, B)
+        let lsa = g.packet(.gckLSA, 1.01, A, B)
+        let ddLine = g.log(.gckDD, 1.02, A, B)
+        let ag = try XCTUnwrap(g.timelines().timeline(.id(0x0123_4567_89AB_CDEF)))
+        let gck = ag.entries.filter { $0.state == .gckHandshake }
+        XCTAssertEqual(gck.map(\.evidence), [[dd], [lsa]])
+        XCTAssertEqual(gck.first?.corroboration.map(\.evidence), [ddLine])
         // A line that comes before the frame hands the entry to the frame.
         let t = Script()
         let early = t.log(.inviteResponse, 3.0, B, A, attrs: ["accepted": "false"])
