@@ -44,6 +44,23 @@ final class CLIErrorTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("\(f.path): not a capture file"), r.stderr)
     }
 
+    func testTextNamedLikeACaptureIsNotACapture() throws {
+        let d = try CLI.tempDir()
+        for name in ["x.pcapng", "x.pcap", "X.CAP", "x.pcap.gz"] {
+            let f = d.appendingPathComponent(name)
+            try "hello\n".write(to: f, atomically: true, encoding: .utf8)
+            let r = try CLI.run(["check", f.path, "--fail-on", "warning"])
+            XCTAssertEqual(r.status, 3, "\(name): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("\(f.path): not a capture file"), r.stderr)
+        }
+        // Text under any other name is still a log.
+        let log = d.appendingPathComponent("x.log")
+        try "hello\n".write(to: log, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["check", log.path, "--fail-on", "warning"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try JSONParser.parse(r.stdout)["stats"]?["logLines"]?.int64Value, 1)
+    }
+
     func testTruncatedCaptureKeepsResultsUpToTheCut() throws {
         let sample = try Data(contentsOf: Place.samples.appendingPathComponent("keepalive-timeout.pcapng"))
         let d = try CLI.tempDir()
@@ -140,6 +157,16 @@ final class CLICheckTests: XCTestCase {
         let missing = d.appendingPathComponent("missing.json")
         let r3 = try CLI.run(["check", "/nonexistent.pcap", "--output", missing.path])
         XCTAssertEqual(r3.status, 3)
+        // The report is written even when no input could be read, and says why.
+        let missingDoc = try JSONParser.parse(String(contentsOf: missing, encoding: .utf8))
+        XCTAssertEqual(missingDoc["complete"], .bool(false))
+        XCTAssertEqual(missingDoc["inputProblems"], .array(["/nonexistent.pcap: no such file"]))
+        XCTAssertEqual(missingDoc["findings"], .array([]))
+        let text = d.appendingPathComponent("missing.txt")
+        let r4 = try CLI.run(["analyze", "/nonexistent.pcap", "--output", text.path])
+        XCTAssertEqual(r4.status, 3)
+        XCTAssertTrue(try String(contentsOf: text, encoding: .utf8).contains("/nonexistent.pcap: no such file"))
+        XCTAssertTrue(r4.stderr.contains("/nonexistent.pcap: no such file"), r4.stderr)
         XCTAssertEqual(try CLI.run(["check", sample("healthy-pair"), "--fail-on", "bogus"]).status, 2)
     }
 
