@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import PeerscopeCore
+import PeerscopePlugins
 
 /// The `peerscope` command as users and CI run it: errors, exit codes, decode order.
 final class CLIErrorTests: XCTestCase {
@@ -118,7 +119,9 @@ final class CLIErrorTests: XCTestCase {
         XCTAssertEqual(r.status, 3, r.stderr)
         XCTAssertTrue(r.stderr.contains("permission denied capturing packets"), r.stderr)
         #if os(Linux)
-        XCTAssertTrue(r.stderr.contains("setcap cap_net_raw,cap_net_admin=eip"), r.stderr)
+        // The real path of the binary that ran, not a shell expression.
+        XCTAssertTrue(r.stderr.contains("setcap cap_net_raw,cap_net_admin=eip \(CLI.binary.resolvingSymlinksInPath().path)"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("$("), r.stderr)
         #endif
     }
 
@@ -228,5 +231,12 @@ final class CLIDecodeTests: XCTestCase {
         }
         let capture = try CLI.run(["capture", "--help"]).stdout
         XCTAssertTrue(capture.contains("udp portrange 16384-16402"), "capture --help documents the default filter")
+        // decode --help: its jq example names a real message type (types are lowercase), and it says
+        // where malformed packets go (only with --diagnostics, on standard output).
+        let decode = try CLI.run(["decode", "--help"]).stdout
+        XCTAssertTrue(decode.contains(#"select(.type == "heartbeat")"#), decode)
+        XCTAssertTrue(GCKHeartbeatPlugin.descriptor.messageTypes.contains("heartbeat"))
+        XCTAssertTrue(decode.contains("only with --diagnostics"), decode)
+        XCTAssertFalse(decode.contains("malformed packets) go to standard error"), decode)
     }
 }

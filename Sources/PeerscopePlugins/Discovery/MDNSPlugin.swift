@@ -92,6 +92,9 @@ public final class MDNSPlugin: DecoderPlugin {
             o.append(("udpPayloadSize", .uint(UInt64(r.rrclass))))
             o.append(("extendedRcode", .uint(UInt64(r.ttl >> 24))))
             o.append(("version", .uint(UInt64((r.ttl >> 16) & 0xFF))))
+            // The TTL field of OPT holds extended rcode, version and flags (RFC 6891); DO is its top flag bit.
+            o.append(("ttl", .uint(UInt64(r.ttl))))
+            o.append(("do", .bool(r.ttl & 0x8000 != 0)))
         } else {
             o.append(("ttl", .uint(UInt64(r.ttl))))
             o.append(("cacheFlush", .bool(r.cacheFlush)))
