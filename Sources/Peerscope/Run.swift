@@ -75,6 +75,8 @@ public enum PeerscopeRun {
         if readers.isEmpty, let firstError { throw firstError }
         let reader = MergedCaptureReader(readers: readers)
         while let frame = reader.next() { engine.process(frame) }
+        // Non-fatal findings of the readers (out-of-range timestamps, ...).
+        for d in reader.diagnostics { engine.record(d) }
         for p in reader.problems {
             problems.append(p.description)
             engine.record(p.diagnostic)

@@ -86,18 +86,47 @@ struct AnalysisArguments: ParsableArguments {
         if files.isEmpty && logs.isEmpty { throw ValidationError("give at least one capture file or --log file") }
     }
 
-    /// Runs the analysis of `files` (and --log files); unreadable input becomes exit status 3.
-    func analyze(_ files: [String]) throws -> Analysis {
+    /// Runs the analysis of `files` (and --log files); unreadable input becomes exit status 3. When no
+    /// input at all can be read and `emptyReportOnFailure`, the result is an empty report that says
+    /// so (`complete` false, the problem in `inputProblems`), for the caller to write before exiting 3.
+    func analyze(_ files: [String], emptyReportOnFailure: Bool = false) throws -> Analysis {
+        let options = try analysisOptions(files: files)
         do {
-            return try PeerscopeAnalysis.analyze(try analysisOptions(files: files))
-        } catch let e as InputError {
-            throw CommandFailure(message: e.description, status: ExitStatus.input)
+            return try PeerscopeAnalysis.analyze(options)
+        } catch {
+            guard emptyReportOnFailure else { throw CommandFailure(message: error.description, status: ExitStatus.input) }
+            var o = options
+            o.captures = options.captures + options.logs
+            o.logs = []
+            let engine = Engine(options: PeerscopeAnalysis.engineOptions(o))
+            engine.finish()
+            let run = RunResult(inputs: o.captures,
+                                diagnostics: [Diagnostic(id: "input.unreadable", severity: .error, message: error.description)],
+                                complete: false, inputProblems: [error.description], directory: engine.directory,
+                                diagnosticCounts: ["input.unreadable": 1])
+            do {
+                return try PeerscopeAnalysis.finish(engine: engine, run: run, options: o)
+            } catch {
+                throw CommandFailure(message: error.description, status: ExitStatus.input)
+            }
         }
     }
 
-    /// Options for `files` given on the command line: text files among them are taken as logs.
+    /// File name endings that say "capture": such a file is read as a capture whatever its bytes, so
+    /// a text file named `x.pcapng` is "not a capture file" (exit 3), never a log.
+    static let captureExtensions = [".pcap", ".pcapng", ".cap", ".gz"]
+
+    static func hasCaptureExtension(_ path: String) -> Bool {
+        let p = path.lowercased()
+        return captureExtensions.contains { p.hasSuffix($0) }
+    }
+
+    /// Options for `files` given on the command line: files named like captures are captures; text
+    /// files among the others are taken as logs.
     func analysisOptions(files: [String]) throws -> AnalysisOptions {
-        let (captures, autoLogs) = PeerscopeAnalysis.classify(files)
+        let (classified, autoLogs) = PeerscopeAnalysis.classify(files.filter { !Self.hasCaptureExtension($0) })
+        let classifiedCaptures = Set(classified)
+        let captures = files.filter { Self.hasCaptureExtension($0) || classifiedCaptures.contains($0) }
         var o = try analysisOptions(captures: captures)
         o.logs = autoLogs + o.logs
         return o

@@ -19,7 +19,8 @@ struct Analyze: ParsableCommand {
 
         Exit status: 0 when the inputs were read (findings or not; use `peerscope check` to fail a CI job \
         on findings), 2 on a usage error, 3 when an input is missing, unreadable, not a capture or \
-        truncated (the report still covers what could be read).
+        truncated (the report still covers what could be read; with --output it is written even when \
+        nothing could be read). Files named *.pcap, *.pcapng, *.cap or *.gz are always read as captures.
 
         Examples:
           peerscope analyze Samples/keepalive-timeout.pcapng
@@ -39,7 +40,8 @@ struct Analyze: ParsableCommand {
     func validate() throws { try analysis.requireInputs(files) }
 
     func run() throws {
-        let result = try analysis.analyze(files)
+        // With --output the report file is written even when no input could be read.
+        let result = try analysis.analyze(files, emptyReportOnFailure: report.output != nil)
         try report.write(result.report)
         reportSideNotes(result, showUnknown: analysis.showUnknown)
         if !result.report.complete { throw ExitCode(ExitStatus.input) }
@@ -54,7 +56,8 @@ struct Check: ParsableCommand {
           0  no finding at or above --fail-on
           1  at least one finding at or above --fail-on
           2  usage error (bad option, unknown threshold or detector, bad config file)
-          3  an input is missing, unreadable, not a capture, or truncated
+          3  an input is missing, unreadable, not a capture, or truncated (files named *.pcap, \
+             *.pcapng, *.cap or *.gz are always read as captures; other text files as logs)
         The report is still written (JSON by default; --format sarif or junit for code-hosting CI and \
         test dashboards) to --output or standard output, whatever the status.
 
@@ -84,7 +87,8 @@ struct Check: ParsableCommand {
     func validate() throws { try analysis.requireInputs(files) }
 
     func run() throws {
-        let result = try analysis.analyze(files)
+        // The report is written whatever the status, even when no input could be read.
+        let result = try analysis.analyze(files, emptyReportOnFailure: true)
         var args = ReportArguments()
         args.format = format
         args.output = output

@@ -33,7 +33,7 @@ struct Capture: ParsableCommand {
         --filter replaces it with any BPF expression (tcpdump syntax).
 
         Permissions: capturing needs root or CAP_NET_RAW on Linux (`sudo setcap \
-        cap_net_raw,cap_net_admin=eip $(command -v peerscope)`), and sudo or access to /dev/bpf* on macOS. \
+        cap_net_raw,cap_net_admin=eip /path/to/peerscope`; the error message names this binary's own path), and sudo or access to /dev/bpf* on macOS. \
         On a Mac capture en0 and awdl0 (peer-to-peer Wi-Fi); for an iPhone use `rvictl -s UDID` and rvi0.
 
         Examples:

@@ -13,13 +13,14 @@ struct Decode: ParsableCommand {
         also has `input` (0-based index of the file on the command line).
 
         Message contents (chat text) are replaced by their size unless --show-payloads is given.
-        Problems with the input (truncated file, malformed packets) go to standard error; decoding goes \
-        on where it can.
+        Problems reading an input (missing, not a capture, truncated) go to standard error. Malformed \
+        packets are printed only with --diagnostics, as JSON lines on standard output with "plugin": \
+        "diagnostic" (after the messages); decoding goes on where it can.
 
         Examples:
           peerscope decode Samples/healthy-pair.pcapng
           peerscope decode Samples/healthy-pair.pcapng --plugin mdns --plugin stun
-          peerscope decode a.pcapng b.pcapng.gz | jq -c 'select(.type == "Heartbeat")'
+          peerscope decode a.pcapng b.pcapng.gz | jq -c 'select(.type == "heartbeat")'
         """
     )
 

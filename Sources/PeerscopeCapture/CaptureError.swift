@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PeerscopeCore
 
 /// Why a capture input could not be opened, or a live capture could not start or went wrong.
@@ -25,6 +30,25 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable, Equatable {
     /// Writing a capture file failed.
     case writeFailed(path: String, reason: String)
 
+    /// This program's own file (what `setcap` must be given), not a guess from `$PATH`.
+    static var executablePath: String {
+        #if os(Linux)
+        var buf = [CChar](repeating: 0, count: 4097)
+        let n = readlink("/proc/self/exe", &buf, 4096)
+        if n > 0 { return String(decoding: buf.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+        #endif
+        return CommandLine.arguments.first ?? "peerscope"
+    }
+
+    /// `s` as one shell word: as is when it is made of safe characters, else single-quoted.
+    static func shellQuoted(_ s: String) -> String {
+        let safe = s.unicodeScalars.allSatisfy { c in
+            (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || (c >= "0" && c <= "9") || "/._-+:,@%=".unicodeScalars.contains(c)
+        }
+        if safe && !s.isEmpty { return s }
+        return "'" + s.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+    }
+
     public var description: String {
         switch self {
         case .missing(let path):
@@ -37,7 +61,7 @@ public enum CaptureError: Error, CustomStringConvertible, Sendable, Equatable {
             return "\(path): unusable capture header: \(detail)"
         case .permissionDenied(let interface, let message):
             #if os(Linux)
-            let how = "run as root, or grant the capability once: sudo setcap cap_net_raw,cap_net_admin=eip $(which peerscope)"
+            let how = "run as root, or grant the capability once: sudo setcap cap_net_raw,cap_net_admin=eip \(CaptureError.shellQuoted(CaptureError.executablePath))"
             #else
             let how = "run with sudo, or give your user read access to /dev/bpf* (Wireshark's ChmodBPF / the access_bpf group)"
             #endif

@@ -58,10 +58,15 @@ public final class CaptureFileReader {
     public var framesRead: UInt64 { state.framesRead }
     /// Interfaces seen so far (all sections of a pcapng file, in order).
     public var interfaces: [CaptureInterface] { state.interfaces }
-    /// Non-fatal findings about the file (`capture.timestamp.clamped`), at most one per id.
+    /// Non-fatal findings about the file (`capture.timestamp.shifted`, `capture.timestamp.clamped`),
+    /// at most one per id.
     public var diagnostics: [Diagnostic] { state.diagnostics }
-    /// Frames whose timestamp did not fit in `Nanos` (before 1677 or after 2262) and was clamped.
+    /// Frames whose timestamp did not fit in `Nanos` (before 1677 or after 2262): shifted (see
+    /// `timestampShift`) or, when even that fails, clamped.
     public var clampedTimestamps: UInt64 { state.clampedTimestamps }
+    /// Seconds subtracted from the out-of-range timestamps of the first interface that had them (the
+    /// first such frame lands in the first second of 1970); nil when none was shifted.
+    public var timestampShift: Int64? { state.timestampShift }
     /// A short description of the format, e.g. `pcapng (little-endian, 2 interfaces)`,
     /// `gzip-compressed pcap (big-endian, nanosecond, EN10MB)`.
     public var formatDescription: String { state.formatDescription }
@@ -81,10 +86,11 @@ struct ReaderState {
     private(set) var framesRead: UInt64 = 0
     /// Interfaces seen so far (all sections of a pcapng file, in order).
     private(set) var interfaces: [CaptureInterface] = []
-    /// Non-fatal findings about the file (`capture.timestamp.clamped`), at most one per id.
+    /// Non-fatal findings about the file, at most one per id.
     private(set) var diagnostics: [Diagnostic] = []
-    /// Frames whose timestamp did not fit in `Nanos` (before 1677 or after 2262) and was clamped.
+    /// Frames whose timestamp did not fit in `Nanos` (before 1677 or after 2262).
     private(set) var clampedTimestamps: UInt64 = 0
+    private(set) var timestampShift: Int64?
 
     private enum Format { case pcap(nanos: Bool), pcapng }
     private let format: Format
@@ -108,6 +114,8 @@ struct ReaderState {
         var name: String?
         var snapLength: UInt32
         var scale: TimestampScale
+        /// Seconds subtracted from this interface's out-of-range timestamps, once one was seen.
+        var shift: Int64? = nil
     }
     private var section: [SectionInterface] = []
     private var sectionCount = 0
@@ -413,13 +421,44 @@ struct ReaderState {
         return nil
     }
 
-    private mutating func noteClamped(_ ts: UInt64, _ scale: TimestampScale, at p: Int) {
+    /// A timestamp that does not fit `Nanos` (tshark dates some converted files to the year 152000):
+    /// rather than clamping every such frame to one instant, which loses their order and spacing, the
+    /// interface's out-of-range timestamps are shifted by whole seconds so that the first lands in the
+    /// first second of 1970; the diagnostic gives the shift. Clamped only when even that overflows.
+    private mutating func outOfRange(_ ts: UInt64, clampedTo v: Nanos, iface: Int, at p: Int) -> Nanos {
         clampedTimestamps &+= 1
-        guard clampedTimestamps == 1 else { return }
-        diagnostics.append(Diagnostic(
-            id: "capture.timestamp.clamped", severity: .warning,
-            message: "\(path): timestamp \(ts) × \(scale.unitDescription) (offset \(scale.offsetSeconds) s) is outside 1677-2262; clamped, later frames may be too",
-            evidence: .frame(input: input, frame: framesRead &+ 1), offset: Int(truncatingIfNeeded: offset(p))))
+        let scale = section[iface].scale
+        var t = v
+        var shifted = false
+        if let (seconds, nanos) = scale.split(ts) {
+            let shift = section[iface].shift ?? seconds
+            let (d, o1) = seconds.subtractingReportingOverflow(shift)
+            let (m, o2) = d.multipliedReportingOverflow(by: CaptureTime.second)
+            let (sum, o3) = m.addingReportingOverflow(nanos)
+            if !o1 && !o2 && !o3 {
+                t = sum
+                shifted = true
+                if section[iface].shift == nil {
+                    section[iface].shift = shift
+                    if timestampShift == nil { timestampShift = shift }
+                    note("capture.timestamp.shifted",
+                         "\(path): timestamp \(ts) × \(scale.unitDescription) (offset \(scale.offsetSeconds) s) is \(seconds) s after 1970, outside the 1677-2262 peerscope holds; this interface's out-of-range times are shifted by -\(shift) s (spacing kept, times start at 1970-01-01)",
+                         at: p)
+                }
+            }
+        }
+        if !shifted {
+            note("capture.timestamp.clamped",
+                 "\(path): timestamp \(ts) × \(scale.unitDescription) (offset \(scale.offsetSeconds) s) is outside 1677-2262; clamped, later frames may be too",
+                 at: p)
+        }
+        return t
+    }
+
+    private mutating func note(_ id: String, _ message: String, at p: Int) {
+        guard !diagnostics.contains(where: { $0.id == id }) else { return }
+        diagnostics.append(Diagnostic(id: id, severity: .warning, message: message,
+                                      evidence: .frame(input: input, frame: framesRead &+ 1), offset: Int(truncatingIfNeeded: offset(p))))
     }
 
     /// Turns an EPB (6), SPB (3) or obsolete Packet Block (2) of `n` bytes at `p` into a frame.
@@ -464,8 +503,7 @@ struct ReaderState {
             dataOffset = 28
             let scale = section[iface].scale
             let (v, clamped) = scale.convert(ts)
-            t = v
-            if clamped { noteClamped(ts, scale, at: p) }
+            t = clamped ? outOfRange(ts, clampedTo: v, iface: iface, at: p) : v
             lastTime = t
         }
         guard capLen <= maxCap else {

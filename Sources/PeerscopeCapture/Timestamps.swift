@@ -42,6 +42,33 @@ struct TimestampScale: Sendable, Equatable {
         return (t, clamped)
     }
 
+    /// `ts` as whole seconds since the epoch (`if_tsoffset` included) and nanoseconds into that
+    /// second, exact where `convert` would saturate; nil when the seconds do not fit an `Int64`.
+    func split(_ ts: UInt64) -> (seconds: Int64, nanos: Int64)? {
+        var seconds: UInt64 = 0
+        var fraction = ts
+        if resolution & 0x80 == 0 {
+            let k = Int(resolution)
+            if k <= 19 {  // 10^20 > UInt64.max: finer units never make a whole second
+                var perSecond: UInt64 = 1
+                for _ in 0 ..< k { perSecond &*= 10 }
+                seconds = ts / perSecond
+                fraction = ts % perSecond
+            }
+        } else {
+            let k = Int(resolution & 0x7f)
+            if k < 64 {
+                seconds = ts >> UInt64(k)
+                fraction = ts & ((UInt64(1) << UInt64(k)) &- 1)
+            }
+        }
+        // A fraction of a second: below 10^9 nanoseconds, so no saturation.
+        let nanos = TimestampScale.unsignedNanos(fraction, resolution: resolution)
+        guard seconds <= UInt64(Int64.max), nanos < 1_000_000_000 else { return nil }
+        let (s, o) = Int64(seconds).addingReportingOverflow(offsetSeconds)
+        return o ? nil : (s, Int64(nanos))
+    }
+
     /// `ts` units to nanoseconds, saturating at `UInt64.max`.
     static func unsignedNanos(_ ts: UInt64, resolution: UInt8) -> UInt64 {
         let billion: UInt64 = 1_000_000_000

@@ -91,15 +91,39 @@ final class CorpusTests: XCTestCase {
             }
             if e.file == "zeek-truncated-snap68.pcap" { XCTAssertEqual(cutFrames, e.packets) }
             if e.file == "nfstream-dhcp-big-endian.pcapng" {
-                // tshark dates it to the year ~152000: beyond Nanos, so clamped with a warning.
+                // tshark dates it to the year ~152000: beyond Nanos, so shifted with a warning
+                // (testOutOfRangeTimesKeepTsharksSpacing).
                 XCTAssertEqual(r.clampedTimestamps, UInt64(e.packets))
-                XCTAssertEqual(r.diagnostics.map(\.id), ["capture.timestamp.clamped"])
-                XCTAssertEqual(last, Int64.max)
+                XCTAssertEqual(r.diagnostics.map(\.id), ["capture.timestamp.shifted"])
+                XCTAssertLessThan(last, 71 * CaptureTime.second)
             } else {
                 XCTAssertEqual(r.clampedTimestamps, 0, e.file)
                 XCTAssertTrue(r.diagnostics.isEmpty, e.file)
             }
         }
+    }
+
+    /// The big-endian pcapng's timestamps are beyond what `Nanos` holds: shifted by whole seconds, they
+    /// must equal tshark's once the shift is added back.
+    func testOutOfRangeTimesKeepTsharksSpacing() throws {
+        guard let shared = Self.sharedDir() else { throw XCTSkip("../shared/corpus not found") }
+        // Reference: `tshark -r nfstream-dhcp-big-endian.pcapng -T fields -e frame.time_epoch` (tshark 4,
+        // read 2026-11-24), as (seconds, nanoseconds).
+        let tshark: [(Int64, Int64)] = [(4_734_231_571_822, 539_464_000), (4_734_231_571_822, 834_464_000),
+                                        (4_734_231_571_892, 570_464_000), (4_734_231_571_892, 884_464_000)]
+        let r = try CaptureFileReader(path: shared + "/corpus/nfstream-dhcp-big-endian.pcapng")
+        var times: [Nanos] = []
+        while let f = r.next() { times.append(f.info.t) }
+        let shift = try XCTUnwrap(r.timestampShift)
+        let ours = times.map { (shift + $0 / CaptureTime.second, $0 % CaptureTime.second) }
+        XCTAssertEqual(ours.map(\.0), tshark.map(\.0))
+        XCTAssertEqual(ours.map(\.1), tshark.map(\.1))
+        XCTAssertEqual((times.last ?? 0) - (times.first ?? 0), 70_345_000_000, "70.345 s, as tshark")
+        let d = try XCTUnwrap(r.diagnostics.first)
+        XCTAssertEqual(d.id, "capture.timestamp.shifted")
+        XCTAssertEqual(d.evidence, .frame(input: 0, frame: 1))
+        XCTAssertEqual(d.offset, 84, "the first Enhanced Packet Block")
+        XCTAssertTrue(d.message.contains("-\(shift) s"), d.message)
     }
 
     /// The nanosecond corpus file gives exact nanoseconds; the µs ones whole microseconds.

@@ -485,6 +485,20 @@ final class FileReaderTests: XCTestCase {
         XCTAssertEqual(TimestampScale(resolution: 9, offsetSeconds: Int64.max).nanos(1), Int64.max)
         XCTAssertEqual(TimestampScale(resolution: 9, offsetSeconds: Int64.min).nanos(1), Int64.min)
     }
+
+    func testTimestampSplitIsExactWhereNanosSaturate() {
+        func split(_ r: UInt8, _ off: Int64, _ ts: UInt64) -> [Int64]? {
+            TimestampScale(resolution: r, offsetSeconds: off).split(ts).map { [$0.seconds, $0.nanos] }
+        }
+        XCTAssertEqual(split(6, 0, 4_734_231_571_822_539_464), [4_734_231_571_822, 539_464_000])
+        XCTAssertEqual(split(9, 0, UInt64.max), [18_446_744_073, 709_551_615])
+        XCTAssertEqual(split(0, 0, UInt64.max), nil, "seconds beyond Int64")
+        XCTAssertEqual(split(0, -10, 12), [2, 0])
+        XCTAssertEqual(split(0x80 | 1, 0, 7), [3, 500_000_000])
+        XCTAssertEqual(split(12, 0, 5_000_000_001_999), [5, 1])  // ps truncate to ns
+        XCTAssertEqual(split(0x80 | 100, 0, UInt64.max), [0, 0])
+        XCTAssertEqual(split(9, Int64.max, 2_000_000_000), nil, "offset overflows")
+    }
 }
 
 /// Small deterministic PRNG for the corruption test.

@@ -51,6 +51,26 @@ final class DNSMessageTests: XCTestCase {
         XCTAssertEqual(opt.data, .opt([.init(code: 4, length: 6)]))
     }
 
+    func testOPTRecordShowsTTLAndDOBit() throws {
+        // Root, OPT, payload size 1440, TTL: extended rcode 0, version 0, flags 0x8000 (DO), no options.
+        let bytes: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 41, 0x05, 0xA0, 0x00, 0x00, 0x80, 0x00, 0, 0]
+        func opt(_ b: [UInt8]) throws -> JSONValue {
+            let (m, problems) = DNSMessage.parse(Bytes(b))
+            XCTAssertEqual(problems, [])
+            let fields = JSONValue.object(MDNSPlugin.fields(try XCTUnwrap(m)))
+            return try XCTUnwrap(fields["additionals"]?.arrayValue?.first)
+        }
+        let rec = try opt(bytes)
+        XCTAssertEqual(rec["udpPayloadSize"], .uint(1440))
+        XCTAssertEqual(rec["ttl"], .uint(0x8000))
+        XCTAssertEqual(rec["do"], .bool(true))
+        var noDO = bytes
+        noDO[19] = 0
+        let plain = try opt(noDO)
+        XCTAssertEqual(plain["do"], .bool(false))
+        XCTAssertEqual(plain["ttl"], .uint(0))
+    }
+
     func testQuestionsCarryTheQUBitApart() throws {
         var b = DNSBuilder(flags: 0, qd: 2)
         b.question("_chat._tcp.local", type: 12, qu: true)

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import PeerscopeCore
+import PeerscopePlugins
 
 /// The `peerscope` command as users and CI run it: errors, exit codes, decode order.
 final class CLIErrorTests: XCTestCase {
@@ -42,6 +43,23 @@ final class CLIErrorTests: XCTestCase {
         let r = try CLI.run(["decode", f.path])
         XCTAssertEqual(r.status, 3)
         XCTAssertTrue(r.stderr.contains("\(f.path): not a capture file"), r.stderr)
+    }
+
+    func testTextNamedLikeACaptureIsNotACapture() throws {
+        let d = try CLI.tempDir()
+        for name in ["x.pcapng", "x.pcap", "X.CAP", "x.pcap.gz"] {
+            let f = d.appendingPathComponent(name)
+            try "hello\n".write(to: f, atomically: true, encoding: .utf8)
+            let r = try CLI.run(["check", f.path, "--fail-on", "warning"])
+            XCTAssertEqual(r.status, 3, "\(name): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("\(f.path): not a capture file"), r.stderr)
+        }
+        // Text under any other name is still a log.
+        let log = d.appendingPathComponent("x.log")
+        try "hello\n".write(to: log, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["check", log.path, "--fail-on", "warning"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try JSONParser.parse(r.stdout)["stats"]?["logLines"]?.int64Value, 1)
     }
 
     func testTruncatedCaptureKeepsResultsUpToTheCut() throws {
@@ -101,7 +119,9 @@ final class CLIErrorTests: XCTestCase {
         XCTAssertEqual(r.status, 3, r.stderr)
         XCTAssertTrue(r.stderr.contains("permission denied capturing packets"), r.stderr)
         #if os(Linux)
-        XCTAssertTrue(r.stderr.contains("setcap cap_net_raw,cap_net_admin=eip"), r.stderr)
+        // The real path of the binary that ran, not a shell expression.
+        XCTAssertTrue(r.stderr.contains("setcap cap_net_raw,cap_net_admin=eip \(CLI.binary.resolvingSymlinksInPath().path)"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("$("), r.stderr)
         #endif
     }
 
@@ -140,6 +160,16 @@ final class CLICheckTests: XCTestCase {
         let missing = d.appendingPathComponent("missing.json")
         let r3 = try CLI.run(["check", "/nonexistent.pcap", "--output", missing.path])
         XCTAssertEqual(r3.status, 3)
+        // The report is written even when no input could be read, and says why.
+        let missingDoc = try JSONParser.parse(String(contentsOf: missing, encoding: .utf8))
+        XCTAssertEqual(missingDoc["complete"], .bool(false))
+        XCTAssertEqual(missingDoc["inputProblems"], .array(["/nonexistent.pcap: no such file"]))
+        XCTAssertEqual(missingDoc["findings"], .array([]))
+        let text = d.appendingPathComponent("missing.txt")
+        let r4 = try CLI.run(["analyze", "/nonexistent.pcap", "--output", text.path])
+        XCTAssertEqual(r4.status, 3)
+        XCTAssertTrue(try String(contentsOf: text, encoding: .utf8).contains("/nonexistent.pcap: no such file"))
+        XCTAssertTrue(r4.stderr.contains("/nonexistent.pcap: no such file"), r4.stderr)
         XCTAssertEqual(try CLI.run(["check", sample("healthy-pair"), "--fail-on", "bogus"]).status, 2)
     }
 
@@ -201,5 +231,12 @@ final class CLIDecodeTests: XCTestCase {
         }
         let capture = try CLI.run(["capture", "--help"]).stdout
         XCTAssertTrue(capture.contains("udp portrange 16384-16402"), "capture --help documents the default filter")
+        // decode --help: its jq example names a real message type (types are lowercase), and it says
+        // where malformed packets go (only with --diagnostics, on standard output).
+        let decode = try CLI.run(["decode", "--help"]).stdout
+        XCTAssertTrue(decode.contains(#"select(.type == "heartbeat")"#), decode)
+        XCTAssertTrue(GCKHeartbeatPlugin.descriptor.messageTypes.contains("heartbeat"))
+        XCTAssertTrue(decode.contains("only with --diagnostics"), decode)
+        XCTAssertFalse(decode.contains("malformed packets) go to standard error"), decode)
     }
 }

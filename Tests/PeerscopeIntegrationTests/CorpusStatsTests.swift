@@ -48,4 +48,16 @@ final class CorpusStatsTests: XCTestCase {
         XCTAssertEqual(r.stats.frames, 14 + 6)
         XCTAssertEqual(times, times.sorted(), "messages come out in capture-time order across inputs")
     }
+
+    func testReaderDiagnosticsReachTheRun() throws {
+        // The big-endian pcapng's times are beyond 2262 (tshark: 4734231571822.539464 to
+        // 4734231571892.884464, a 70.345 s span): shifted, with the reader's diagnostic in the run.
+        let shared = try Place.requireShared()
+        let path = shared.appendingPathComponent("corpus/nfstream-dhcp-big-endian.pcapng").path
+        let r = try PeerscopeRun.decode(paths: [path])
+        XCTAssertEqual(r.diagnostics.map(\.id), ["capture.timestamp.shifted"])
+        XCTAssertEqual(r.diagnosticCounts["capture.timestamp.shifted"], 1)
+        let first = try XCTUnwrap(r.stats.firstT), last = try XCTUnwrap(r.stats.lastT)
+        XCTAssertEqual(last - first, 70_345_000_000)
+    }
 }

@@ -42,7 +42,11 @@ final class LiveCaptureCLITests: XCTestCase {
         // Five app keep-alive messages (JSON, one per datagram) from distinct source ports.
         var sent: [(UInt16, String)] = []
         for i in 0 ..< 5 {
+            #if os(Linux)
             let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            #else
+            let fd = socket(AF_INET, SOCK_DGRAM, 0)
+            #endif
             XCTAssertGreaterThanOrEqual(fd, 0)
             defer { close(fd) }
             var local = sockaddr_in()

@@ -42,6 +42,13 @@ final class TCPConnectionPluginTests: XCTestCase {
         XCTAssertEqual(closed.attrs["durationNs"], String(3 * CaptureTime.millisecond))
         XCTAssertEqual(closed.from.endpoint, conn.client)
         XCTAssertEqual(h.messages.map(\.type), ["syn", "opened", "fin", "fin", "closed"])
+        // In decode output, numbers and yes/no values are JSON numbers and booleans.
+        let openedJSON = h.messages[1].json(includeInput: false)
+        XCTAssertEqual(openedJSON["sawSYN"], .bool(true))
+        XCTAssertEqual(openedJSON["invitation"], .bool(true))
+        XCTAssertEqual(openedJSON["handshakeNs"], .int(CaptureTime.millisecond))
+        XCTAssertEqual(h.messages[4].json(includeInput: false)["durationNs"], .int(3 * CaptureTime.millisecond))
+        XCTAssertEqual(h.messages[4].json(includeInput: false)["how"], .string("fin"))
     }
 
     func testRefused() throws {

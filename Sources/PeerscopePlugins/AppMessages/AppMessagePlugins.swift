@@ -12,7 +12,7 @@ public final class AppHandshakePlugin: DecoderPlugin {
         var attrs: [String: String] = [:]
         if let d = AppJSON.scalar(v["deviceId"]) { attrs["deviceId"] = d }
         if let p = AppJSON.scalar(v["platform"]) { attrs["platform"] = p }
-        ctx.message("handshake", attrs.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) })
+        ctx.message("handshake", attrs.sorted { $0.key < $1.key }.map { ($0.key, AttrJSON.value($0.key, $0.value)) })
         let h = ctx.hints()
         ctx.event(.appHandshake, from: h.from, to: h.to, attrs: attrs)
     }
@@ -34,7 +34,7 @@ public final class AppHandshakeResponsePlugin: DecoderPlugin {
         }
         if let a = v["accepted"]?.boolValue { attrs["accepted"] = a ? "true" : "false" }
         if let d = AppJSON.scalar(v["deviceId"]) { attrs["deviceId"] = d }
-        ctx.message("handshake_response", attrs.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) })
+        ctx.message("handshake_response", attrs.sorted { $0.key < $1.key }.map { ($0.key, AttrJSON.value($0.key, $0.value)) })
         let h = ctx.hints()
         ctx.event(.appHandshakeResponse, from: h.from, to: h.to, attrs: attrs)
     }

@@ -144,6 +144,8 @@ public struct DNSMessage: Sendable, Equatable {
     public var records: [DNSRecord] = []
     /// False when decoding stopped before all the header's counts were read.
     public var complete: Bool = true
+    /// Compression pointers followed while decoding (cached targets included).
+    public var pointerHops: Int = 0
 
     public var isResponse: Bool { header.isResponse }
 
@@ -154,8 +156,12 @@ public struct DNSMessage: Sendable, Equatable {
     /// Names longer than this (wire octets, RFC 1035) are cut and reported.
     public static let maxNameLength = 255
 
+    /// Compression pointers one message may use (cached targets count too): far above any real
+    /// message, low enough that a hostile one stays cheap.
+    public static let maxPointerHops = 8192
+
     /// Decodes `bytes`; nil only when even the 12-byte header is missing.
-    public static func parse(_ bytes: Bytes) -> (DNSMessage?, [DNSProblem]) {
+    public static func parse(_ bytes: Bytes, maxPointerHops: Int = DNSMessage.maxPointerHops) -> (DNSMessage?, [DNSProblem]) {
         var problems: [DNSProblem] = []
         guard let id = bytes.u16be(0), let flags = bytes.u16be(2), let qd = bytes.u16be(4), let an = bytes.u16be(6),
               let ns = bytes.u16be(8), let ar = bytes.u16be(10)
@@ -173,14 +179,18 @@ public struct DNSMessage: Sendable, Equatable {
                                        "header counts (\(qd) questions, \(an)/\(ns)/\(ar) records) need at least \(minimum) bytes, message has \(bytes.count)",
                                        offset: 4))
         }
-        var reader = Reader(bytes: bytes)
+        var reader = Reader(bytes: bytes, maxPointerHops: maxPointerHops)
         // Counts are untrusted: reserve no more than the bytes can hold.
         let room = max(0, bytes.count - 12) / 11
         msg.questions.reserveCapacity(min(Int(qd), room * 2))
         msg.records.reserveCapacity(min(Int(an) + Int(ns) + Int(ar), room))
         var off = 12
         for _ in 0 ..< Int(qd) {
-            guard let q = reader.question(at: off, &problems) else { msg.complete = false; return (msg, problems) }
+            guard let q = reader.question(at: off, &problems) else {
+                msg.complete = false
+                msg.pointerHops = reader.pointerHops
+                return (msg, problems)
+            }
             msg.questions.append(q.0)
             off = q.1
         }
@@ -189,6 +199,7 @@ public struct DNSMessage: Sendable, Equatable {
             for _ in 0 ..< count {
                 guard let r = reader.record(at: off, section: section, &problems) else {
                     msg.complete = false
+                    msg.pointerHops = reader.pointerHops
                     return (msg, problems)
                 }
                 msg.records.append(r.0)
@@ -198,6 +209,7 @@ public struct DNSMessage: Sendable, Equatable {
         if off < bytes.count {
             problems.append(DNSProblem("trailing", "\(bytes.count - off) bytes after the last record", offset: off))
         }
+        msg.pointerHops = reader.pointerHops
         return (msg, problems)
     }
 
@@ -205,31 +217,44 @@ public struct DNSMessage: Sendable, Equatable {
 
     struct Reader {
         let bytes: Bytes
-        /// Names already decoded, by offset: (name, offset after it, wire length). Few per message, so a
-        /// linear search beats hashing.
-        var cacheOffsets: [Int] = []
-        var cacheValues: [(DNSName, Int, Int)] = []
+        /// Names already decoded, by offset: a name's start or a compression pointer's target, each
+        /// with (name, offset after its first segment, wire length). Every offset is resolved once,
+        /// so a message of pointers into pointer chains costs time linear in its size.
+        var cache: [Int: (DNSName, Int, Int)] = [:]
+        /// Compression pointers followed in this message (cached targets included), and the most allowed.
+        var pointerHops = 0
+        let maxPointerHops: Int
+        /// Set once the budget ran out: every later name fails without a further problem.
+        var exhausted = false
 
-        func cached(_ offset: Int) -> (DNSName, Int, Int)? {
-            for (i, o) in cacheOffsets.enumerated() where o == offset { return cacheValues[i] }
-            return nil
+        func cached(_ offset: Int) -> (DNSName, Int, Int)? { cache[offset] }
+
+        init(bytes: Bytes, maxPointerHops: Int = DNSMessage.maxPointerHops) {
+            self.bytes = bytes
+            self.maxPointerHops = maxPointerHops
         }
-
-        init(bytes: Bytes) { self.bytes = bytes }
 
         /// Reads a possibly compressed name at `start`, whose first segment must end by `limit`. Returns the
         /// name, the offset after it in the enclosing data and its wire length, or nil (with a problem) when
         /// it cannot be read. A pointer must point strictly before the start of the segment that holds it,
-        /// which rules out loops: every jump goes to a smaller offset.
+        /// which rules out loops: every jump goes to a smaller offset. What each pointer target turned out
+        /// to hold is cached, and the pointers of a message are counted against `maxPointerHops`.
         mutating func name(at start: Int, limit: Int, _ problems: inout [DNSProblem]) -> (DNSName, Int, Int)? {
+            if exhausted { return nil }
             var labels: [String] = []
             labels.reserveCapacity(4)
+            var labelWire: [Int] = []
             var text = ""
             var pos = start
             var segmentStart = start
             var lim = limit
             var end: Int? = nil
             var wireLength = 1
+            // Pointer targets passed on the way: (target, labels before it, offset after its first segment).
+            var jumps: [(target: Int, labelIndex: Int, segmentEnd: Int)] = []
+            func endSegment(at after: Int) {
+                if let last = jumps.indices.last, jumps[last].segmentEnd < 0 { jumps[last].segmentEnd = after }
+            }
             while true {
                 guard pos < lim, let len = bytes.byte(pos) else {
                     problems.append(DNSProblem("name.truncated", "name runs past the end of its data", offset: pos))
@@ -238,7 +263,10 @@ public struct DNSMessage: Sendable, Equatable {
                 switch len & 0xC0 {
                 case 0x00:
                     if len == 0 {
-                        return (DNSName(labels: labels, text: text), end ?? (pos + 1), wireLength)
+                        endSegment(at: pos + 1)
+                        let name = DNSName(labels: labels, text: text)
+                        remember(jumps, labels, labelWire, tail: (DNSName.root, 1))
+                        return (name, end ?? (pos + 1), wireLength)
                     }
                     let l = Int(len)
                     guard pos + 1 + l <= lim, let label = bytes.slice(pos + 1, l) else {
@@ -256,14 +284,24 @@ public struct DNSMessage: Sendable, Equatable {
                     if !labels.isEmpty { text.append(".") }
                     text.append(l1)
                     labels.append(l1)
+                    labelWire.append(1 + l)
                     pos += 1 + l
                 case 0xC0:
                     guard pos + 2 <= lim, let lo = bytes.byte(pos + 1) else {
                         problems.append(DNSProblem("name.truncated", "compression pointer cut off", offset: pos))
                         return nil
                     }
+                    pointerHops += 1
+                    if pointerHops > maxPointerHops {
+                        exhausted = true
+                        problems.append(DNSProblem("name.pointer_budget",
+                                                   "more than \(maxPointerHops) compression pointers in one message; the rest is not read",
+                                                   offset: pos))
+                        return nil
+                    }
                     let target = Int(len & 0x3F) << 8 | Int(lo)
                     if end == nil { end = pos + 2 }
+                    endSegment(at: pos + 2)
                     if target >= bytes.count {
                         problems.append(DNSProblem("name.pointer_out_of_range",
                                                    "compression pointer to \(target), message has \(bytes.count) bytes",
@@ -289,8 +327,10 @@ public struct DNSMessage: Sendable, Equatable {
                         }
                         let name = labels.isEmpty || cached.0.isRoot ? (labels.isEmpty ? cached.0 : DNSName(labels: labels, text: text))
                             : DNSName(labels: labels + cached.0.labels, text: text + "." + cached.0.text)
+                        remember(jumps, labels, labelWire, tail: (cached.0, cached.2))
                         return (name, end ?? (pos + 2), total)
                     }
+                    jumps.append((target, labels.count, -1))
                     segmentStart = target
                     pos = target
                     lim = bytes.count
@@ -303,13 +343,28 @@ public struct DNSMessage: Sendable, Equatable {
             }
         }
 
+        /// Caches the name held at each pointer target a decoded name passed through: its labels from
+        /// that point on, then `tail` (the name the last pointer led to, or the root).
+        private mutating func remember(_ jumps: [(target: Int, labelIndex: Int, segmentEnd: Int)], _ labels: [String],
+                                       _ labelWire: [Int], tail: (DNSName, Int)) {
+            guard !jumps.isEmpty else { return }
+            var wire = tail.1
+            var suffix = tail.0
+            var next = labels.count
+            for j in jumps.reversed() {
+                if j.labelIndex < next {
+                    for i in j.labelIndex ..< next { wire += labelWire[i] }
+                    suffix = DNSName(labels: Array(labels[j.labelIndex ..< next]) + suffix.labels)
+                    next = j.labelIndex
+                }
+                if cache[j.target] == nil, j.segmentEnd >= 0 { cache[j.target] = (suffix, j.segmentEnd, wire) }
+            }
+        }
+
         mutating func cachedName(at start: Int, limit: Int, _ problems: inout [DNSProblem]) -> (DNSName, Int)? {
             if let c = cached(start), c.1 <= limit { return (c.0, c.1) }
             guard let r = name(at: start, limit: limit, &problems) else { return nil }
-            if cacheOffsets.count < 256 {
-                cacheOffsets.append(start)
-                cacheValues.append(r)
-            }
+            if cache[start] == nil { cache[start] = r }
             return (r.0, r.1)
         }
 

@@ -15,19 +15,30 @@ public final class MDNSPlugin: DecoderPlugin {
 
     public init() {}
 
-    /// A DNS header whose opcode is a defined one (mDNS uses 0) and whose counts are not all zero.
-    public func probe(_ input: PluginInput) -> ProbeResult {
-        let p = input.payload
-        guard let flags = p.u16be(2), let qd = p.u16be(4), let an = p.u16be(6), let ns = p.u16be(8), let ar = p.u16be(10)
-        else { return .reject }
-        let opcode = (flags >> 11) & 0xF
-        guard opcode <= 6, opcode != 3 else { return .reject }
-        return qd == 0 && an == 0 && ns == 0 && ar == 0 && p.count > 12 ? .reject : .accept
-    }
+    /// Everything on UDP 5353 is mDNS's: what does not even look like a DNS message (too short, an
+    /// undefined opcode, no counts but bytes after the header) is diagnosed in `decode`, not passed
+    /// on to other plugins.
+    public func probe(_ input: PluginInput) -> ProbeResult { .accept }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
-        let (parsed, problems) = DNSMessage.parse(input.payload)
+        let p = input.payload
         tracker.messages &+= 1
+        if let flags = p.u16be(2), let qd = p.u16be(4), let an = p.u16be(6), let ns = p.u16be(8), let ar = p.u16be(10) {
+            let opcode = (flags >> 11) & 0xF
+            var problem: DNSProblem?
+            if opcode > 6 || opcode == 3 {
+                problem = DNSProblem("header.opcode", "DNS opcode \(opcode) is not a defined one; not a DNS message", offset: 2)
+            } else if qd == 0 && an == 0 && ns == 0 && ar == 0 && p.count > 12 {
+                problem = DNSProblem("header.empty", "header counts are all zero but \(p.count - 12) bytes follow; not a DNS message",
+                                     offset: 4)
+            }
+            if let problem {
+                tracker.malformed &+= 1
+                ctx.diagnose(problem.id, problem.message, offset: problem.offset)
+                return
+            }
+        }
+        let (parsed, problems) = DNSMessage.parse(p)
         if !problems.isEmpty { tracker.malformed &+= 1 }
         for p in problems {
             ctx.diagnose(p.id, p.message, offset: p.offset, severity: p.id == "trailing" ? .info : .warning)
@@ -81,6 +92,9 @@ public final class MDNSPlugin: DecoderPlugin {
             o.append(("udpPayloadSize", .uint(UInt64(r.rrclass))))
             o.append(("extendedRcode", .uint(UInt64(r.ttl >> 24))))
             o.append(("version", .uint(UInt64((r.ttl >> 16) & 0xFF))))
+            // The TTL field of OPT holds extended rcode, version and flags (RFC 6891); DO is its top flag bit.
+            o.append(("ttl", .uint(UInt64(r.ttl))))
+            o.append(("do", .bool(r.ttl & 0x8000 != 0)))
         } else {
             o.append(("ttl", .uint(UInt64(r.ttl))))
             o.append(("cacheFlush", .bool(r.cacheFlush)))

@@ -18,6 +18,47 @@ public final class GCKHelloPlugin: DecoderPlugin {
     }
 }
 
+/// A DD or LSA body read as node records: `u16 nodeCount` (DD) or `u16 sn, u16 nodeCount` (LSA) then
+/// the records. With flag bit 0 set ("compressed" in the spec, unconfirmed) the body is read plain
+/// first and, when that does not read cleanly, as compressed data (`GCKInflate`).
+struct GCKNodeBody {
+    var sn: UInt16?
+    var count: Int
+    var records: [GCKNodeRecord]
+    /// All records read and nothing left over.
+    var clean: Bool
+    /// Offset within the body where reading stopped, and the bytes left there.
+    var stoppedAt: Int
+    var left: Int
+    /// "plain", or how the compressed body was read ("zlib", "deflate+length", ...).
+    var reading: String = "plain"
+
+    static func read(_ body: Bytes, withSN: Bool) -> GCKNodeBody? {
+        var c = ByteCursor(body)
+        var sn: UInt16?
+        if withSN {
+            guard let s = c.u16be() else { return nil }
+            sn = s
+        }
+        guard let n = c.u16be() else { return nil }
+        let (r, complete) = GCKNodeRecord.readAll(&c, count: Int(n))
+        return GCKNodeBody(sn: sn, count: Int(n), records: r, clean: complete && c.atEnd, stoppedAt: c.offset, left: c.remaining)
+    }
+
+    /// The plain reading, or with flag bit 0 the first compressed reading that reads cleanly.
+    static func read(_ h: GCKHeader, withSN: Bool) -> GCKNodeBody? {
+        let plain = read(h.body, withSN: withSN)
+        if h.flags & 1 == 0 || plain?.clean == true { return plain }
+        for (bytes, how) in GCKInflate.readings(h.body) {
+            if var r = read(bytes, withSN: withSN), r.clean {
+                r.reading = how
+                return r
+            }
+        }
+        return plain
+    }
+}
+
 /// GCK Database Description (type 2): `u16 nodeCount` then node records (see `GCKNodeRecord`).
 public final class GCKDDPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
@@ -28,25 +69,21 @@ public final class GCKDDPlugin: DecoderPlugin {
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
-        var c = ByteCursor(h.body)
-        var records: [GCKNodeRecord] = []
-        if h.flags & 1 != 0 {
-            // Spec §1.3 reads flag bit 0 as "zlib-compressed body"; unconfirmed, so the body is not parsed.
-            attrs["compressed"] = "maybe"
-        } else if let n = c.u16be() {
-            let (r, complete) = GCKNodeRecord.readAll(&c, count: Int(n))
-            records = r
-            attrs["nodes"] = String(n)
-            if !complete || !c.atEnd {
-                GCKDecoding.diagnose(ctx, "gck.dd.body", "DD body not fully read as \(n) node record(s); \(c.remaining) bytes left",
-                                     offset: GCKHeader.size + c.offset, severity: .info)
+        var fields = GCKDecoding.common(h, input.payload)
+        let body = GCKNodeBody.read(h, withSN: false)
+        if let body {
+            attrs["nodes"] = String(body.count)
+            GCKDecoding.noteReading(body, h, &attrs, &fields)
+            if !body.clean {
+                GCKDecoding.diagnose(ctx, "gck.dd.body", "DD body not fully read as \(body.count) node record(s); \(body.left) bytes left",
+                                     offset: body.reading == "plain" ? GCKHeader.size + body.stoppedAt : GCKHeader.size, severity: .info)
             }
         } else {
             GCKDecoding.diagnose(ctx, "gck.dd.body", "DD body of \(h.body.count) bytes, expected at least 2",
                                  offset: GCKHeader.size, severity: .info)
         }
-        ctx.message("dd", GCKDecoding.common(h, input.payload) + [
-            ("nodes", .array(records.map(\.json))), ("bodyHex", .string(h.body.prefix(64).hex)),
+        ctx.message("dd", fields + [
+            ("nodes", .array((body?.records ?? []).map(\.json))), ("bodyHex", .string(h.body.prefix(64).hex)),
         ])
         ctx.event(.gckDD, from: from, to: to, attrs: attrs)
     }
@@ -63,26 +100,22 @@ public final class GCKLSAPlugin: DecoderPlugin {
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
-        var c = ByteCursor(h.body)
-        var records: [GCKNodeRecord] = []
         var fields = GCKDecoding.common(h, input.payload)
-        if h.flags & 1 != 0 {
-            attrs["compressed"] = "maybe"
-        } else if let sn = c.u16be(), let n = c.u16be() {
+        let body = GCKNodeBody.read(h, withSN: true)
+        if let body, let sn = body.sn {
             attrs["sn"] = String(sn)
-            attrs["nodes"] = String(n)
+            attrs["nodes"] = String(body.count)
             fields.append(("sn", .int(Int64(sn))))
-            let (r, complete) = GCKNodeRecord.readAll(&c, count: Int(n))
-            records = r
-            if !complete || !c.atEnd {
-                GCKDecoding.diagnose(ctx, "gck.lsa.body", "LSA body not fully read as \(n) node record(s); \(c.remaining) bytes left",
-                                     offset: GCKHeader.size + c.offset, severity: .info)
+            GCKDecoding.noteReading(body, h, &attrs, &fields)
+            if !body.clean {
+                GCKDecoding.diagnose(ctx, "gck.lsa.body", "LSA body not fully read as \(body.count) node record(s); \(body.left) bytes left",
+                                     offset: body.reading == "plain" ? GCKHeader.size + body.stoppedAt : GCKHeader.size, severity: .info)
             }
         } else {
             GCKDecoding.diagnose(ctx, "gck.lsa.body", "LSA body of \(h.body.count) bytes, expected at least 4",
                                  offset: GCKHeader.size, severity: .info)
         }
-        ctx.message("lsa", fields + [("nodes", .array(records.map(\.json))), ("bodyHex", .string(h.body.prefix(64).hex))])
+        ctx.message("lsa", fields + [("nodes", .array((body?.records ?? []).map(\.json))), ("bodyHex", .string(h.body.prefix(64).hex))])
         ctx.event(.gckLSA, from: from, to: to, attrs: attrs)
     }
 }
@@ -136,11 +169,14 @@ public final class GCKHeartbeatPlugin: DecoderPlugin {
 }
 
 /// GCK Data (type 5): inner header (see `GCKDataInner`), app payload from byte 36 handed on as
-/// `gck.data`.
+/// `gck.data`. Inner kind 5 (reliable data as observed) is always handed on; other inner kinds (7 is
+/// read as an acknowledgement; the reliable/unreliable send kinds are not all known) are handed on
+/// when their payload looks like an app message (`GCKDecoding.looksLikeAppPayload`). Payload bytes
+/// are never printed as hex unless `--show-payloads`; sizes always are.
 public final class GCKDataPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "gck-data", summary: "GCK session Data (type 5): reliable-delivery header, app payload handed on as gck.data",
-        claims: gckClaims, messageTypes: GCKDecoding.messageTypes("data", "ack"))
+        claims: gckClaims, messageTypes: GCKDecoding.messageTypes("data", "ack", "control"))
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.data } }
 
@@ -152,7 +188,7 @@ public final class GCKDataPlugin: DecoderPlugin {
             GCKDecoding.diagnose(ctx, "gck.data.inner", "Data body of \(h.body.count) bytes, inner header needs \(GCKDataInner.size)",
                                  offset: GCKHeader.size + h.body.count)
             attrs["kind"] = "short"
-            ctx.message("data", fields + [("bodyHex", .string(h.body.prefix(64).hex))])
+            ctx.message("data", fields + GCKDecoding.bodyFields(h.body, ctx))
             ctx.event(.gckData, from: from, to: to, attrs: attrs)
             return
         }
@@ -161,13 +197,14 @@ public final class GCKDataPlugin: DecoderPlugin {
                                  "inner participants \(PeerIdentity.participantHex(inner.source))>\(PeerIdentity.participantHex(inner.destination)) differ from the header's",
                                  offset: GCKHeader.size + 4, severity: .info)
         }
-        let isData = inner.kind == 5
+        let handOn = GCKDecoding.carriesAppPayload(kind: inner.kind, inner.rest)
+        let type = inner.kind == 5 || handOn ? "data" : inner.kind == 7 ? "ack" : "control"
         attrs["kind"] = inner.kindName
         attrs["seq"] = String(inner.seq)
         if let a = inner.ackHint { attrs["ack"] = String(a) }
-        if isData { attrs["payloadSize"] = String(inner.rest.count) }
+        attrs["payloadSize"] = String(inner.rest.count)
         let checksumSeen = GCKDataInner.checksumMatchesObserved(h.body, given: inner.checksum)
-        ctx.message(isData ? "data" : "ack", {
+        ctx.message(type, {
             fields.append(contentsOf: [
                 ("kind", .string(inner.kindName)),
                 ("kindFlags", .string(SessionHex.u8(inner.kindFlags))),
@@ -177,18 +214,19 @@ public final class GCKDataPlugin: DecoderPlugin {
                 ("control", .string(inner.control.hex)),
                 ("payloadSize", .int(Int64(inner.rest.count))),
             ])
-            if ctx.options.showPayloads || !isData { fields.append(("restHex", .string(inner.rest.prefix(256).hex))) }
+            if ctx.options.showPayloads { fields.append(("restHex", .string(inner.rest.prefix(256).hex))) }
             return fields
         }())
         ctx.event(.gckData, from: from, to: to, attrs: attrs)
-        if isData && !inner.rest.isEmpty {
-            ctx.handOff("gck.data", payload: inner.rest)
-        }
+        if handOn { ctx.handOff("gck.data", payload: inner.rest) }
     }
 }
 
 /// GCK packets of any other type: type 10 ("data-like" in the decompiled code) and unknown types.
-/// Must come after the typed GCK plugins.
+/// Type 10 is a `.gckData` event (with `gckType` 10); its body is read like a Data body when it
+/// starts with the same inner header (participants repeated), and what looks like an app payload
+/// is handed on as `gck.data`. Unknown types are a `gck.other` event. Bodies are shown as sizes
+/// only, unless `--show-payloads`. Must come after the typed GCK plugins.
 public final class GCKOtherPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "gck-other", summary: "GCK session packets of other types (10 data-like, unknown)", claims: gckClaims,
@@ -196,12 +234,68 @@ public final class GCKOtherPlugin: DecoderPlugin {
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { !GCKHeader.known.contains($0) } }
 
+    /// The event kind of GCK packets of unknown types.
+    public static let otherEvent: EventKind = "gck.other"
+
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
-        guard let (h, _, _) = GCKDecoding.header(input, ctx) else { return }
-        if h.type != 10 {
+        guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
+        var attrs = GCKDecoding.baseAttrs(h)
+        attrs["gckType"] = String(h.type)
+        var fields = GCKDecoding.common(h, input.payload)
+        guard h.type == 10 else {
             GCKDecoding.diagnose(ctx, "gck.unknown_type", "GCK packet of unknown type \(h.type)", offset: 1, severity: .info)
+            attrs["bodySize"] = String(h.body.count)
+            ctx.message("unknown", fields + GCKDecoding.bodyFields(h.body, ctx))
+            ctx.event(Self.otherEvent, from: from, to: to, attrs: attrs)
+            return
         }
-        ctx.message(h.type == 10 ? "type-10" : "unknown",
-                    GCKDecoding.common(h, input.payload) + [("bodyHex", .string(h.body.prefix(64).hex))])
+        // The payload: after a Data-like inner header when there is one, else the whole body.
+        var payload = h.body
+        if let inner = GCKDataInner(h.body), inner.source == h.source, inner.destination == h.destination {
+            payload = inner.rest
+            attrs["kind"] = inner.kindName
+            attrs["seq"] = String(inner.seq)
+            fields.append(contentsOf: [("kind", .string(inner.kindName)), ("seq", .uint(UInt64(inner.seq))),
+                                       ("payloadSize", .int(Int64(inner.rest.count)))])
+        }
+        attrs["payloadSize"] = String(payload.count)
+        ctx.message("type-10", fields + GCKDecoding.bodyFields(h.body, ctx))
+        ctx.event(.gckData, from: from, to: to, attrs: attrs)
+        if GCKDecoding.looksLikeAppPayload(payload) { ctx.handOff("gck.data", payload: payload) }
+    }
+}
+
+extension GCKDecoding {
+    /// With flag bit 0 set: which reading of the body worked (`compressed`: "no" when the body read
+    /// plain, the compressed reading, or "unreadable").
+    static func noteReading(_ body: GCKNodeBody, _ h: GCKHeader, _ attrs: inout [String: String],
+                            _ fields: inout [(String, JSONValue)]) {
+        guard h.flags & 1 != 0 else { return }
+        let value = body.reading != "plain" ? body.reading : body.clean ? "no" : "unreadable"
+        attrs["compressed"] = value
+        fields.append(("compressed", .string(value)))
+    }
+
+    /// `bodySize`, plus `bodyHex` (first 64 bytes) only with `--show-payloads`: bodies of unknown
+    /// layout may carry app data.
+    static func bodyFields(_ body: Bytes, _ ctx: PluginContext) -> [(String, JSONValue)] {
+        var f: [(String, JSONValue)] = [("bodySize", .int(Int64(body.count)))]
+        if ctx.options.showPayloads { f.append(("bodyHex", .string(body.prefix(64).hex))) }
+        return f
+    }
+
+    /// Is the payload after a Data inner header of `kind` an app payload to hand on? Kind 5 (data as
+    /// observed) always when not empty; other kinds when the payload looks like one.
+    static func carriesAppPayload(kind: UInt8, _ rest: Bytes) -> Bool {
+        if rest.isEmpty { return false }
+        return kind == 5 || looksLikeAppPayload(rest)
+    }
+
+    /// An app message as the app plugins read GCK payloads: a JSON object (after white space). Zero
+    /// padding (the acknowledgements' eight zero bytes) is not.
+    static func looksLikeAppPayload(_ b: Bytes) -> Bool {
+        var i = 0
+        while let c = b.byte(i), c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 { i += 1 }
+        return b.byte(i) == UInt8(ascii: "{")
     }
 }

@@ -79,7 +79,9 @@ public final class TCPConnectionPlugin: DecoderPlugin {
         case .idleEvicted:
             forget = true
         }
-        for (k, v) in attrs.sorted(by: { $0.key < $1.key }) where k != "client" && k != "server" { fields.append((k, .string(v))) }
+        for (k, v) in attrs.sorted(by: { $0.key < $1.key }) where k != "client" && k != "server" {
+            fields.append((k, AttrJSON.value(k, v)))
+        }
         ctx.message(event.rawValue == "established" ? "opened" : event.rawValue, fields)
         if forget {
             states[conn.id] = nil
