@@ -14,9 +14,9 @@ public enum TextReportWriter {
 
         // Summary
         out += c.bold("peerscope report") + " (\(Report.schemaID))\n"
-        out += "inputs: " + (r.inputs.isEmpty ? "none" : r.inputs.joined(separator: ", "))
+        out += "inputs: " + (r.inputs.isEmpty ? "none" : clean(r.inputs.joined(separator: ", ")))
             + (r.complete ? "" : c.yellow("  [incomplete]")) + "\n"
-        for p in r.inputProblems { out += "  input problem: \(p)\n" }
+        for p in r.inputProblems { out += "  input problem: \(clean(p))\n" }
         var cap = r.stats.frames == 0 && r.stats.logLines > 0 ? "capture: none" : "capture: \(r.stats.frames) frames, \(r.stats.bytes) bytes"
         if let a = r.stats.firstT, let b = r.stats.lastT {
             cap += ", \(CaptureTime.iso8601(a)) to \(CaptureTime.iso8601(b)) (\(CaptureTime.duration(b &- a)))"
@@ -43,7 +43,7 @@ public enum TextReportWriter {
                 var at: [String] = []
                 if let f = d.first { at.append(place(f, r)) }
                 if let o = d.firstOffset { at.append("offset \(o)") }
-                out += "  \(d.id): \(d.message)" + (at.isEmpty ? "" : " (first at " + at.joined(separator: ", ") + ")") + "\n"
+                out += "  \(d.id): \(clean(d.message))" + (at.isEmpty ? "" : " (first at " + at.joined(separator: ", ") + ")") + "\n"
             }
         }
 
@@ -59,7 +59,7 @@ public enum TextReportWriter {
                 if let e = s.end { line += " .. \(r.relative(e))" } else { line += " .. (open)" }
                 line += s.established != nil ? "  established" : "  not established"
                 if s.encrypted { line += ", encrypted" }
-                if let reason = s.endReason { line += ", \(reason)" }
+                if let reason = s.endReason { line += ", \(clean(reason))" }
                 if !s.history.isEmpty { line += "  history \(s.history)" }
                 out += line + "\n"
             }
@@ -72,7 +72,7 @@ public enum TextReportWriter {
                 + HistoryBuilder.legend.map { "\($0.letter) \($0.meaning.prefix { $0 != "(" }.trimmingSuffixSpaces)" }
                     .joined(separator: ", ") + "\n"
             for p in peers {
-                var head = "  " + c.bold(p.peer.label)
+                var head = "  " + c.bold(clean(p.peer.label))
                 var ids: [String] = []
                 if let id = p.peer.idString { ids.append("peer \(id)") }
                 if let pid = p.peer.participantHex { ids.append("participant \(pid)") }
@@ -99,9 +99,9 @@ public enum TextReportWriter {
             out += "\n" + c.bold("Findings") + "\n"
             for f in r.findings {
                 let sev = c.severity(f.severity, f.severity.rawValue.uppercased())
-                out += "  \(sev) \(f.kind)  \(f.peer)\(f.peerID.map { " (\($0))" } ?? "")  \(r.relative(f.t))"
+                out += "  \(sev) \(f.kind)  \(clean(f.peer))\(f.peerID.map { " (\($0))" } ?? "")  \(r.relative(f.t))"
                     + (f.openAtEnd ? "  [open at end of input]" : "") + "\n"
-                out += "    \(f.message)\n"
+                out += "    \(clean(f.message))\n"
                 if !f.evidence.isEmpty {
                     let shown = f.evidence.prefix(8).map { r.describe($0) }.joined(separator: ", ")
                     out += "    evidence: \(shown)" + (f.evidence.count > 8 ? ", ... (\(f.evidence.count) in all)" : "") + "\n"
@@ -208,12 +208,31 @@ public enum TextReportWriter {
 
     /// A peer's label, with its peer ID when another peer shows the same name (two devices named
     /// alike, an app relaunched with a new MCPeerID).
-    static func name(_ ref: PeerRef, _ r: Report) -> String {
-        let label = r.timelines.label(ref)
-        guard r.timelines.peers.filter({ $0.peer.label == label }).count > 1, let id = r.timelines.idString(ref) else {
-            return label
+    /// Text from the wire or a log (names, TXT values, messages) with control and bidirectional
+    /// formatting characters shown as `\u{1B}`: a nearby device cannot forge report lines or drive
+    /// the terminal through its display name.
+    static func clean(_ s: String) -> String {
+        guard s.unicodeScalars.contains(where: isUnsafe) else { return s }
+        var out = ""
+        for u in s.unicodeScalars {
+            if isUnsafe(u) { out += "\\u{" + String(u.value, radix: 16, uppercase: true) + "}" } else { out.unicodeScalars.append(u) }
         }
-        return "\(label) [\(id)]"
+        return out
+    }
+
+    static func isUnsafe(_ u: Unicode.Scalar) -> Bool {
+        switch u.value {
+        case 0x00 ... 0x1F, 0x7F ... 0x9F, 0x200E, 0x200F, 0x202A ... 0x202E, 0x2066 ... 0x2069: true
+        default: false
+        }
+    }
+
+    static func name(_ ref: PeerRef, _ r: Report) -> String {
+        let raw = r.timelines.label(ref)
+        guard r.timelines.peers.filter({ $0.peer.label == raw }).count > 1, let id = r.timelines.idString(ref) else {
+            return clean(raw)
+        }
+        return "\(clean(raw)) [\(id)]"
     }
 
     /// Evidence as a user opens it: `frame 12` in the first capture, `device.log:21` for a log line.
@@ -237,7 +256,7 @@ public enum TextReportWriter {
         s += e.state.category == "problem" ? c.red(what) : what
         if let cp = e.counterpart { s += " \(arrow) \(name(cp, r))" }
         if let sk = e.session { s += " [#\(sk.number)]" }
-        if !e.detail.isEmpty { s += "  \(e.detail)" }
+        if !e.detail.isEmpty { s += "  \(clean(e.detail))" }
         s += "  (\(e.source); " + e.evidence.map { place($0, r) }.joined(separator: " .. ")
         if !e.corroboration.isEmpty { s += "; also " + e.corroboration.map { place($0.evidence, r) }.joined(separator: ", ") }
         s += ")"
@@ -250,7 +269,7 @@ public enum TextReportWriter {
         guard !d.services.isEmpty || !d.peers.isEmpty else { return "" }
         var out = "\n" + c.bold("Discovery") + "\n"
         for s in d.services {
-            out += "  service \(s.name): \(s.instances) instance\(s.instances == 1 ? "" : "s"), "
+            out += "  service \(clean(s.name)): \(s.instances) instance\(s.instances == 1 ? "" : "s"), "
                 + "\(r.relative(s.firstSeen)) .. \(r.relative(s.lastSeen))\n"
         }
         // Hosts without an MPC peer ID (printers, other Bonjour services): one line per host.
@@ -265,19 +284,19 @@ public enum TextReportWriter {
             others[key] = o
         }
         for p in d.peers where p.peerID != nil {
-            var head = "  " + (p.displayName ?? p.peerID ?? "unknown peer")
+            var head = "  " + clean(p.displayName ?? p.peerID ?? "unknown peer")
             var ids: [String] = []
             if let id = p.peerID { ids.append("peer \(id)") }
             if let pid = p.participantID { ids.append("participant \(pid)") }
             if !ids.isEmpty { head += " (" + ids.joined(separator: ", ") + ")" }
             out += head + "\n"
             var facts: [String] = []
-            if !p.addresses.isEmpty { facts.append("addresses " + p.addresses.joined(separator: " ")) }
+            if !p.addresses.isEmpty { facts.append("addresses " + clean(p.addresses.joined(separator: " "))) }
             if let port = p.port { facts.append("port \(port)") }
-            if !p.services.isEmpty { facts.append("services " + p.services.joined(separator: " ")) }
+            if !p.services.isEmpty { facts.append("services " + clean(p.services.joined(separator: " "))) }
             if !facts.isEmpty { out += "    " + facts.joined(separator: ", ") + "\n" }
             if !p.info.isEmpty {
-                out += "    discovery info: " + p.info.keys.sorted().map { "\($0)=\(p.info[$0] ?? "")" }.joined(separator: " ") + "\n"
+                out += "    discovery info: " + clean(p.info.keys.sorted().map { "\($0)=\(p.info[$0] ?? "")" }.joined(separator: " ")) + "\n"
             }
             var times: [String] = []
             if let f = p.firstSeen { times.append("first seen \(r.relative(f))") }
@@ -293,7 +312,7 @@ public enum TextReportWriter {
                 if !o.ports.isEmpty { line += ", port" + (o.ports.count > 1 ? "s " : " ") + o.ports.sorted().map(String.init).joined(separator: " ") }
                 let addrs = o.addresses.subtracting([key]).sorted()
                 if !addrs.isEmpty { line += ", " + (addrs.count > 3 ? addrs.prefix(3).joined(separator: " ") + " +\(addrs.count - 3)" : addrs.joined(separator: " ")) }
-                out += line + "\n"
+                out += clean(line) + "\n"
             }
         }
         return out

@@ -229,6 +229,18 @@ final class ReportTests: XCTestCase {
         XCTAssertTrue(text.contains("  other hosts (no MPC peer ID):\n    printer.local: _http._tcp.local _ipp._tcp.local, ports 80 631, 192.0.2.50\n"), text)
     }
 
+    func testTextReportEscapesControlCharactersFromTheWire() {
+        let evil = PeerHint(peerID: 0x0555_6666_7777_8888, displayName: "\u{1B}[31mEvil\u{1B}[0m\nfindings: none\r\u{202E}")
+        let s = Script()
+        s.directory.learn(peerID: 0x0555_6666_7777_8888, displayName: evil.displayName)
+        s.packet(.announced, 0, evil, .unknown, attrs: ["service": "_x._tcp.local", "info.note": "a\u{0}b"])
+        s.packet(.invite, 1, evil, B)
+        let text = TextReportWriter.render(s.report())
+        XCTAssertFalse(text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x0D || $0.value == 0 || $0.value == 0x202E }, text)
+        XCTAssertTrue(text.contains("\\u{1B}[31mEvil\\u{1B}[0m\\u{A}findings: none\\u{D}\\u{202E}"), text)
+        XCTAssertEqual(text.components(separatedBy: "\nfindings: ").count, 2, "no forged summary line")
+    }
+
     func testTimelineEvidenceNamesTheLogFileAndLine() {
         let s = Script()
         s.packet(.invite, 1, A, B)
