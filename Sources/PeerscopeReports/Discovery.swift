@@ -45,7 +45,7 @@ public struct DiscoverySection: Sendable {
 
     public init(timelines: Timelines, directory: PeerDirectory?) {
         var services: [String: Service] = [:]
-        var serviceInstances: [String: Set<PeerRef>] = [:]
+        var serviceInstances: [String: Set<String>] = [:]
         var peers: [PeerRef: Peer] = [:]
         for e in timelines.events where e.kind.isIn("discovery") {
             let attrs = e.event.attrs
@@ -60,7 +60,8 @@ public struct DiscoverySection: Sendable {
                 services[service] = s
             }
             guard e.kind != .browse, let ref = e.from else { continue }
-            if let service { serviceInstances[service, default: []].insert(ref) }
+            // An instance announced from two addresses is one instance.
+            if let service { serviceInstances[service, default: []].insert(attrs["instanceName"] ?? attrs["instance"] ?? "\(ref)") }
             let info = timelines.peer(ref)
             var p = peers[ref] ?? Peer(ref: ref, displayName: info?.displayName, peerID: info?.idString,
                                        participantID: info?.participantHex, addresses: [], port: nil, host: nil,
@@ -132,6 +133,23 @@ public struct DiscoverySection: Sendable {
             let scoped = p.addresses.filter { $0.contains("%") }
             p.addresses = p.addresses.filter { a in !scoped.contains { $0.hasPrefix(a + "%") } }
             peers[ref] = p
+        }
+        // A host without an MPC peer ID seen from several addresses is one row (by its SRV host name).
+        var byHost: [String: PeerRef] = [:]
+        for ref in peers.keys.sorted() {
+            guard let p = peers[ref], p.peerID == nil, let host = p.host else { continue }
+            guard let keep = byHost[host], var q = peers[keep] else { byHost[host] = ref; continue }
+            q.addresses = Array(Set(q.addresses + p.addresses)).sorted()
+            q.services = Array(Set(q.services + p.services)).sorted()
+            q.ports = Array(Set(q.ports + p.ports)).sorted()
+            for (k, v) in p.info where q.info[k] == nil { q.info[k] = v }
+            if q.port == nil { q.port = p.port }
+            q.firstSeen = [q.firstSeen, p.firstSeen].compactMap { $0 }.min()
+            q.lastSeen = [q.lastSeen, p.lastSeen].compactMap { $0 }.max()
+            q.gone = [q.gone, p.gone].compactMap { $0 }.max()
+            q.events += p.events
+            peers[keep] = q
+            peers[ref] = nil
         }
         for (name, refs) in serviceInstances { services[name]?.instances = refs.count }
         self.services = services.values.sorted { $0.name < $1.name }

@@ -54,7 +54,9 @@ public enum TextReportWriter {
         if !sessions.isEmpty {
             out += "\n" + c.bold("Sessions") + "\n"
             for s in sessions {
-                let a = name(s.pair.a, r), b = name(s.pair.b, r)
+                // The originator first: the session's history is written from its side (upper case).
+                let first = s.originator == s.pair.b ? s.pair.b : s.pair.a
+                let a = name(first, r), b = name(s.pair.other(first), r)
                 var line = "  \(a) <-> \(b) #\(s.number)  \(r.relative(s.start))"
                 if let e = s.end { line += " .. \(r.relative(e))" } else { line += " .. (open)" }
                 line += s.established != nil ? "  established" : "  not established"
@@ -269,7 +271,8 @@ public enum TextReportWriter {
         guard !d.services.isEmpty || !d.peers.isEmpty else { return "" }
         var out = "\n" + c.bold("Discovery") + "\n"
         for s in d.services {
-            out += "  service \(clean(s.name)): \(s.instances) instance\(s.instances == 1 ? "" : "s"), "
+            out += "  service \(clean(s.name)): "
+                + (s.instances == 0 ? "browsed, no instance seen" : "\(s.instances) instance\(s.instances == 1 ? "" : "s")") + ", "
                 + "\(r.relative(s.firstSeen)) .. \(r.relative(s.lastSeen))\n"
         }
         // Hosts without an MPC peer ID (printers, other Bonjour services): one line per host.
@@ -301,7 +304,7 @@ public enum TextReportWriter {
             var times: [String] = []
             if let f = p.firstSeen { times.append("first seen \(r.relative(f))") }
             if let l = p.lastSeen { times.append("last seen \(r.relative(l))") }
-            if let g = p.gone { times.append("gone \(r.relative(g))") }
+            if let g = p.gone { times.append("no longer advertised \(r.relative(g))") }
             if !times.isEmpty { out += "    " + times.joined(separator: ", ") + "\n" }
         }
         if !others.isEmpty {

@@ -114,7 +114,7 @@ extension EventKind {
 public enum TimelineMapping {
     /// Attribute keys safe to show as detail (names, states, codes; never payloads).
     public static let detailKeys: [String] = [
-        "message", "description", "level", "from", "to", "state", "wait", "accepted", "decision", "inviteID",
+        "note", "message", "description", "level", "from", "to", "state", "wait", "accepted", "decision", "inviteID",
         "type", "channel", "reason", "encryption", "attempt", "delay", "code", "service", "port",
     ]
 

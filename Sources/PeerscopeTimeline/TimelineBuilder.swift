@@ -255,6 +255,14 @@ public final class TimelineBuilder {
         if let f = from { touch(f, e.from, e.t, last: e.lastT) }
         if let t = to { touch(t, e.to, e.t, last: e.lastT) }
         var (state, letter) = TimelineMapping.classify(e)
+        var e = e
+        if (e.kind == .goodbye || e.kind == .expired), let f = from, inOpenSession(f) {
+            // A connected peer that stops advertising (apps often do once in session; an mDNS record
+            // expires while the session runs) is not lost.
+            state = .updated
+            letter = nil
+            e.attrs["note"] = "stopped advertising; still in session"
+        }
 
         var sessionKey: SessionKey?
         var establishedBefore = false, secureBefore = false, dtlsStartedBefore = false
@@ -278,6 +286,12 @@ public final class TimelineBuilder {
         return ResolvedEvent(event: e, from: from, to: to, session: sessionKey, state: state,
                              establishedBefore: establishedBefore, secureBefore: secureBefore,
                              dtlsStartedBefore: dtlsStartedBefore)
+    }
+
+    private func inOpenSession(_ r: PeerRef) -> Bool {
+        latest.contains { pair, si in
+            (pair.a == r || pair.b == r) && sessions[si].instance.end == nil && sessions[si].instance.established != nil
+        }
     }
 
     /// The one peer ID behind `name` whose session with `other` is open (or ended no longer than
@@ -353,7 +367,10 @@ public final class TimelineBuilder {
             let x = w.entries[i]
             guard abs(e.t &- x.t) <= TimelineBuilder.corroborationWindow else { break }
             // Repeated traffic (heartbeats, GCK DD/LSA...) corroborates only the same message.
-            guard x.count == 1, x.state == state, !state.aggregates || x.kind == e.kind, x.sent == sent,
+            // A state change is the pair's, not one side's: each device's log words it from its own
+            // side ("Bob changed state" on Alice's device), so direction does not tell two apart.
+            let directionless = state == .connecting || state == .connected || state == .disconnected
+            guard x.count == 1, x.state == state, !state.aggregates || x.kind == e.kind, x.sent == sent || directionless,
                   x.counterpart == counterpart, x.session == session,
                   x.corroboration.count < TimelineEntry.maxCorroboration, let first = x.evidence.first else { continue }
             let xIsLog = if case .logLine = first { true } else { false }

@@ -130,6 +130,36 @@ final class TimelineTests: XCTestCase {
         XCTAssertEqual(a2.entries.filter { $0.state == .invitationDeclined }.count, 1)
     }
 
+    func testStoppingToAdvertiseInSessionIsNotLost() throws {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        s.repeating(.gckHeartbeat, from: 1, to: 30, every: 5, A, B)
+        s.packet(.expired, 20, A, .unknown, attrs: ["service": "_x._tcp.local"])
+        s.log(.disconnected, 31, A, B)
+        s.packet(.goodbye, 40, A, .unknown, attrs: ["service": "_x._tcp.local"])
+        let alice = try XCTUnwrap(s.timelines().timeline(.id(0x0123_4567_89AB_CDEF)))
+        let expired = try XCTUnwrap(alice.entries.first { $0.kind == .expired })
+        XCTAssertEqual(expired.state, .updated)
+        XCTAssertTrue(expired.detail.contains("still in session"), expired.detail)
+        XCTAssertEqual(alice.entries.first { $0.kind == .goodbye }?.state, .lost, "after the session it is lost")
+    }
+
+    func testStateChangesFromBothDevicesLogsAreOneEntry() throws {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        // Alice's log: Bob went Not Connected; Bob's log, 6 ms later: Alice went Not Connected.
+        let a = s.log(.stateChange, 10, B, A, attrs: ["to": "Not Connected"], source: "log-mpc-state")
+        s.events[s.events.count - 1].evidence = .logLine(input: 1, line: 40)
+        let b = Evidence.logLine(input: 2, line: 41)
+        s.events.append(PeerEvent(kind: .stateChange, t: Script.at(10.006), evidence: b, from: A, to: B,
+                                  source: "log-mpc-state", attrs: ["to": "Not Connected"]))
+        _ = a
+        let alice = try XCTUnwrap(s.timelines().timeline(.id(0x0123_4567_89AB_CDEF)))
+        let gone = alice.entries.filter { $0.state == .disconnected }
+        XCTAssertEqual(gone.count, 1, "\(gone)")
+        XCTAssertEqual(gone.first?.corroboration.map(\.evidence), [b])
+    }
+
     func testReceiptEntriesSayWhatTheyAcknowledge() throws {
         let s = Script()
         s.packet(.invitationHello, 0, A, B)
