@@ -115,14 +115,16 @@ public enum TimelineMapping {
     /// Attribute keys safe to show as detail (names, states, codes; never payloads).
     public static let detailKeys: [String] = [
         "note", "message", "description", "level", "from", "to", "state", "wait", "accepted", "decision", "inviteID",
-        "type", "channel", "reason", "encryption", "attempt", "delay", "code", "service", "port",
+        "type", "channel", "reason", "encryption", "attempt", "delay", "code", "service", "port", "content",
     ]
 
     public static func detail(_ attrs: [String: String]) -> String {
         var parts: [String] = []
         for k in detailKeys {
             guard let v = attrs[k], !v.isEmpty else { continue }
-            let short = v.count > 60 ? String(v.prefix(57)) + "..." : v
+            // Message contents (present only with --show-payloads) are shown longer than other values.
+            let limit = k == "content" ? 240 : 60
+            let short = v.count > limit ? String(v.prefix(limit - 3)) + "..." : v
             parts.append("\(k)=\(short)")
         }
         return parts.joined(separator: " ")

@@ -329,7 +329,9 @@ public final class TimelineBuilder {
             // A reset or refusal already says the connection ended in this segment.
             return
         }
-        if state.aggregates, let i = w.runs[key], i < w.entries.count {
+        // A message shown with its contents (--show-payloads) is its own entry, not part of a run.
+        let aggregates = state.aggregates && e.attrs["content"] == nil
+        if aggregates, let i = w.runs[key], i < w.entries.count {
             w.entries[i].count &+= e.count
             let lastEvidence = e.lastEvidence ?? e.evidence
             // Events arrive in time order, but a run's last time never moves back.
@@ -354,7 +356,7 @@ public final class TimelineBuilder {
                 if let last = e.lastEvidence { entry.evidence.append(last) }
             }
             w.entries.append(entry)
-            if state.aggregates { w.runs[key] = w.entries.count - 1 }
+            if aggregates { w.runs[key] = w.entries.count - 1 }
         }
     }
 

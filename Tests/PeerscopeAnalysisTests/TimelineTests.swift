@@ -160,6 +160,22 @@ final class TimelineTests: XCTestCase {
         XCTAssertEqual(gone.first?.corroboration.map(\.evidence), [b])
     }
 
+    func testChatContentsShowOnlyWhenTheDecoderWasAskedForThem() throws {
+        func chats(_ withContent: Bool) throws -> [TimelineEntry] {
+            let s = Script()
+            s.connect(A, B, at: 0)
+            for (i, text) in ["hello", "lunch?"].enumerated() {
+                s.packet(.appChat, 1 + Double(i), A, B, attrs: withContent ? ["size": "5", "content": text] : ["size": "5"])
+            }
+            return try XCTUnwrap(s.timelines().timeline(.id(0x0123_4567_89AB_CDEF))).entries.filter { $0.kind == .appChat }
+        }
+        let hidden = try chats(false)
+        XCTAssertEqual(hidden.map(\.count), [2], "folded into one run")
+        XCTAssertFalse(hidden.contains { $0.detail.contains("hello") })
+        let shown = try chats(true)
+        XCTAssertEqual(shown.map(\.detail), ["content=hello", "content=lunch?"], "each message its own entry")
+    }
+
     func testReceiptEntriesSayWhatTheyAcknowledge() throws {
         let s = Script()
         s.packet(.invitationHello, 0, A, B)

@@ -65,9 +65,13 @@ final class AppMessageTests: XCTestCase {
         h.udp(Array(Seeds.chat.utf8), a, b)
         let chat = h.messages.first { $0.type == "chat" }
         XCTAssertEqual(chat?.field("content"), .string(Seeds.secret))
-        // Events stay small even then.
-        XCTAssertNil(h.events(.appChat).first?.attrs["content"])
-        XCTAssertFalse(h.events.map { "\($0.attrs)" }.joined().contains(Seeds.secret))
+        // Asked for, the event carries the contents too (the analyze report shows each message).
+        XCTAssertEqual(h.events(.appChat).first?.attrs["content"], Seeds.secret)
+        // Not asked for, neither the message nor any event has them.
+        let quiet = Harness()
+        quiet.udp(Array(Seeds.chat.utf8), a, b)
+        XCTAssertNil(quiet.events(.appChat).first?.attrs["content"])
+        XCTAssertFalse(quiet.events.map { "\($0.attrs)" }.joined().contains(Seeds.secret))
     }
 
     func testRejectedHandshakeResponse() {

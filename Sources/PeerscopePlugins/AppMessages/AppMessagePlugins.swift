@@ -77,6 +77,8 @@ public final class AppChatPlugin: DecoderPlugin {
         let size = content.map { $0.utf8.count } ?? 0
         var attrs: [String: String] = ["size": String(size)]
         if let s = AppJSON.scalar(v["sender"]) { attrs["sender"] = s }
+        // Contents only when asked (--show-payloads); the timeline then shows each message.
+        if ctx.options.showPayloads, let content { attrs["content"] = content }
         ctx.message("chat", {
             var f: [(String, JSONValue)] = []
             if let s = attrs["sender"] { f.append(("sender", .string(s))) }
