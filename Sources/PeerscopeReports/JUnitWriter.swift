@@ -2,32 +2,38 @@ import PeerscopeCore
 import PeerscopeDetectors
 import PeerscopeTimeline
 
-/// JUnit XML for CI dashboards: one test suite per detector kind that ran; one failing test case per
-/// finding; a kind without findings gets one passing test case, so dashboards show what was checked.
+/// JUnit XML for CI dashboards: one test suite per detector kind that ran; one test case per finding,
+/// failing when the finding is at or above `failAt` (what `check --fail-on` fails on; a warning by
+/// default), passing with the finding in `system-out` below it; a kind without findings gets one
+/// passing test case, so dashboards show what was checked.
 public enum JUnitWriter {
-    public static func render(_ r: Report) -> String {
+    public static func render(_ r: Report, failAt: Severity = .warning) -> String {
         var kinds = r.detectorsRun
         for f in r.findings where !kinds.contains(f.kind) { kinds.append(f.kind) }
         let tests = kinds.reduce(0) { n, k in n + max(1, r.findings.filter { $0.kind == k }.count) }
+        let failing = r.findings.filter { $0.severity >= failAt }.count
         var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        out += "<testsuites name=\"peerscope\" tests=\"\(tests)\" failures=\"\(r.findings.count)\" errors=\"0\" time=\"0\">\n"
+        out += "<testsuites name=\"peerscope\" tests=\"\(tests)\" failures=\"\(failing)\" errors=\"0\" time=\"0\">\n"
         for k in kinds {
             let fs = r.findings.filter { $0.kind == k }
             let suite = "peerscope.\(k)"
-            out += "  <testsuite name=\"\(esc(suite))\" tests=\"\(max(1, fs.count))\" failures=\"\(fs.count)\" errors=\"0\" skipped=\"0\" time=\"0\">\n"
+            let suiteFailures = fs.filter { $0.severity >= failAt }.count
+            out += "  <testsuite name=\"\(esc(suite))\" tests=\"\(max(1, fs.count))\" failures=\"\(suiteFailures)\" errors=\"0\" skipped=\"0\" time=\"0\">\n"
             if fs.isEmpty {
                 out += "    <testcase classname=\"\(esc(suite))\" name=\"no \(esc(k)) findings\" time=\"0\"/>\n"
             }
             for f in fs {
                 let name = "\(f.peer) \(r.relative(f.t)): \(f.message)"
                 out += "    <testcase classname=\"\(esc(suite))\" name=\"\(esc(name))\" time=\"0\">\n"
-                out += "      <failure type=\"\(esc(f.kind))\" message=\"\(esc(f.severity.rawValue + ": " + f.message))\">"
+                let fails = f.severity >= failAt
+                out += fails ? "      <failure type=\"\(esc(f.kind))\" message=\"\(esc(f.severity.rawValue + ": " + f.message))\">"
+                    : "      <system-out>"
                 var body = "severity: \(f.severity.rawValue)\npeer: \(f.peer)"
                 if let id = f.peerID { body += " (\(id))" }
                 body += "\ntime: \(CaptureTime.iso8601(f.t))"
                 if f.openAtEnd { body += " (open at end of input)" }
                 for e in f.evidence { body += "\nevidence: \(r.describe(e))" }
-                out += esc(body) + "</failure>\n"
+                out += esc(body) + (fails ? "</failure>\n" : "</system-out>\n")
                 out += "    </testcase>\n"
             }
             out += "  </testsuite>\n"

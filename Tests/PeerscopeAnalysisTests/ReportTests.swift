@@ -330,9 +330,17 @@ final class ReportTests: XCTestCase {
         let counter = JUnitCounter()
         parser.delegate = counter
         XCTAssertTrue(parser.parse(), "\(parser.parserError.map { "\($0)" } ?? "")")
-        XCTAssertEqual(counter.failures, r.findings.count)
+        XCTAssertEqual(counter.failures, r.findings(atLeast: .warning).count, "info findings pass")
         XCTAssertEqual(counter.suites, DetectorSuite.kinds.count)
         XCTAssertEqual(counter.testcases, r.findings.count)  // every kind has findings here
+        // With check --fail-on error, warnings are reported but do not fail.
+        let strict = JUnitCounter()
+        let p3 = XMLParser(data: Data(JUnitWriter.render(r, failAt: .error).utf8))
+        p3.delegate = strict
+        XCTAssertTrue(p3.parse())
+        XCTAssertEqual(strict.failures, r.findings(atLeast: .error).count)
+        XCTAssertLessThan(strict.failures, counter.failures, "the script has warnings")
+        XCTAssertEqual(strict.testcases, r.findings.count)
 
         let clean = JUnitWriter.render(Report(inputs: ["x.pcap"], timelines: .empty, findings: []))
         let p2 = XMLParser(data: Data(clean.utf8))
