@@ -28,10 +28,19 @@ final class AnalyzerTests: XCTestCase {
         let r = try read(lines.joined(separator: "\n"))
         XCTAssertEqual(r.events.count, 3)
         let a = r.events.filter { $0.from.participantID == 0x2308_149F }
-        XCTAssertEqual(a.map { $0.attrs["channels"] }, ["0,1,2", "0"])
+        XCTAssertEqual(a.map { $0.attrs["channel"] }, ["0,1,2", "0"])
         XCTAssertEqual(a.first?.attrs["lines"], "3")
         XCTAssertEqual(a.first?.evidence, .logLine(input: 0, line: 1))
-        XCTAssertEqual(r.events.first { $0.from.participantID == 0x0BAD_CAFE }?.attrs["channels"], "0")
+        // First and last line as evidence, the span of the burst.
+        XCTAssertEqual(a.first?.count, 3)
+        XCTAssertEqual(a.first?.lastEvidence, .logLine(input: 0, line: 4))
+        XCTAssertEqual(a.first.map { $0.lastT - $0.t }, 30 * CaptureTime.millisecond)
+        XCTAssertEqual(a.first?.occurrences.map(\.evidence), [.logLine(input: 0, line: 1), .logLine(input: 0, line: 4)])
+        XCTAssertEqual(a.last?.count, 1)
+        XCTAssertNil(a.last?.lastEvidence)
+        let other = r.events.first { $0.from.participantID == 0x0BAD_CAFE }
+        XCTAssertEqual(other?.attrs["channel"], "0")
+        XCTAssertEqual(other?.count, 1)
     }
 
     func testBurstWindowIsAnOption() throws {
@@ -44,7 +53,7 @@ final class AnalyzerTests: XCTestCase {
         o.coalesceWindow = CaptureTime.second
         let r = try read(lines, o)
         XCTAssertEqual(r.events.count, 1)
-        XCTAssertEqual(r.events.first?.attrs["channels"], "0,1")
+        XCTAssertEqual(r.events.first?.attrs["channel"], "0,1")
     }
 
     func testDistinctStateChangesAreNotMerged() throws {
@@ -71,7 +80,7 @@ final class AnalyzerTests: XCTestCase {
         ]
         let r = try read(lines.joined(separator: "\n"))
         XCTAssertEqual(r.events.map(\.kind), [.logICEScheduled, .iceTimeout, .gckGivingUp])
-        XCTAssertEqual(r.events.map { $0.attrs["channels"] }, ["0,1", "0,1", "0,1"])
+        XCTAssertEqual(r.events.map { $0.attrs["channel"] }, ["0,1", "0,1", "0,1"])
         XCTAssertEqual(r.events[1].t &- r.events[0].t, 10 * CaptureTime.second)
     }
 
