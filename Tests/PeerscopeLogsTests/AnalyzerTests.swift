@@ -227,4 +227,49 @@ final class AnalyzerTests: XCTestCase {
         XCTAssertEqual(r.recognized["log-mpc-retransmit"], 5_000)
         XCTAssertLessThan(elapsed, 30, "20k lines took \(elapsed) s")
     }
+
+    // MARK: time zones
+
+    func testZonelessStampsWarnAndTakeTheGivenZone() throws {
+        let line = "2026-01-15 11:00:00.050 Df ChatApp[1311:59cf9] Inviting Bob's iPad"
+        let utc = try read(line)
+        XCTAssertEqual(utc.zonelessInputs, [0: 1])
+        XCTAssertTrue(utc.problems.contains { $0.id == "log.time.no_zone" && $0.message.contains("read as UTC") })
+        let t0 = try XCTUnwrap(utc.events.first?.t)
+        var o = LogOptions()
+        o.timeZone = TimeZone(identifier: "Europe/Paris")
+        let paris = try read(line, o)
+        XCTAssertEqual(paris.zonelessInputs, [:])
+        XCTAssertFalse(paris.problems.contains { $0.id == "log.time.no_zone" })
+        XCTAssertEqual(paris.events.first.map { t0 - $0.t }, 3600 * CaptureTime.second, "11:00 in Paris in January is 10:00 UTC")
+        // Summer time: the same zone is UTC+2 in July.
+        let july = try read("2026-07-15 11:00:00.050 Df ChatApp[1311:59cf9] Inviting Bob's iPad", o)
+        let julyUTC = try read("2026-07-15 09:00:00.050 Df ChatApp[1311:59cf9] Inviting Bob's iPad", LogOptions())
+        XCTAssertEqual(july.events.first?.t, julyUTC.events.first?.t)
+        // A stamp with its own zone is never shifted, and never warned about.
+        let zoned = try read("2026-01-15 10:00:00.050000+0000 ChatApp[1:2] Inviting Bob's iPad", o)
+        XCTAssertEqual(zoned.events.first?.t, paris.events.first?.t)
+        XCTAssertEqual(zoned.zonelessInputs, [:])
+    }
+
+    func testEmptyLogAndJSONEntriesCount() throws {
+        XCTAssertTrue(try read("").problems.contains { $0.id == "log.empty" })
+        XCTAssertTrue(try read("\n\n").problems.contains { $0.id == "log.empty" })
+        XCTAssertFalse(try read(Self.console(10, "hello")).problems.contains { $0.id == "log.empty" })
+        let json = """
+        [{
+          "timestamp" : "2026-01-15 10:00:00.050000+0000",
+          "eventMessage" : "Inviting Bob's iPad",
+          "processImagePath" : "/ChatApp"
+        },{
+          "timestamp" : "2026-01-15 10:00:01.050000+0000",
+          "eventMessage" : "Peer Bob's iPad changed state: 2",
+          "processImagePath" : "/ChatApp"
+        }]
+        """
+        let r = try read(json)
+        XCTAssertEqual(r.format, .logJSON)
+        XCTAssertEqual(r.entries, 2)
+        XCTAssertEqual(r.lines, 2, "entries, not the \(json.split(separator: "\n").count) physical lines")
+    }
 }
