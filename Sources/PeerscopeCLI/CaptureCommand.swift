@@ -83,6 +83,13 @@ struct Capture: ParsableCommand {
     }
 
     func run() throws {
+        // Before opening anything: a capture given as a log cannot join a live capture.
+        for l in analysis.logs {
+            if let kind = PeerscopeAnalysis.captureSignature(l) {
+                throw CommandFailure(message: "\(l): given with --log but it is a \(kind) capture; analyse it with `peerscope analyze`",
+                                     status: ExitStatus.usage)
+            }
+        }
         let options = LiveCaptureOptions(
             interface: interface, filter: filter ?? Self.defaultFilter, snapLength: snapLength, promiscuous: promiscuous,
             immediate: immediate, duration: duration.map { CaptureTime.nanos(seconds: $0) }, count: count)

@@ -16,6 +16,15 @@ final class CLIInputTests: XCTestCase {
         XCTAssertFalse(asLog.stderr.contains("binary"), asLog.stderr)
     }
 
+    func testLiveCaptureRefusesACaptureGivenAsLogBeforeOpeningAnything() throws {
+        let d = try CLI.tempDir()
+        let w = d.appendingPathComponent("w.pcapng").path
+        let r = try CLI.run(["capture", "-i", "lo", "--duration", "1", "--write", w, "--log", capture])
+        XCTAssertEqual(r.status, 2, r.stderr)
+        XCTAssertTrue(r.stderr.contains("\(capture): given with --log but it is a pcapng capture"), r.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: w))
+    }
+
     func testEmptyLogIsTheSameNoteOnBothPaths() throws {
         let d = try CLI.tempDir()
         let f = d.appendingPathComponent("empty.log")
