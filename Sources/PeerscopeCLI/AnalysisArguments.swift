@@ -306,7 +306,9 @@ func maskContents(_ text: String) -> String {
     var out = ""
     var quote: Character? = nil
     var inner = 0
+    var previous: Character = " "
     for c in text {
+        defer { previous = c }
         if let q = quote {
             if c == q {
                 out += "<\(inner) chars>\(q)"
@@ -317,7 +319,8 @@ func maskContents(_ text: String) -> String {
             continue
         }
         out.append(c)
-        if c == "\"" || c == "'" || c == "“" {
+        // An apostrophe inside a word (`Bob's iPad`) opens no quote.
+        if c == "\"" || c == "“" || (c == "'" && !previous.isLetter && !previous.isNumber) {
             quote = c == "“" ? "”" : c
             inner = 0
         }

@@ -177,6 +177,7 @@ final class CLIInputTests: XCTestCase {
         try """
         2026-01-15 10:00:00.050000+0000 ChatApp[1311:367865] Received chat message: meet me at the north gate
         2026-01-15 10:00:01.050000+0000 ChatApp[1311:367865] Draft saved "see you at 5"
+        2026-01-15 10:00:02.050000+0000 ChatApp[1311:367865] Lobby of Bob's iPad is full, note 'top secret'
         """.write(to: f, atomically: true, encoding: .utf8)
         let masked = try CLI.run(["analyze", "--log", f.path, "--show-unknown", "-o", "/dev/null"])
         XCTAssertEqual(masked.status, 0, masked.stderr)
@@ -184,6 +185,8 @@ final class CLIInputTests: XCTestCase {
         XCTAssertFalse(masked.stderr.contains("north gate"), masked.stderr)
         XCTAssertFalse(masked.stderr.contains("see you at 5"), masked.stderr)
         XCTAssertTrue(masked.stderr.contains("Received chat message:"), masked.stderr)
+        XCTAssertTrue(masked.stderr.contains("Lobby of Bob's iPad is full, note '<10 chars>'"), masked.stderr)
+        XCTAssertFalse(masked.stderr.contains("top secret"), masked.stderr)
         let shown = try CLI.run(["analyze", "--log", f.path, "--show-unknown", "--show-payloads", "-o", "/dev/null"])
         XCTAssertTrue(shown.stderr.contains("north gate") && shown.stderr.contains("see you at 5"), shown.stderr)
     }
