@@ -33,21 +33,15 @@ public struct Analysis {
 
 public enum PeerscopeAnalysis {
     /// Splits files given without `--log` into captures and logs by their first bytes: pcap, pcapng
-    /// and gzip magics are captures; readable text is a log. Anything else stays a capture, so the
-    /// capture reader reports it ("not a capture file").
+    /// and gzip magics are captures; readable text (and an empty file: a log with no lines) is a log.
+    /// Anything else stays a capture, so the capture reader reports it ("not a capture file").
     public static func classify(_ paths: [String]) -> (captures: [String], logs: [String]) {
         var captures: [String] = [], logs: [String] = []
         for p in paths {
             // Directories, unreadable and missing paths stay captures: the capture reader names the problem.
-            var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: p, isDirectory: &isDir), !isDir.boolValue,
-                  let h = FileHandle(forReadingAtPath: p) else { captures.append(p); continue }
-            // `read(upToCount:)` throws where `readData(ofLength:)` would trap.
-            let head = [UInt8]((try? h.read(upToCount: 512)) ?? Data())
-            try? h.close()
-            let magics: [[UInt8]] = [[0xD4, 0xC3, 0xB2, 0xA1], [0xA1, 0xB2, 0xC3, 0xD4], [0x4D, 0x3C, 0xB2, 0xA1],
-                                     [0xA1, 0xB2, 0x3C, 0x4D], [0x0A, 0x0D, 0x0D, 0x0A], [0x1F, 0x8B]]
-            if head.isEmpty || magics.contains(where: { head.starts(with: $0) }) {
+            guard let head = head(p) else { captures.append(p); continue }
+            if head.isEmpty { logs.append(p); continue }
+            if signature(head) != nil {
                 captures.append(p)
                 continue
             }
@@ -55,6 +49,31 @@ public enum PeerscopeAnalysis {
             if text * 100 >= head.count * 95, !head.contains(0) { logs.append(p) } else { captures.append(p) }
         }
         return (captures, logs)
+    }
+
+    /// The first 512 bytes of a readable regular file; nil for directories, missing or unreadable paths.
+    static func head(_ p: String) -> [UInt8]? {
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: p, isDirectory: &isDir), !isDir.boolValue,
+              let h = FileHandle(forReadingAtPath: p) else { return nil }
+        // `read(upToCount:)` throws where `readData(ofLength:)` would trap.
+        let head = [UInt8]((try? h.read(upToCount: 512)) ?? Data())
+        try? h.close()
+        return head
+    }
+
+    /// "pcap", "pcapng" or "gzip" when the bytes start with that file signature.
+    static func signature(_ head: [UInt8]) -> String? {
+        let magics: [([UInt8], String)] = [([0xD4, 0xC3, 0xB2, 0xA1], "pcap"), ([0xA1, 0xB2, 0xC3, 0xD4], "pcap"),
+                                           ([0x4D, 0x3C, 0xB2, 0xA1], "pcap"), ([0xA1, 0xB2, 0x3C, 0x4D], "pcap"),
+                                           ([0x0A, 0x0D, 0x0D, 0x0A], "pcapng"), ([0x1F, 0x8B], "gzip")]
+        return magics.first { head.starts(with: $0.0) }?.1
+    }
+
+    /// The capture format of a file by its first bytes (pcap, pcapng, gzip), nil for anything else:
+    /// a file given as a log that is really a capture.
+    public static func captureSignature(_ path: String) -> String? {
+        head(path).flatMap(signature)
     }
 
     /// The engine settings for an analysis: steady traffic is coalesced only within gaps shorter than
@@ -69,6 +88,17 @@ public enum PeerscopeAnalysis {
             e.coalesceGaps[kind] = min(gap, max(0, limit))
         }
         return e
+    }
+
+    /// When a log's span, read as UTC, sits a whole number of hours (within 5 s, start or end) off a
+    /// capture's span, the hours (log minus capture): the mark of local times taken for UTC.
+    public static func wholeHoursOff(log: ClosedRange<Nanos>, capture: ClosedRange<Nanos>) -> Int? {
+        let hour = 3600 * CaptureTime.second, slack = 5 * CaptureTime.second
+        for d in [log.lowerBound &- capture.lowerBound, log.upperBound &- capture.upperBound] {
+            let h = (d + (d >= 0 ? hour / 2 : -hour / 2)) / hour
+            if h != 0, abs(h) <= 26, abs(d - h * hour) <= slack { return Int(h) }
+        }
+        return nil
     }
 
     /// Captures and logs through the whole pipeline into one report. Inputs that cannot be read are
@@ -143,16 +173,29 @@ public enum PeerscopeAnalysis {
                     group.append(entry)
                 }
                 try flush()
-                logResult = all
                 run.stats.logLines &+= UInt64(max(0, all.lines))
                 run.stats.logInputs &+= UInt64(all.formats.count)
                 run.stats.logEntries &+= UInt64(max(0, all.entries))
                 for (format, n) in all.unknownCounts { run.stats.logUnknown[format, default: 0] &+= UInt64(max(0, n)) }
                 for (plugin, n) in all.recognized { run.stats.logRecognized[plugin, default: 0] &+= UInt64(max(0, n)) }
+                if let cf = run.stats.firstT, let cl = run.stats.lastT, !all.zonelessInputs.isEmpty {
+                    for (input, _) in all.zonelessInputs {
+                        let path = input < run.inputs.count ? run.inputs[input] : ""
+                        let ts = all.events.lazy.filter { if case .logLine(let i, _) = $0.evidence { i == input } else { false } }.map(\.t)
+                        guard let lf = ts.min(), let ll = ts.max(),
+                              let hours = PeerscopeAnalysis.wholeHoursOff(log: lf...ll, capture: cf...cl) else { continue }
+                        let tz = (hours > 0 ? "+" : "-") + (abs(hours) < 10 ? "0" : "") + "\(abs(hours)):00"
+                        for k in all.problems.indices where all.problems[k].id == "log.time.no_zone" && all.problems[k].message.hasPrefix(path + ":") {
+                            all.problems[k].message += "; read as UTC its times are \(abs(hours)) h \(hours > 0 ? "after" : "before") the capture's "
+                                + "(a whole number of hours: most likely local time; try --tz \(tz))"
+                        }
+                    }
+                }
                 for d in all.problems {
                     run.diagnostics.append(d)
                     run.diagnosticCounts[d.id, default: 0] += 1
                 }
+                logResult = all
                 events += all.events
                 events.sort { a, b in a.t != b.t ? a.t < b.t : a.evidence < b.evidence }
             } catch {

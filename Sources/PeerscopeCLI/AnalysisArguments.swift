@@ -25,10 +25,13 @@ struct AnalysisArguments: ParsableArguments {
     @Option(help: ArgumentHelp("Date (YYYY-MM-DD) for log lines that carry only a time of day.", valueName: "date"))
     var date: String?
 
+    @Option(name: .customLong("tz"), help: ArgumentHelp("Time zone of log times that carry none (`log show --style compact`, app prints): +01:00, -0530, UTC or a name such as Europe/Paris. Without it such times are read as UTC (with a warning).", valueName: "zone"))
+    var tz: String?
+
     @Option(help: ArgumentHelp("A YAML file of your own log patterns (regular expressions with named captures mapped to peer events).", valueName: "file"))
     var patterns: String?
 
-    @Flag(name: .customLong("show-unknown"), help: "List the log lines no log plugin understood (they are always counted).")
+    @Flag(name: .customLong("show-unknown"), help: "List the log lines no log plugin understood (they are always counted); message contents masked unless --show-payloads.")
     var showUnknown = false
 
     @Option(help: ArgumentHelp("A YAML file of detector settings (thresholds, only, ignore).", valueName: "file"))
@@ -51,14 +54,18 @@ struct AnalysisArguments: ParsableArguments {
             throw ValidationError("unknown log format '\(f)'; one of \(LogFormat.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         if let d = date, LogDate(parsing: d) == nil { throw ValidationError("--date wants YYYY-MM-DD, got '\(d)'") }
+        if let z = tz, Self.timeZone(parsing: z) == nil {
+            throw ValidationError("--tz wants an offset (+01:00, -0530), UTC or a zone name such as Europe/Paris, got '\(z)'")
+        }
         for t in thresholds {
             let parts = t.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2, DetectorConfig.number(parts[1]) != nil else {
+            guard parts.count == 2, let v = DetectorConfig.number(parts[1]) else {
                 throw ValidationError("--threshold wants NAME=SECONDS, got '\(t)'")
             }
-            guard DetectorSuite.threshold(named: parts[0]) != nil else {
+            guard let d = DetectorSuite.threshold(named: parts[0]) else {
                 throw ValidationError("unknown threshold '\(parts[0])'; known: \(DetectorSuite.thresholds.map(\.name).joined(separator: ", "))")
             }
+            if let why = Self.rangeProblem(d, v) { throw ValidationError("--threshold \(t): \(why)") }
         }
         for k in only + ignore where !DetectorSuite.kinds.contains(k) {
             throw ValidationError("unknown detector kind '\(k)'; known: \(DetectorSuite.kinds.joined(separator: ", "))")
@@ -72,6 +79,11 @@ struct AnalysisArguments: ParsableArguments {
             do { c = try PeerscopeConfig.load(path: config) } catch {
                 throw CommandFailure(message: error.description, status: ExitStatus.usage)
             }
+            for (name, v) in c.values.sorted(by: { $0.key < $1.key }) {
+                if let d = DetectorSuite.threshold(named: name), let why = Self.rangeProblem(d, v) {
+                    throw CommandFailure(message: "\(config): threshold \(name): \(why)", status: ExitStatus.usage)
+                }
+            }
         }
         for t in thresholds {
             let parts = t.split(separator: "=", maxSplits: 1).map(String.init)
@@ -80,6 +92,62 @@ struct AnalysisArguments: ParsableArguments {
         if !only.isEmpty { c.only = Set(only) }
         c.ignore.formUnion(ignore)
         return c
+    }
+
+    /// Thresholds where 0 is documented to turn the check off; every other duration must be positive.
+    static let zeroMeansOff: Set<String> = ["keepalive-timeout.capture-gap"]
+
+    /// Why `value` is not a sensible setting of `threshold`, or nil when it is.
+    static func rangeProblem(_ threshold: ThresholdDescriptor, _ value: Double) -> String? {
+        guard value.isFinite else { return "must be a finite number" }
+        if threshold.unit == "count" {
+            if value < 0 || value != value.rounded() { return "must be a whole number of at least 0, got \(Self.show(value))" }
+            return nil
+        }
+        if zeroMeansOff.contains(threshold.name) {
+            return value < 0 ? "must be at least 0 seconds (0 turns it off), got \(Self.show(value))" : nil
+        }
+        return value > 0 ? nil : "must be more than 0 seconds, got \(Self.show(value))"
+    }
+
+    static func show(_ v: Double) -> String { v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : String(v) }
+
+    /// `--tz`: `UTC`/`Z`/`GMT`, `+01:00`, `-0530`, `+1`, or an IANA name (`Europe/Paris`).
+    static func timeZone(parsing s0: String) -> TimeZone? {
+        let s = s0.trimmingCharacters(in: .whitespaces)
+        if ["utc", "z", "gmt"].contains(s.lowercased()) { return TimeZone(secondsFromGMT: 0) }
+        var body = Substring(s)
+        if body.uppercased().hasPrefix("UTC") || body.uppercased().hasPrefix("GMT") { body = body.dropFirst(3) }
+        if let sign = body.first, sign == "+" || sign == "-" {
+            let digits = body.dropFirst().filter { $0 != ":" }
+            guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber) else { return nil }
+            let colon = body.contains(":")
+            var h = 0, m = 0
+            switch digits.count {
+            case 1 where !colon, 2 where !colon: h = Int(digits)!
+            case 3 where colon: h = Int(digits.prefix(1))!; m = Int(digits.suffix(2))!
+            case 4: h = Int(digits.prefix(2))!; m = Int(digits.suffix(2))!
+            default: return nil
+            }
+            guard h <= 14, m <= 59 else { return nil }
+            return TimeZone(secondsFromGMT: (sign == "+" ? 1 : -1) * (h * 3600 + m * 60))
+        }
+        // Names only: Foundation also takes abbreviations such as "CET"; a bare number is not a zone.
+        guard s.contains("/") || s.count >= 3, !s.allSatisfy(\.isNumber) else { return nil }
+        return TimeZone(identifier: s) ?? TimeZone(abbreviation: s)
+    }
+
+    /// A patterns file is configuration: missing, unreadable or with any bad entry (bad regex, bad
+    /// kind) it is a usage error (exit 2) naming the file and the entry, before any input is read.
+    static func checkPatterns(_ path: String) throws {
+        let problems: [String]
+        do { problems = try PeerscopePatterns.problems(path: path) } catch {
+            throw CommandFailure(message: error.description, status: ExitStatus.usage)
+        }
+        if let first = problems.first {
+            let more = problems.count > 1 ? " (and \(problems.count - 1) more problem(s) in the file)" : ""
+            throw CommandFailure(message: first + more, status: ExitStatus.usage)
+        }
     }
 
     func requireInputs(_ files: [String]) throws {
@@ -128,7 +196,18 @@ struct AnalysisArguments: ParsableArguments {
         let classifiedCaptures = Set(classified)
         let captures = files.filter { Self.hasCaptureExtension($0) || classifiedCaptures.contains($0) }
         var o = try analysisOptions(captures: captures)
-        o.logs = autoLogs + o.logs
+        // A capture given with --log is read as the capture it is (reading its bytes as text lines would
+        // skip nearly all of them as binary and find nothing).
+        var explicitLogs: [String] = []
+        for l in o.logs {
+            if let kind = PeerscopeAnalysis.captureSignature(l) {
+                printError("\(l): given with --log but it is a \(kind) capture; reading it as a capture")
+                if !o.captures.contains(l) { o.captures.append(l) }
+            } else {
+                explicitLogs.append(l)
+            }
+        }
+        o.logs = autoLogs + explicitLogs
         return o
     }
 
@@ -137,6 +216,8 @@ struct AnalysisArguments: ParsableArguments {
         logOptions.format = logFormat.flatMap { LogFormat(name: $0) }
         logOptions.baseDate = date.flatMap { LogDate(parsing: $0) }
         logOptions.patternsFile = patterns
+        logOptions.timeZone = tz.flatMap { Self.timeZone(parsing: $0) }
+        if let patterns { try Self.checkPatterns(patterns) }
         logOptions.collectUnknown = showUnknown
         return AnalysisOptions(
             captures: captures, logs: logs,
@@ -181,17 +262,77 @@ struct ReportArguments: ParsableArguments {
         }
         out.finish()
     }
+
+    /// The report on standard error (live capture with `--decode`, whose standard output is JSON Lines).
+    func writeToStandardError(_ report: Report) {
+        var a = self
+        a.output = nil
+        let text: String
+        if format == .text {
+            let useColour = colour == .always || (colour == .auto && isatty(STDERR_FILENO) != 0)
+            text = TextReportWriter.render(report, colour: useColour, showAllTimeline: fullTimeline)
+        } else {
+            text = a.render(report)
+        }
+        FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+    }
 }
 
 /// Problems and unknown log lines, on standard error, after the report.
-func reportSideNotes(_ analysis: Analysis, showUnknown: Bool) {
+func reportSideNotes(_ analysis: Analysis, showUnknown: Bool, showPayloads: Bool) {
     for p in analysis.report.inputProblems { printError(p) }
     if let logs = analysis.logs {
+        // Notes a reader of the report alone might miss: an empty log, times taken as UTC.
+        for d in logs.problems where d.id == "log.empty" || d.id == "log.time.no_zone" { printError(d.message) }
         let unknown = logs.unknownCounts.values.reduce(0, +)
         if unknown > 0 {
             let byFormat = logs.unknownCounts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
             printError("\(unknown) log line(s) matched no log plugin (\(byFormat))" + (showUnknown ? ":" : "; --show-unknown lists them"))
-            if showUnknown { for l in logs.unknownLines { FileHandle.standardError.write(Data("  \(l)\n".utf8)) } }
+            if showUnknown {
+                for l in logs.unknownLines {
+                    var line = l
+                    if !showPayloads { line.text = maskContents(l.text) }
+                    FileHandle.standardError.write(Data("  \(line)\n".utf8))
+                }
+            }
         }
     }
+}
+
+/// An unknown log line with what may be message contents (chat text) masked, as reports do without
+/// `--show-payloads`: quoted strings become their length, and after a word such as `message`, `chat`,
+/// `text`, `content`, `said` or `received` the rest of the line after its `:` or `=` does.
+func maskContents(_ text: String) -> String {
+    var out = ""
+    var quote: Character? = nil
+    var inner = 0
+    var previous: Character = " "
+    for c in text {
+        defer { previous = c }
+        if let q = quote {
+            if c == q {
+                out += "<\(inner) chars>\(q)"
+                quote = nil
+            } else {
+                inner += 1
+            }
+            continue
+        }
+        out.append(c)
+        // An apostrophe inside a word (`Bob's iPad`) opens no quote.
+        if c == "\"" || c == "“" || (c == "'" && !previous.isLetter && !previous.isNumber) {
+            quote = c == "“" ? "”" : c
+            inner = 0
+        }
+    }
+    if quote != nil { out += "<\(inner) chars>" }
+    let lower = out.lowercased()
+    let words = ["message", "chat", "text", "content", "said", "says", "received", "payload", "body"]
+    guard let w = words.compactMap({ lower.range(of: $0) }).min(by: { $0.lowerBound < $1.lowerBound }) else { return out }
+    let tail = out[w.upperBound...]
+    guard let sep = tail.firstIndex(where: { $0 == ":" || $0 == "=" }) else { return out }
+    let rest = out[out.index(after: sep)...]
+    let trimmed = rest.drop { $0 == " " }
+    if trimmed.isEmpty || trimmed.hasPrefix("\"") && trimmed.contains("chars>") { return out }
+    return String(out[...sep]) + " <\(trimmed.count) chars hidden; --show-payloads shows them>"
 }

@@ -18,9 +18,11 @@ struct Analyze: ParsableCommand {
         them with their defaults. Times are capture times; the same input always gives the same report.
 
         Exit status: 0 when the inputs were read (findings or not; use `peerscope check` to fail a CI job \
-        on findings), 2 on a usage error, 3 when an input is missing, unreadable, not a capture or \
+        on findings), 2 on a usage error (including a missing or bad --config or --patterns file), 3 when an input is missing, unreadable, not a capture or \
         truncated (the report still covers what could be read; with --output it is written even when \
-        nothing could be read). Files named *.pcap, *.pcapng, *.cap or *.gz are always read as captures.
+        nothing could be read). Files named *.pcap, *.pcapng, *.cap or *.gz are always read as captures, and so is a file given \
+        with --log that starts with a pcap, pcapng or gzip signature (with a note). Log times without a \
+        zone are read as UTC unless --tz names their zone.
 
         Examples:
           peerscope analyze Samples/keepalive-timeout.pcapng
@@ -43,7 +45,7 @@ struct Analyze: ParsableCommand {
         // With --output the report file is written even when no input could be read.
         let result = try analysis.analyze(files, emptyReportOnFailure: report.output != nil)
         try report.write(result.report)
-        reportSideNotes(result, showUnknown: analysis.showUnknown)
+        reportSideNotes(result, showUnknown: analysis.showUnknown, showPayloads: analysis.showPayloads)
         if !result.report.complete { throw ExitCode(ExitStatus.input) }
     }
 }
@@ -55,7 +57,8 @@ struct Check: ParsableCommand {
         Runs the same analysis as `analyze` and exits with a status a CI job can trust:
           0  no finding at or above --fail-on
           1  at least one finding at or above --fail-on
-          2  usage error (bad option, unknown threshold or detector, bad config file)
+          2  usage error (bad option, unknown or out-of-range threshold or detector, missing or bad \
+             --config or --patterns file)
           3  an input is missing, unreadable, not a capture, or truncated (files named *.pcap, \
              *.pcapng, *.cap or *.gz are always read as captures; other text files as logs)
         The report is still written (JSON by default; --format sarif or junit for code-hosting CI and \
@@ -94,7 +97,7 @@ struct Check: ParsableCommand {
         args.output = output
         args.colour = .never
         try args.write(result.report)
-        reportSideNotes(result, showUnknown: analysis.showUnknown)
+        reportSideNotes(result, showUnknown: analysis.showUnknown, showPayloads: analysis.showPayloads)
         if !result.report.complete { throw ExitCode(ExitStatus.input) }
         let failing = result.report.findings(atLeast: failOn)
         if !failing.isEmpty {

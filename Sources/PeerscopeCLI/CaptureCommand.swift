@@ -20,9 +20,11 @@ struct Capture: ParsableCommand {
         abstract: "Capture live on an interface and analyse as packets arrive.",
         discussion: """
         Opens IFACE with libpcap and runs the same pipeline as `analyze` on each packet as it arrives. \
-        Stops after --duration seconds, --count packets, or Ctrl-C, then prints the final report. \
+        Stops after --duration seconds, --count packets, or Ctrl-C, then prints the final report \
+        (to standard output, or to --output). \
         --write saves everything captured as pcapng (nanosecond timestamps) for later `analyze`. \
-        --decode prints each decoded message as a JSON line while capturing.
+        --decode prints each decoded message as a JSON line on standard output while capturing; standard \
+        output then stays pure JSON Lines and the final report goes to standard error (or to --output).
 
         The default filter keeps what MultipeerConnectivity uses:
           \(defaultFilter)
@@ -68,7 +70,7 @@ struct Capture: ParsableCommand {
     @Option(help: ArgumentHelp("Also save what was captured to this pcapng file.", valueName: "file"))
     var write: String?
 
-    @Flag(help: "Print each decoded message as a JSON line while capturing.")
+    @Flag(help: "Print each decoded message as a JSON line while capturing (the final report then goes to standard error unless --output is given).")
     var decode = false
 
     @OptionGroup var analysis: AnalysisArguments
@@ -81,6 +83,13 @@ struct Capture: ParsableCommand {
     }
 
     func run() throws {
+        // Before opening anything: a capture given as a log cannot join a live capture.
+        for l in analysis.logs {
+            if let kind = PeerscopeAnalysis.captureSignature(l) {
+                throw CommandFailure(message: "\(l): given with --log but it is a \(kind) capture; analyse it with `peerscope analyze`",
+                                     status: ExitStatus.usage)
+            }
+        }
         let options = LiveCaptureOptions(
             interface: interface, filter: filter ?? Self.defaultFilter, snapLength: snapLength, promiscuous: promiscuous,
             immediate: immediate, duration: duration.map { CaptureTime.nanos(seconds: $0) }, count: count)
@@ -136,8 +145,13 @@ struct Capture: ParsableCommand {
         do { result = try PeerscopeAnalysis.finish(engine: engine, run: run, options: opts) } catch {
             throw CommandFailure(message: error.description, status: ExitStatus.input)
         }
-        if !decode || report.output != nil { try report.write(result.report) }
-        reportSideNotes(result, showUnknown: analysis.showUnknown)
+        if decode && report.output == nil {
+            // Standard output carries the JSON Lines: the report goes to standard error.
+            report.writeToStandardError(result.report)
+        } else {
+            try report.write(result.report)
+        }
+        reportSideNotes(result, showUnknown: analysis.showUnknown, showPayloads: analysis.showPayloads)
         if writeError != nil { throw ExitCode(ExitStatus.input) }
     }
 }

@@ -88,7 +88,9 @@ struct Simulate: ParsableCommand {
         let result = try Simulator.run(scenario, options: SimulationOptions(seed: seed, peers: peers, encrypted: encrypted, format: format,
                                                                               steadySeconds: steady))
         let expectedPath = expected ?? SimulationResult.defaultExpectedPath(forCapture: output)
-        try result.write(capturePath: output, logDirectory: logDir, expectedPath: expectedPath)
+        do { try result.write(capturePath: output, logDirectory: logDir, expectedPath: expectedPath) } catch {
+            throw CommandFailure(message: error.description, status: ExitStatus.input)
+        }
         print("\(scenario): \(result.frameCount) frames, \(result.capture.count) bytes, \(String(format: "%.1f", result.durationSeconds)) s -> \(output)")
         print("expected findings: \(result.findings.count) -> \(expectedPath)")
         if let logDir { print("device logs: \(result.logs.count) -> \(logDir)") }

@@ -13,12 +13,15 @@ public struct LogOptions: Sendable {
     /// Seconds east of UTC for stamps without a zone (compact style, app prints). nil: the zone of the
     /// nearest earlier zoned line of the same input, else UTC.
     public var utcOffsetSeconds: Int?
+    /// The zone of stamps without one (`--tz`); its offset at each stamp's local time (summer time
+    /// included). Takes precedence over `utcOffsetSeconds`.
+    public var timeZone: TimeZone?
     /// A YAML file of user patterns (`--patterns FILE`).
     public var patternsFile: String?
     /// Keep the text of lines no plugin understands (`--show-unknown`).
     public var collectUnknown: Bool
     /// Lines for the same participant and message within this much log time become one event with a
-    /// `channels` list.
+    /// `channel` list ("0,1,2").
     public var coalesceWindow: Nanos
     /// Repeated prints of the same state change for the same peer within this window are one event.
     public var duplicateStateWindow: Nanos
@@ -72,6 +75,9 @@ public struct LogReadResult: Sendable {
     public var recognized: [String: Int]
     /// Malformed input (binary junk, long lines, bad dates, broken JSON) and bad user patterns.
     public var problems: [Diagnostic]
+    /// Per input read with stamps that carry no zone and no `--tz`/zoned line to place them: how
+    /// many such stamps were taken as UTC.
+    public var zonelessInputs: [Int: Int] = [:]
 
     public init(events: [PeerEvent] = [], unknownCounts: [String: Int] = [:], unknownLines: [UnknownLine] = [],
                 formats: [LogFormat] = [], lines: Int = 0, entries: Int = 0, recognized: [String: Int] = [:], problems: [Diagnostic] = []) {
@@ -99,6 +105,7 @@ public struct LogReadResult: Sendable {
         entries += o.entries
         for (k, v) in o.recognized { recognized[k, default: 0] += v }
         problems += o.problems
+        zonelessInputs.merge(o.zonelessInputs) { $0 + $1 }
     }
 }
 
@@ -175,7 +182,13 @@ public enum LogAnalyzer {
                             engine: LogEngine) -> LogReadResult {
         var reader = InputReader(path: path, input: input, options: options)
         let entries = reader.entries(bytes)
-        var result = LogReadResult(formats: [reader.format], lines: reader.lineCount, entries: entries.count)
+        // JSON styles spread one entry over many physical lines: count entries (evidence keeps line numbers).
+        let lines = reader.format == .logJSON ? entries.count : reader.lineCount
+        var result = LogReadResult(formats: [reader.format], lines: lines, entries: entries.count)
+        if reader.zoneless > 0 { result.zonelessInputs[input] = reader.zoneless }
+        if bytes.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 10 || $0 == 13 }) {
+            reader.problems.add("log.empty", .warning, bytes.isEmpty ? "empty file: no log lines" : "no log lines (only blank lines)", nil)
+        }
         var builder = EventBuilder(options: options)
         var hits = [Bool](repeating: false, count: engine.flat.count)
         for e in entries {
@@ -271,6 +284,8 @@ struct InputReader {
     var inferredRun: Int64 = 0
     var untimed = 0
     var missingDateReported = false
+    /// Stamps without a zone read as UTC for want of `--tz` or an earlier zoned line.
+    var zoneless = 0
 
     init(path: String, input: Int, options: LogOptions) {
         self.path = path
@@ -321,6 +336,10 @@ struct InputReader {
         case .logJSON: out = jsonArrayEntries(b, ranges)
         case .logNDJSON: out = ndjsonEntries(b, ranges)
         default: out = textEntries(b, ranges)
+        }
+        if zoneless > 0 {
+            problems.add("log.time.no_zone", .warning,
+                         "\(zoneless) log time(s) carry no time zone and were read as UTC; if the log was written elsewhere give its zone with --tz (e.g. --tz +01:00 or --tz Europe/Paris)", nil)
         }
         if untimed > 0 {
             problems.add("log.time.missing", .info, "\(untimed) entries carry no time; they take the time of the entry before them", nil)
@@ -436,12 +455,28 @@ struct InputReader {
     }
 
     private mutating func finish(_ days: Int64, _ st: Stamp) -> Nanos {
-        let offset = st.offset ?? options.utcOffsetSeconds ?? lastOffset ?? 0
+        let offset: Int
+        if let o = st.offset {
+            offset = o
+        } else if let tz = options.timeZone {
+            offset = InputReader.offset(of: tz, localSeconds: days &* 86400 &+ st.nanosOfDay / CaptureTime.second)
+        } else if let o = options.utcOffsetSeconds ?? lastOffset {
+            offset = o
+        } else {
+            zoneless += 1
+            offset = 0
+        }
         if let o = st.offset { lastOffset = o }
         lastDays = days
         lastNanosOfDay = st.nanosOfDay
         let secs = days &* 86400 &- Int64(offset)
         return secs &* CaptureTime.second &+ st.nanosOfDay
+    }
+
+    /// Seconds east of UTC in `tz` at a local wall-clock time (seconds since the epoch as if UTC).
+    static func offset(of tz: TimeZone, localSeconds: Int64) -> Int {
+        let guess = tz.secondsFromGMT(for: Date(timeIntervalSince1970: Double(localSeconds)))
+        return tz.secondsFromGMT(for: Date(timeIntervalSince1970: Double(localSeconds - Int64(guess))))
     }
 
     /// Time for an entry without a usable stamp: the entry before's, one nanosecond on, to keep order.
@@ -804,13 +839,18 @@ struct EventBuilder {
             let rest = attrs.filter { $0.key != "state" && $0.key != "time" }.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
             let key = "\(e.input)|\(source)|\(kind.rawValue)|\(peer)|\(rest)"
             if let i = bursts[key], e.t &- events[i].t <= options.coalesceWindow, e.t >= events[i].t {
-                var chans = events[i].attrs["channels", default: ""].split(separator: ",").map(String.init)
+                // One event for the burst: `channel` lists the channels ("0,1,2", a key the timeline
+                // detail shows), the evidence is the first line and the last (`count`, `lastEvidence`).
+                var chans = events[i].attrs["channel", default: ""].split(separator: ",").map(String.init)
                 if !chans.contains(String(ch)) { chans.append(String(ch)) }
-                events[i].attrs["channels"] = chans.joined(separator: ",")
+                events[i].attrs["channel"] = chans.joined(separator: ",")
                 events[i].attrs["lines"] = String((Int(events[i].attrs["lines", default: "1"]) ?? 1) + 1)
+                events[i].count &+= 1
+                events[i].lastT = max(events[i].lastT, e.t)
+                events[i].lastEvidence = e.evidence
                 return
             }
-            attrs["channels"] = String(ch)
+            attrs["channel"] = String(ch)
             events.append(PeerEvent(kind: kind, t: e.t, evidence: e.evidence, from: m.from, to: m.to, source: source, attrs: attrs))
             bursts[key] = events.count - 1
             return

@@ -19,7 +19,7 @@ public struct LogPatternFileError: Error, CustomStringConvertible, Sendable {
 /// patterns:
 ///   - id: lobby-timeout                  # optional; the plugin id becomes log-user-lobby-timeout
 ///     regex: 'Lobby timeout for (?<displayName>.+)'
-///     kind: app.timeout                  # any event kind (built-in or your own, dotted)
+///     kind: app.timeout                  # a kind the timeline knows, or user.NAME of your own (see README)
 ///     contains: 'Lobby timeout'          # optional cheap prefilter; derived from the regex when absent
 ///     summary: the lobby gave up on a peer
 ///     attrs: { what: lobby }             # extra attributes; `${name}` inserts a capture
@@ -30,8 +30,14 @@ public struct LogPatternFileError: Error, CustomStringConvertible, Sendable {
 public struct UserPatternPlugin: LogPlugin {
     public let descriptor: LogPluginDescriptor
     public let rules: [LogRule]
+    /// The event kind the pattern's lines become.
+    public let kind: EventKind
+    /// The attributes the pattern sets (templates not yet filled).
+    public let attrs: [String: String]
 
     public init(id: String, summary: String, regex: SharedRegex, needle: String?, kind: EventKind, attrs: [String: String]) {
+        self.kind = kind
+        self.attrs = attrs
         descriptor = LogPluginDescriptor(id: id, summary: summary, matches: [regex.regex.pattern], example: "")
         rules = [LogRule(regex: regex, needle: needle) { c, _ in
             var from = PeerHint()
@@ -138,7 +144,10 @@ public struct UserPatternPlugin: LogPlugin {
     /// the entry. Throws when the file cannot be read or is not a YAML list of patterns.
     public static func load(path: String) throws(LogPatternFileError) -> (plugins: [UserPatternPlugin], problems: [Diagnostic]) {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw LogPatternFileError(path: path, reason: "cannot read the file")
+            var isDir: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDir)
+            let why = !exists ? "no such file" : isDir.boolValue ? "is a directory, not a patterns file" : "cannot read the file (permission denied)"
+            throw LogPatternFileError(path: path, reason: "cannot read the patterns file: \(why)")
         }
         return try parse(yaml: String(decoding: data, as: UTF8.self), file: path)
     }

@@ -28,10 +28,19 @@ final class AnalyzerTests: XCTestCase {
         let r = try read(lines.joined(separator: "\n"))
         XCTAssertEqual(r.events.count, 3)
         let a = r.events.filter { $0.from.participantID == 0x2308_149F }
-        XCTAssertEqual(a.map { $0.attrs["channels"] }, ["0,1,2", "0"])
+        XCTAssertEqual(a.map { $0.attrs["channel"] }, ["0,1,2", "0"])
         XCTAssertEqual(a.first?.attrs["lines"], "3")
         XCTAssertEqual(a.first?.evidence, .logLine(input: 0, line: 1))
-        XCTAssertEqual(r.events.first { $0.from.participantID == 0x0BAD_CAFE }?.attrs["channels"], "0")
+        // First and last line as evidence, the span of the burst.
+        XCTAssertEqual(a.first?.count, 3)
+        XCTAssertEqual(a.first?.lastEvidence, .logLine(input: 0, line: 4))
+        XCTAssertEqual(a.first.map { $0.lastT - $0.t }, 30 * CaptureTime.millisecond)
+        XCTAssertEqual(a.first?.occurrences.map(\.evidence), [.logLine(input: 0, line: 1), .logLine(input: 0, line: 4)])
+        XCTAssertEqual(a.last?.count, 1)
+        XCTAssertNil(a.last?.lastEvidence)
+        let other = r.events.first { $0.from.participantID == 0x0BAD_CAFE }
+        XCTAssertEqual(other?.attrs["channel"], "0")
+        XCTAssertEqual(other?.count, 1)
     }
 
     func testBurstWindowIsAnOption() throws {
@@ -44,7 +53,7 @@ final class AnalyzerTests: XCTestCase {
         o.coalesceWindow = CaptureTime.second
         let r = try read(lines, o)
         XCTAssertEqual(r.events.count, 1)
-        XCTAssertEqual(r.events.first?.attrs["channels"], "0,1")
+        XCTAssertEqual(r.events.first?.attrs["channel"], "0,1")
     }
 
     func testDistinctStateChangesAreNotMerged() throws {
@@ -71,7 +80,7 @@ final class AnalyzerTests: XCTestCase {
         ]
         let r = try read(lines.joined(separator: "\n"))
         XCTAssertEqual(r.events.map(\.kind), [.logICEScheduled, .iceTimeout, .gckGivingUp])
-        XCTAssertEqual(r.events.map { $0.attrs["channels"] }, ["0,1", "0,1", "0,1"])
+        XCTAssertEqual(r.events.map { $0.attrs["channel"] }, ["0,1", "0,1", "0,1"])
         XCTAssertEqual(r.events[1].t &- r.events[0].t, 10 * CaptureTime.second)
     }
 
@@ -217,5 +226,50 @@ final class AnalyzerTests: XCTestCase {
         XCTAssertEqual(r.entries, 20_000)
         XCTAssertEqual(r.recognized["log-mpc-retransmit"], 5_000)
         XCTAssertLessThan(elapsed, 30, "20k lines took \(elapsed) s")
+    }
+
+    // MARK: time zones
+
+    func testZonelessStampsWarnAndTakeTheGivenZone() throws {
+        let line = "2026-01-15 11:00:00.050 Df ChatApp[1311:59cf9] Inviting Bob's iPad"
+        let utc = try read(line)
+        XCTAssertEqual(utc.zonelessInputs, [0: 1])
+        XCTAssertTrue(utc.problems.contains { $0.id == "log.time.no_zone" && $0.message.contains("read as UTC") })
+        let t0 = try XCTUnwrap(utc.events.first?.t)
+        var o = LogOptions()
+        o.timeZone = TimeZone(identifier: "Europe/Paris")
+        let paris = try read(line, o)
+        XCTAssertEqual(paris.zonelessInputs, [:])
+        XCTAssertFalse(paris.problems.contains { $0.id == "log.time.no_zone" })
+        XCTAssertEqual(paris.events.first.map { t0 - $0.t }, 3600 * CaptureTime.second, "11:00 in Paris in January is 10:00 UTC")
+        // Summer time: the same zone is UTC+2 in July.
+        let july = try read("2026-07-15 11:00:00.050 Df ChatApp[1311:59cf9] Inviting Bob's iPad", o)
+        let julyUTC = try read("2026-07-15 09:00:00.050 Df ChatApp[1311:59cf9] Inviting Bob's iPad", LogOptions())
+        XCTAssertEqual(july.events.first?.t, julyUTC.events.first?.t)
+        // A stamp with its own zone is never shifted, and never warned about.
+        let zoned = try read("2026-01-15 10:00:00.050000+0000 ChatApp[1:2] Inviting Bob's iPad", o)
+        XCTAssertEqual(zoned.events.first?.t, paris.events.first?.t)
+        XCTAssertEqual(zoned.zonelessInputs, [:])
+    }
+
+    func testEmptyLogAndJSONEntriesCount() throws {
+        XCTAssertTrue(try read("").problems.contains { $0.id == "log.empty" })
+        XCTAssertTrue(try read("\n\n").problems.contains { $0.id == "log.empty" })
+        XCTAssertFalse(try read(Self.console(10, "hello")).problems.contains { $0.id == "log.empty" })
+        let json = """
+        [{
+          "timestamp" : "2026-01-15 10:00:00.050000+0000",
+          "eventMessage" : "Inviting Bob's iPad",
+          "processImagePath" : "/ChatApp"
+        },{
+          "timestamp" : "2026-01-15 10:00:01.050000+0000",
+          "eventMessage" : "Peer Bob's iPad changed state: 2",
+          "processImagePath" : "/ChatApp"
+        }]
+        """
+        let r = try read(json)
+        XCTAssertEqual(r.format, .logJSON)
+        XCTAssertEqual(r.entries, 2)
+        XCTAssertEqual(r.lines, 2, "entries, not the \(json.split(separator: "\n").count) physical lines")
     }
 }

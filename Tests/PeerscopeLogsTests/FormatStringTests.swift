@@ -211,7 +211,7 @@ final class FormatStringTests: XCTestCase {
                 XCTAssertEqual(hint.participantID, UInt32(values[pa], radix: 16), c.format)
             }
             if let ca = c.channelArg {
-                XCTAssertEqual(e.attrs["channels"], values[ca], c.format)
+                XCTAssertEqual(e.attrs["channel"], values[ca], c.format)
             }
             for (k, v) in c.attrs {
                 let want = v.hasPrefix("$") ? values[Int(v.dropFirst()) ?? 0] : v

@@ -591,7 +591,7 @@ final class SpecFormatStringTests: XCTestCase {
                 XCTAssertEqual((x.participantIsTo ? e.to : e.from).participantID, UInt32(values[pa], radix: 16), "participant of \(f)")
                 XCTAssertTrue((x.participantIsTo ? e.from : e.to).isEmpty, "the other side of \(f) is the log's device")
             }
-            if let ca = x.channel { XCTAssertEqual(e.attrs["channels"], values[ca], "channel of \(f)") }
+            if let ca = x.channel { XCTAssertEqual(e.attrs["channel"], values[ca], "channel of \(f)") }
             for (k, v) in x.attrs {
                 let want = v.hasPrefix("$") ? values[Int(v.dropFirst()) ?? 0] : v
                 XCTAssertEqual(e.attrs[k], want, "\(f): attr \(k)")

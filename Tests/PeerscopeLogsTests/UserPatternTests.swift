@@ -52,7 +52,7 @@ final class UserPatternTests: XCTestCase {
         XCTAssertEqual(r.events[0].from.displayName, "Zoe")
         XCTAssertEqual(r.events[0].attrs, ["what": "lobby", "note": "waited 12s", "seconds": "12"])
         XCTAssertEqual(r.events[1].from.participantID, 0x2308_149F)
-        XCTAssertEqual(r.events[1].attrs["channels"], "0,1")
+        XCTAssertEqual(r.events[1].attrs["channel"], "0,1")
         let bad = r.problems.filter { $0.id == "log.patterns.invalid" }
         XCTAssertEqual(bad.count, 1)
         XCTAssertTrue(bad[0].message.contains(path), bad[0].message)
