@@ -240,6 +240,9 @@ struct ReportArguments: ParsableArguments {
     @Flag(name: .customLong("full-timeline"), help: "In the text report, list every timeline entry instead of a summary per peer.")
     var fullTimeline = false
 
+    /// The severity at which a JUnit test case fails (`check` sets its --fail-on).
+    var failAt: Severity = .warning
+
     func render(_ report: Report) -> String {
         switch format {
         case .text:
@@ -247,7 +250,7 @@ struct ReportArguments: ParsableArguments {
             return TextReportWriter.render(report, colour: useColour, showAllTimeline: fullTimeline)
         case .json: return JSONReportWriter.render(report)
         case .sarif: return SARIFWriter.render(report)
-        case .junit: return JUnitWriter.render(report)
+        case .junit: return JUnitWriter.render(report, failAt: failAt)
         case .html: return HTMLReportWriter.render(report)
         }
     }

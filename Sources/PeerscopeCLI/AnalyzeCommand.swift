@@ -96,6 +96,7 @@ struct Check: ParsableCommand {
         args.format = format
         args.output = output
         args.colour = .never
+        args.failAt = failOn
         try args.write(result.report)
         reportSideNotes(result, showUnknown: analysis.showUnknown, showPayloads: analysis.showPayloads)
         if !result.report.complete { throw ExitCode(ExitStatus.input) }

@@ -181,6 +181,11 @@ final class CLICheckTests: XCTestCase {
         let j = try CLI.run(["check", sample("channel-error-reset"), "--format", "junit"])
         XCTAssertEqual(j.status, 1)
         XCTAssertTrue(j.stdout.contains("<testsuites") && j.stdout.contains("<failure"), j.stdout)
+        // The dashboard agrees with the exit status: nothing at or above --fail-on, no failing case.
+        let lenient = try CLI.run(["check", sample("channel-error-reset"), "--format", "junit", "--fail-on", "critical"])
+        XCTAssertEqual(lenient.status, 0)
+        XCTAssertFalse(lenient.stdout.contains("<failure"), lenient.stdout)
+        XCTAssertTrue(lenient.stdout.contains("<system-out>"), "the findings are still listed")
     }
 }
 
