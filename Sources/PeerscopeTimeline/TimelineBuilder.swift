@@ -481,9 +481,14 @@ public final class TimelineBuilder {
         if state == .secureChannelUp { w.secure = true }
         // DTLS records without a handshake seen: the secure channel was up before the input began.
         if e.kind == .dtlsApplicationData, !w.dtlsStarted { w.secure = true }
-        if state == .data, w.instance.established == nil, w.instance.startedBeforeInput, !(w.dtlsStarted && !w.secure) {
-            // Data on a session joined late shows the session is up.
-            w.instance.established = e.t
+        if state == .data, w.instance.established == nil, !(w.dtlsStarted && !w.secure) {
+            // Data on a session joined late shows the session is up. ICE checks alone before it
+            // (connectivity checks recur during a session) do not make it a session being set up.
+            let onlyChecks = w.instance.milestones.allSatisfy { $0.state == .iceChecks || $0.state == .iceConnected }
+            if w.instance.startedBeforeInput || onlyChecks {
+                w.instance.startedBeforeInput = true
+                w.instance.established = e.t
+            }
         }
         if TimelineBuilder.establishing.contains(state), w.instance.established == nil { w.instance.established = e.t }
         if let letter { w.history.add(letter, sent: from == w.instance.originator, times: e.count) }

@@ -1,0 +1,96 @@
+import PeerscopeCore
+import PeerscopeDetectors
+import PeerscopeTimeline
+import XCTest
+
+/// Sessions joined after their setup, participant/endpoint identity, send errors that close the
+/// channel, and timers whose deadline falls in a stretch with no input.
+final class JoinedLateTests: XCTestCase {
+    let A = Script.alice, B = Script.bob
+
+    static let epA = Endpoint(IPAddress.v4(0xC000_020A), 16402)
+    static let epB = Endpoint(IPAddress.v4(0xC000_0214), 16401)
+
+    /// GCK names participants; STUN on the same endpoints names only addresses: one peer each.
+    func testParticipantAndEndpointViewsAreOnePeer() throws {
+        let s = Script()
+        let pa = PeerHint(participantID: 0x1111_1111), pb = PeerHint(participantID: 0x2222_2222)
+        let ha = PeerHint(endpoint: JoinedLateTests.epA), hb = PeerHint(endpoint: JoinedLateTests.epB)
+        let ab = FlowKey(.udp, JoinedLateTests.epA, JoinedLateTests.epB)
+        let ba = FlowKey(.udp, JoinedLateTests.epB, JoinedLateTests.epA)
+        s.packet(.iceRequest, 0, ha, hb, flow: ab)
+        s.packet(.iceSuccess, 0.01, hb, ha, flow: ba)
+        s.repeating(.gckData, from: 0.5, to: 5, every: 0.5, pa, pb)
+        // The GCK events carry their flow as the plugins give it.
+        for i in s.events.indices where s.events[i].kind == .gckData { s.events[i].flow = ab }
+        s.packet(.gckHeartbeat, 5, pb, pa, flow: ba)
+        let t = s.timelines(end: 6)
+        XCTAssertEqual(Set(t.peers.map(\.peer.ref)), [.participant(0x1111_1111), .participant(0x2222_2222)],
+                       t.peers.map(\.peer.label).joined(separator: ", "))
+        XCTAssertEqual(t.sessions.count, 1)
+        XCTAssertEqual(t.peer(.participant(0x1111_1111))?.addresses, [JoinedLateTests.epA.address])
+    }
+
+    /// ICE checks then data, no handshake: the session was up before the input began.
+    func testDataAfterOnlyICEChecksIsAnEstablishedSessionJoinedLate() throws {
+        let s = Script()
+        s.packet(.iceRequest, 0, A, B)
+        s.packet(.iceSuccess, 0.01, B, A)
+        s.packet(.appChat, 0.5, A, B)
+        s.repeating(.appKeepAlive, from: 1, to: 9, every: 2, A, B)
+        s.repeating(.appKeepAlive, from: 1.5, to: 9, every: 2, B, A)
+        let t = s.timelines(end: 9)
+        let inst = try XCTUnwrap(t.sessions.first)
+        XCTAssertTrue(inst.startedBeforeInput)
+        XCTAssertEqual(inst.established, Script.at(0.5))
+        XCTAssertEqual(s.findings(end: 9).filter { $0.severity > .info }.map(\.message), [])
+        // With a handshake step seen, data before it is connected is still judged.
+        let h = Script()
+        h.packet(.iceRequest, 0, A, B)
+        h.packet(.gckHello, 0.1, A, B)
+        h.packet(.appChat, 0.5, A, B)
+        XCTAssertTrue(h.findings(end: 2).contains { $0.details["case"] == "data-before-connected" })
+    }
+
+    func testSendErrorShowingTheChannelClosedIsAnError() throws {
+        let s = Script()
+        s.log(.sendError, 1, B, A, attrs: ["layer": "ssl", "sslError": "errSSLClosedAbort", "error": "Connection reset by peer"])
+        s.log(.sendError, 1.1, B, A, attrs: ["layer": "udp", "packet": "Data"])
+        let f = try XCTUnwrap(s.findings().of("channel-error").first)
+        XCTAssertEqual(f.severity, .error)
+        XCTAssertEqual(f.details["count"], "2")
+        // The same errors without a sign of a closed channel stay warnings.
+        let w = Script()
+        w.log(.sendError, 1, B, A, attrs: ["layer": "udp", "code": "8000003D"])
+        w.log(.sendError, 1.1, B, A, attrs: ["layer": "udp", "packet": "Data"])
+        XCTAssertEqual(w.findings().of("channel-error").first?.severity, .warning)
+        // Marking the channel invalid closes it.
+        let m = Script()
+        m.log(.sendError, 1, B, A, attrs: ["layer": "udp", "packet": "Data", "channelInvalid": "true"])
+        XCTAssertEqual(m.findings().of("channel-error").first?.severity, .error)
+    }
+
+    func testSendErrorFollowedByTheSessionsEndIsAnError() throws {
+        let s = Script()
+        s.connect(A, B, at: 0)
+        s.repeating(.appKeepAlive, from: 1, to: 6, every: 2, A, B)
+        s.log(.sendError, 6, B, A, attrs: ["layer": "udp", "code": "8000003D"])
+        s.log(.disconnected, 7, B, A)
+        XCTAssertEqual(s.findings(end: 8).of("channel-error").first?.severity, .error)
+    }
+
+    /// A handshake timer whose deadline falls in a stretch with no input at all is not judged.
+    func testHandshakeDeadlineInACaptureGapIsNotJudged() {
+        let s = Script()
+        s.packet(.iceRequest, 0, A, B)
+        s.packet(.iceSuccess, 900, B, A)   // the next capture, 15 minutes later
+        XCTAssertEqual(s.findings(end: 901).of("handshake-timeout").map(\.message), [])
+        let strict = DetectorConfig(values: ["keepalive-timeout.capture-gap": 0])
+        XCTAssertFalse(s.findings(end: 901, config: strict).of("handshake-timeout").isEmpty)
+        // Still unanswered at the end of a capture that kept running: judged.
+        let g = Script()
+        g.packet(.iceRequest, 0, A, B)
+        g.repeating(.announced, from: 1, to: 900, every: 120, Script.carol, .unknown)
+        XCTAssertTrue(g.findings(end: 900).of("handshake-timeout").contains { $0.severity == .error })
+    }
+}
