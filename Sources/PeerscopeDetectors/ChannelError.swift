@@ -12,7 +12,7 @@ import PeerscopeTimeline
 /// | a packet failing its CRC (`channel.checksum`) | warning | the sender |
 /// | app or GCK data while the DTLS handshake was still running, or app messages while the session was still being set up | error | the sender |
 /// | incompatible encryption preferences (`encryption` attr required vs none, or the log line) | error | the peer with `none` (log: the peer named) |
-/// | send errors from logs (one finding per session, with the count) | warning | the peer named |
+/// | send errors from logs (one finding per session, with the count): error when one shows the channel closed or aborted (or the session ended within 5 s), else warning | per case | the peer named |
 /// | local network permission errors (-72008) | error | the log owner |
 public struct ChannelErrorDetector: Detector {
     public static let kind = "channel-error"
@@ -49,6 +49,24 @@ public struct ChannelErrorDetector: Detector {
         case "optional", "0": return "optional"
         default: return nil
         }
+    }
+
+    /// How soon after a send error the session's end shows the error ended the channel.
+    static let sendErrorEndWindow: Nanos = 5 * CaptureTime.second
+
+    /// A send error that shows the channel closed or aborted (SSL closed/abort, connection reset or
+    /// refused, no route, channel marked invalid), or that the session ended soon after.
+    static func sendErrorClosedChannel(_ e: ResolvedEvent, _ input: DetectorInput) -> Bool {
+        let a = e.event.attrs
+        if attrIsTrue(a["channelInvalid"]) == true { return true }
+        let text = [a["sslError"], a["error"], a["errno"]].compactMap { $0 }.map { squash($0) }.joined(separator: " ")
+        let closing = ["closedabort", "closedgraceful", "closednotify", "connectionreset", "connectionrefused",
+                       "noroutetohost", "hostisdown", "networkisunreachable", "brokenpipe"]
+        if closing.contains(where: { text.contains($0) }) { return true }
+        if let inst = input.session(e.session), let end = inst.end, end >= e.t, end &- e.t <= sendErrorEndWindow {
+            return true
+        }
+        return false
     }
 
     public func run(_ input: DetectorInput) -> [Finding] {
@@ -191,17 +209,25 @@ public struct ChannelErrorDetector: Detector {
             case .sendError:
                 let peer = input.subject(e)
                 let k = "\(kind)|send|\(scope)"
+                let fatal = input.namesPeer(e) && ChannelErrorDetector.sendErrorClosedChannel(e, input)
                 if var (f, n) = sendErrors.removeValue(forKey: k) {
                     n &+= 1
                     if f.evidence.count < Finding.maxEvidence { f.evidence.append(e.evidence) }
+                    if fatal {
+                        f.severity = .error
+                        f.details["channel"] = "closed"
+                    }
                     f.message = "\(n) send errors to \(input.label(peer)) (first at \(input.at(f.t)))"
                     f.details["count"] = String(n)
                     sendErrors[k] = (f, n)
                 } else {
                     // Without a remote peer named, a send error is the log owner's own symptom: info.
+                    // One that shows the channel closed or aborted (or that the session ended right
+                    // after) is the failure itself, as the packets' finding is: error.
                     let named = input.namesPeer(e)
-                    let f = input.finding(kind, named ? .warning : .info, peer: peer, t: e.t, "send error to \(input.label(peer))",
+                    var f = input.finding(kind, named ? (fatal ? .error : .warning) : .info, peer: peer, t: e.t, "send error to \(input.label(peer))",
                                           evidence: [e.evidence], key: k, details: ["case": "send-error", "count": "1", "outcome": "log"])
+                    if fatal { f.details["channel"] = "closed" }
                     sendErrors[k] = (f, 1)
                     sendOrder.append(k)
                 }
