@@ -93,4 +93,24 @@ final class JoinedLateTests: XCTestCase {
         g.repeating(.announced, from: 1, to: 900, every: 120, Script.carol, .unknown)
         XCTAssertTrue(g.findings(end: 900).of("handshake-timeout").contains { $0.severity == .error })
     }
+
+    /// Address-only peers are judged only with MPC evidence (GCK, MPC ports on both ends, DTLS with
+    /// the 0xD0 prefix, an MPC identity on either side).
+    func testFindingsWithoutMPCEvidenceAreNotJudged() throws {
+        let x = Endpoint(.v4(0xC000_020A), 50000), y = Endpoint(.v4(0xC000_0214), 3478)
+        func silentDTLS(_ attrs: [String: String], ports: (UInt16, UInt16)? = nil) -> [Finding] {
+            let s = Script()
+            let a = ports.map { Endpoint(x.address, $0.0) } ?? x, b = ports.map { Endpoint(y.address, $0.1) } ?? y
+            let ha = PeerHint(endpoint: a), hb = PeerHint(endpoint: b)
+            s.packet(.dtlsHandshake, 0, ha, hb, attrs: attrs.merging(["message": "ClientHello"]) { $1 }, flow: FlowKey(.udp, a, b))
+            return s.findings(end: 30).filter { $0.severity > .info }
+        }
+        XCTAssertEqual(silentDTLS([:]).map(\.message), [], "plain DTLS between ordinary hosts")
+        XCTAssertFalse(silentDTLS(["mpcPrefix": "D0"]).isEmpty, "DTLS with MPC's prefix")
+        XCTAssertFalse(silentDTLS([:], ports: (16402, 16401)).isEmpty, "MPC's ports on both ends")
+        // A known peer: judged whatever the flow.
+        let s = Script()
+        s.packet(.iceRequest, 0, A, B)
+        XCTAssertFalse(s.findings(end: 30).filter { $0.severity > .info }.isEmpty)
+    }
 }
