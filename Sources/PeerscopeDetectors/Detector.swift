@@ -184,6 +184,14 @@ public enum DetectorSuite {
                 return p1 == nil || p2 == nil || p1 == p2 || p1 == "gave-up" || p2 == "gave-up"
             }
             if let i = target {
+                if l.details["outcome"] == "follow-up", l.details["case"] != kept[i].details["case"] {
+                    // A follow-up of another kind (connections refused after an ICMP error) is noted,
+                    // but its frames are not evidence of this finding (they prove the follow-up).
+                    kept[i].details["followUps"] = "true"
+                    kept[i].details["followUpCase"] = l.details["case"]
+                    kept[i].details["followUpCount"] = l.details["count"] ?? String(l.evidence.count)
+                    continue
+                }
                 kept[i].evidence = Array(Set(kept[i].evidence).union(l.evidence).sorted().prefix(Finding.maxEvidence))
                 if l.severity > kept[i].severity { kept[i].severity = l.severity }
                 if kept[i].details["phase"] == "gave-up", let p = l.details["phase"] { kept[i].details["phase"] = p }

@@ -264,7 +264,14 @@ public final class TimelineBuilder {
                 establishedBefore = sessions[si].instance.established != nil
                 secureBefore = sessions[si].secure
                 dtlsStartedBefore = sessions[si].dtlsStarted
-                (state, letter) = apply(e, state: state, letter: letter, from: f, to: t, at: si)
+                // An ICMP error names the quoted packet's two ends; the step is the reporter's (the
+                // unreachable host, or a router between them).
+                var by = f
+                if e.kind == .icmpUnreachable, let rep = e.attrs["reporter"].flatMap({ IPAddress($0) }),
+                   let r = resolver.resolve(PeerHint(address: rep), at: e.t) {
+                    by = r
+                }
+                (state, letter) = apply(e, state: state, letter: letter, from: f, to: t, by: by, at: si)
                 sessionKey = sessions[si].instance.key
             }
         }
@@ -462,7 +469,7 @@ public final class TimelineBuilder {
     ]
 
     private func apply(_ e: PeerEvent, state s0: TimelineState, letter l0: Character?, from: PeerRef, to: PeerRef,
-                       at si: Int) -> (TimelineState, Character?) {
+                       by: PeerRef, at si: Int) -> (TimelineState, Character?) {
         var state = s0, letter = l0
         let w = sessions[si]
         if w.instance.eventCount == 0 { w.instance.originator = from }
@@ -492,7 +499,7 @@ public final class TimelineBuilder {
         }
         if TimelineBuilder.establishing.contains(state), w.instance.established == nil { w.instance.established = e.t }
         if let letter { w.history.add(letter, sent: from == w.instance.originator, times: e.count) }
-        if state != .other { milestone(si, state, e, by: from) }
+        if state != .other { milestone(si, state, e, by: by) }
 
         switch e.kind {
         case .disconnected: close(si, at: e, reason: "disconnected")

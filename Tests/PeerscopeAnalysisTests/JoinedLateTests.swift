@@ -113,4 +113,25 @@ final class JoinedLateTests: XCTestCase {
         s.packet(.iceRequest, 0, A, B)
         XCTAssertFalse(s.findings(end: 30).filter { $0.severity > .info }.isEmpty)
     }
+
+    /// An ICMP error cites its own frame, not the refused reconnects that followed (they are the
+    /// follow-up's evidence), and its session step is the reporter's, not the quoted packet's sender.
+    func testICMPErrorEvidenceAndAttribution() throws {
+        let a = try XCTUnwrap(IPAddress("192.0.2.12")), b = try XCTUnwrap(IPAddress("192.0.2.20"))
+        let s = Script()
+        s.directory.learn(peerID: try XCTUnwrap(A.peerID), endpoint: Endpoint(a, 16402))
+        s.directory.learn(peerID: try XCTUnwrap(B.peerID), endpoint: Endpoint(b, 16401))
+        s.connect(A, B, at: 0)
+        let icmp = s.packet(.icmpUnreachable, 2, A, B, attrs: [
+            "reporter": "192.0.2.20", "summary": "port unreachable", "quoted": "udp 192.0.2.12:16402 > 192.0.2.20:16401",
+        ])
+        var refused: [Evidence] = []
+        for i in 0 ..< 3 { refused.append(s.packet(.tcpRefused, 3 + Double(i), B, A)) }
+        let f = try XCTUnwrap(s.findings(end: 10).of("channel-error").first { $0.details["case"] == "icmp-unreachable" })
+        XCTAssertEqual(f.evidence, [icmp])
+        XCTAssertTrue(Set(f.evidence).isDisjoint(with: refused))
+        XCTAssertEqual(f.details["followUpCount"], "3")
+        let inst = try XCTUnwrap(s.timelines(end: 10).sessions.first)
+        XCTAssertEqual(inst.milestone(.error)?.by, .id(try XCTUnwrap(B.peerID)), "Bob's host sent the ICMP")
+    }
 }
