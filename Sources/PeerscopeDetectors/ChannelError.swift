@@ -6,7 +6,7 @@ import PeerscopeTimeline
 /// | case | severity | peer at fault |
 /// |---|---|---|
 /// | DTLS alert: fatal (level 2) error; warning level (1) warning, `close_notify` info; encrypted (level and description unreadable) error when no session traffic follows it (the channel is dead), else warning | per level | the sender of the alert |
-/// | ICMP unreachable for a session or invitation flow | error | the unreachable peer (else the reporter) |
+/// | ICMP unreachable for a session or invitation flow (evidence: the ICMP frame and the latest frame of the quoted flow) | error | the unreachable peer (else the reporter) |
 /// | TCP reset on an invitation channel before the response | error | the side that sent the reset |
 /// | TCP connection to a known peer refused | error | the refusing peer |
 /// | a packet failing its CRC (`channel.checksum`) | warning | the sender |
@@ -81,9 +81,17 @@ public struct ChannelErrorDetector: Detector {
         var refusedOrder: [String] = []
         var encryptedAlerts: [(ResolvedEvent, String, String)] = []
         var lastTraffic: [String: Nanos] = [:]
+        // The latest frames of each UDP flow (runs' first and last frames): the packet an ICMP
+        // error quotes is the latest one before it.
+        var lastUDPFrame: [FlowKey: (first: Evidence, last: Evidence)] = [:]
 
         for e in input.timelines.events {
             var scope: String { input.scope(e) }
+            if case .frame = e.evidence, let f = e.flow, f.proto == .udp, e.kind != .icmpUnreachable {
+                let last = e.event.lastEvidence ?? e.evidence   // a coalesced run: its last frame
+                let prev = lastUDPFrame[f]
+                lastUDPFrame[f] = (max(prev?.first ?? e.evidence, e.evidence), max(prev?.last ?? last, last))
+            }
             if case .frame = e.evidence, e.kind != .dtlsAlert,
                ["dtls", "gck", "app"].contains(where: { e.kind.isIn($0) }) {
                 let k = ChannelErrorDetector.trafficScope(e)
@@ -133,9 +141,15 @@ public struct ChannelErrorDetector: Detector {
                 }()
                 guard sessionFlow || known else { break }
                 let what = e.event.attrs["summary"] ?? e.event.attrs["description"] ?? "unreachable"
+                // The ICMP frame and the packet it quotes (the latest frame of the quoted flow).
+                var evidence = [e.evidence]
+                if !quoted.isEmpty, let q = lastUDPFrame.first(where: { "\($0.key)" == quoted })?.value {
+                    // A run still going past the ICMP error: its first frame is the latest known before.
+                    if q.last < e.evidence { evidence.insert(q.last, at: 0) } else if q.first < e.evidence { evidence.insert(q.first, at: 0) }
+                }
                 out.append(input.finding(kind, .error, peer: peer, t: e.t,
                                          "ICMP \(what) for traffic from \(input.label(e.from)) to \(input.label(peer))\(quoted.isEmpty ? "" : " (\(quoted))")",
-                                         evidence: [e.evidence], key: "\(kind)|icmp|\(e.session.map { "\($0)" } ?? quoted)",
+                                         evidence: evidence, key: "\(kind)|icmp|\(e.session.map { "\($0)" } ?? quoted)",
                                          details: ["case": "icmp-unreachable"]))
 
             case .tcpReset:

@@ -122,13 +122,17 @@ final class JoinedLateTests: XCTestCase {
         s.directory.learn(peerID: try XCTUnwrap(A.peerID), endpoint: Endpoint(a, 16402))
         s.directory.learn(peerID: try XCTUnwrap(B.peerID), endpoint: Endpoint(b, 16401))
         s.connect(A, B, at: 0)
+        let flow = FlowKey(.udp, Endpoint(a, 16402), Endpoint(b, 16401))
+        s.packet(.gckData, 1.0, A, B, flow: flow)
+        let quotedFrame = s.packet(.gckData, 1.9, A, B, flow: flow)
+        s.packet(.gckData, 1.95, B, A, flow: FlowKey(.udp, Endpoint(b, 16401), Endpoint(a, 16402)))
         let icmp = s.packet(.icmpUnreachable, 2, A, B, attrs: [
             "reporter": "192.0.2.20", "summary": "port unreachable", "quoted": "udp 192.0.2.12:16402 > 192.0.2.20:16401",
         ])
         var refused: [Evidence] = []
         for i in 0 ..< 3 { refused.append(s.packet(.tcpRefused, 3 + Double(i), B, A)) }
         let f = try XCTUnwrap(s.findings(end: 10).of("channel-error").first { $0.details["case"] == "icmp-unreachable" })
-        XCTAssertEqual(f.evidence, [icmp])
+        XCTAssertEqual(f.evidence, [quotedFrame, icmp], "the ICMP frame and the latest packet of the flow it quotes")
         XCTAssertTrue(Set(f.evidence).isDisjoint(with: refused))
         XCTAssertEqual(f.details["followUpCount"], "3")
         let inst = try XCTUnwrap(s.timelines(end: 10).sessions.first)
