@@ -51,7 +51,7 @@ final class MidSessionTests: XCTestCase {
     }
 
     private func analyze(_ path: String) throws -> Analysis {
-        FileManager.default.changeCurrentDirectoryPath(Place.packageRoot.path)
+        _ = FileManager.default.changeCurrentDirectoryPath(Place.packageRoot.path)
         return try PeerscopeAnalysis.analyze(AnalysisOptions(captures: [path]))
     }
 

@@ -14,7 +14,7 @@ final class NonMPCCorpusTests: XCTestCase {
 
     func testOtherAppsSTUNAndDTLSAreNotJudged() throws {
         let shared = try Place.requireShared()
-        FileManager.default.changeCurrentDirectoryPath(Place.packageRoot.path)
+        _ = FileManager.default.changeCurrentDirectoryPath(Place.packageRoot.path)
         for name in NonMPCCorpusTests.files {
             let path = shared.appendingPathComponent("corpus/\(name)").path
             guard FileManager.default.fileExists(atPath: path) else { throw XCTSkip("\(name) not in the corpus") }
@@ -28,7 +28,7 @@ final class NonMPCCorpusTests: XCTestCase {
     /// Every sample peer known only by address has MPC evidence, so the rule leaves the samples'
     /// findings alone (their baselines check the findings themselves).
     func testSamplesAllHaveMPCEvidence() throws {
-        FileManager.default.changeCurrentDirectoryPath(Place.packageRoot.path)
+        _ = FileManager.default.changeCurrentDirectoryPath(Place.packageRoot.path)
         let samples = try FileManager.default.contentsOfDirectory(atPath: Place.samples.path).filter { $0.hasSuffix(".pcapng") }
         XCTAssertFalse(samples.isEmpty)
         for name in samples {
