@@ -6,13 +6,13 @@ import PeerscopeTimeline
 /// | case | severity | peer at fault |
 /// |---|---|---|
 /// | DTLS alert: fatal (level 2) error; warning level (1) warning, `close_notify` info; encrypted (level and description unreadable) error when no session traffic follows it (the channel is dead), else warning | per level | the sender of the alert |
-/// | ICMP unreachable for a session or invitation flow | error | the unreachable peer (else the reporter) |
+/// | ICMP unreachable for a session or invitation flow (evidence: the ICMP frame and the latest frame of the quoted flow) | error | the unreachable peer (else the reporter) |
 /// | TCP reset on an invitation channel before the response | error | the side that sent the reset |
 /// | TCP connection to a known peer refused | error | the refusing peer |
 /// | a packet failing its CRC (`channel.checksum`) | warning | the sender |
 /// | app or GCK data while the DTLS handshake was still running, or app messages while the session was still being set up | error | the sender |
 /// | incompatible encryption preferences (`encryption` attr required vs none, or the log line) | error | the peer with `none` (log: the peer named) |
-/// | send errors from logs (one finding per session, with the count) | warning | the peer named |
+/// | send errors from logs (one finding per session, with the count): error when one shows the channel closed or aborted (or the session ended within 5 s), else warning | per case | the peer named |
 /// | local network permission errors (-72008) | error | the log owner |
 public struct ChannelErrorDetector: Detector {
     public static let kind = "channel-error"
@@ -51,6 +51,24 @@ public struct ChannelErrorDetector: Detector {
         }
     }
 
+    /// How soon after a send error the session's end shows the error ended the channel.
+    static let sendErrorEndWindow: Nanos = 5 * CaptureTime.second
+
+    /// A send error that shows the channel closed or aborted (SSL closed/abort, connection reset or
+    /// refused, no route, channel marked invalid), or that the session ended soon after.
+    static func sendErrorClosedChannel(_ e: ResolvedEvent, _ input: DetectorInput) -> Bool {
+        let a = e.event.attrs
+        if attrIsTrue(a["channelInvalid"]) == true { return true }
+        let text = [a["sslError"], a["error"], a["errno"]].compactMap { $0 }.map { squash($0) }.joined(separator: " ")
+        let closing = ["closedabort", "closedgraceful", "closednotify", "connectionreset", "connectionrefused",
+                       "noroutetohost", "hostisdown", "networkisunreachable", "brokenpipe"]
+        if closing.contains(where: { text.contains($0) }) { return true }
+        if let inst = input.session(e.session), let end = inst.end, end >= e.t, end &- e.t <= sendErrorEndWindow {
+            return true
+        }
+        return false
+    }
+
     public func run(_ input: DetectorInput) -> [Finding] {
         let kind = ChannelErrorDetector.kind
         var out: [Finding] = []
@@ -63,9 +81,17 @@ public struct ChannelErrorDetector: Detector {
         var refusedOrder: [String] = []
         var encryptedAlerts: [(ResolvedEvent, String, String)] = []
         var lastTraffic: [String: Nanos] = [:]
+        // The latest frames of each UDP flow (runs' first and last frames): the packet an ICMP
+        // error quotes is the latest one before it.
+        var lastUDPFrame: [FlowKey: (first: Evidence, last: Evidence)] = [:]
 
         for e in input.timelines.events {
             var scope: String { input.scope(e) }
+            if case .frame = e.evidence, let f = e.flow, f.proto == .udp, e.kind != .icmpUnreachable {
+                let last = e.event.lastEvidence ?? e.evidence   // a coalesced run: its last frame
+                let prev = lastUDPFrame[f]
+                lastUDPFrame[f] = (max(prev?.first ?? e.evidence, e.evidence), max(prev?.last ?? last, last))
+            }
             if case .frame = e.evidence, e.kind != .dtlsAlert,
                ["dtls", "gck", "app"].contains(where: { e.kind.isIn($0) }) {
                 let k = ChannelErrorDetector.trafficScope(e)
@@ -115,9 +141,15 @@ public struct ChannelErrorDetector: Detector {
                 }()
                 guard sessionFlow || known else { break }
                 let what = e.event.attrs["summary"] ?? e.event.attrs["description"] ?? "unreachable"
+                // The ICMP frame and the packet it quotes (the latest frame of the quoted flow).
+                var evidence = [e.evidence]
+                if !quoted.isEmpty, let q = lastUDPFrame.first(where: { "\($0.key)" == quoted })?.value {
+                    // A run still going past the ICMP error: its first frame is the latest known before.
+                    if q.last < e.evidence { evidence.insert(q.last, at: 0) } else if q.first < e.evidence { evidence.insert(q.first, at: 0) }
+                }
                 out.append(input.finding(kind, .error, peer: peer, t: e.t,
                                          "ICMP \(what) for traffic from \(input.label(e.from)) to \(input.label(peer))\(quoted.isEmpty ? "" : " (\(quoted))")",
-                                         evidence: [e.evidence], key: "\(kind)|icmp|\(e.session.map { "\($0)" } ?? quoted)",
+                                         evidence: evidence, key: "\(kind)|icmp|\(e.session.map { "\($0)" } ?? quoted)",
                                          details: ["case": "icmp-unreachable"]))
 
             case .tcpReset:
@@ -191,17 +223,25 @@ public struct ChannelErrorDetector: Detector {
             case .sendError:
                 let peer = input.subject(e)
                 let k = "\(kind)|send|\(scope)"
+                let fatal = input.namesPeer(e) && ChannelErrorDetector.sendErrorClosedChannel(e, input)
                 if var (f, n) = sendErrors.removeValue(forKey: k) {
                     n &+= 1
                     if f.evidence.count < Finding.maxEvidence { f.evidence.append(e.evidence) }
+                    if fatal {
+                        f.severity = .error
+                        f.details["channel"] = "closed"
+                    }
                     f.message = "\(n) send errors to \(input.label(peer)) (first at \(input.at(f.t)))"
                     f.details["count"] = String(n)
                     sendErrors[k] = (f, n)
                 } else {
                     // Without a remote peer named, a send error is the log owner's own symptom: info.
+                    // One that shows the channel closed or aborted (or that the session ended right
+                    // after) is the failure itself, as the packets' finding is: error.
                     let named = input.namesPeer(e)
-                    let f = input.finding(kind, named ? .warning : .info, peer: peer, t: e.t, "send error to \(input.label(peer))",
+                    var f = input.finding(kind, named ? (fatal ? .error : .warning) : .info, peer: peer, t: e.t, "send error to \(input.label(peer))",
                                           evidence: [e.evidence], key: k, details: ["case": "send-error", "count": "1", "outcome": "log"])
+                    if fatal { f.details["channel"] = "closed" }
                     sendErrors[k] = (f, 1)
                     sendOrder.append(k)
                 }

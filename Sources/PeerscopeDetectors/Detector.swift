@@ -107,7 +107,58 @@ public enum DetectorSuite {
         for d in DetectorSuite.all where config.isEnabled(d.kind) {
             all.append(contentsOf: d.make(config).run(input))
         }
-        return foldLogFindings(merge(all))
+        return notMPC(foldLogFindings(merge(all)), timelines)
+    }
+
+    /// GCK binds UDP 16402 down to 16384.
+    public static let mpcPorts: ClosedRange<UInt16> = 16384 ... 16402
+
+    /// True when the event itself shows MPC: a log line (MPC's or the app's), a GCK packet, the
+    /// invitation channel, app messages (carried in GCK data), DTLS with MPC's 0xD0 prefix, or a
+    /// flow with MPC's UDP ports on both ends (or an ICMP error quoting one).
+    public static func isMPCEvidence(_ e: ResolvedEvent) -> Bool {
+        if case .logLine = e.evidence { return true }
+        if ["gck", "invitation", "app"].contains(where: { e.kind.isIn($0) }) { return true }
+        if e.kind.isIn("dtls"), e.event.attrs["mpcPrefix"] != nil { return true }
+        if let f = e.flow, f.proto == .udp, mpcPorts.contains(f.src.port), mpcPorts.contains(f.dst.port) { return true }
+        // An ICMP error quoting such a flow.
+        if e.kind == .icmpUnreachable, let q = e.event.attrs["quoted"] {
+            let ports = ChannelErrorDetector.ports(in: q)
+            return ports.count == 2 && ports.allSatisfy { mpcPorts.contains($0) }
+        }
+        return false
+    }
+
+    /// Peers known only by address that never took part in anything with MPC evidence (an MPC
+    /// identity on either side, or an event that `isMPCEvidence`): other apps' STUN/DTLS (WebRTC).
+    public static func nonMPCPeers(_ t: Timelines) -> Set<PeerRef> {
+        var addressOnly: Set<PeerRef> = [], mpc: Set<PeerRef> = []
+        for e in t.events {
+            var identified = false
+            for r in [e.from, e.to] {
+                guard let r else { continue }
+                if case .address = r { addressOnly.insert(r) } else { identified = true }
+            }
+            if identified || isMPCEvidence(e) {
+                if let f = e.from { mpc.insert(f) }
+                if let to = e.to { mpc.insert(to) }
+            }
+        }
+        return addressOnly.subtracting(mpc)
+    }
+
+    /// Findings about peers without MPC evidence are not judged: info at most, saying why.
+    static func notMPC(_ findings: [Finding], _ t: Timelines) -> [Finding] {
+        let others = nonMPCPeers(t)
+        guard !others.isEmpty else { return findings }
+        return findings.map { f in
+            guard let p = f.peerRef, others.contains(p), f.severity > .info else { return f }
+            var g = f
+            g.severity = .info
+            g.details["mpcEvidence"] = "none"
+            g.message += "; not judged: no MPC evidence for this peer (other app's STUN/DTLS?)"
+            return g
+        }
     }
 
     /// How long after a packet-derived finding a log line about the same problem may come.
@@ -133,6 +184,14 @@ public enum DetectorSuite {
                 return p1 == nil || p2 == nil || p1 == p2 || p1 == "gave-up" || p2 == "gave-up"
             }
             if let i = target {
+                if l.details["outcome"] == "follow-up", l.details["case"] != kept[i].details["case"] {
+                    // A follow-up of another kind (connections refused after an ICMP error) is noted,
+                    // but its frames are not evidence of this finding (they prove the follow-up).
+                    kept[i].details["followUps"] = "true"
+                    kept[i].details["followUpCase"] = l.details["case"]
+                    kept[i].details["followUpCount"] = l.details["count"] ?? String(l.evidence.count)
+                    continue
+                }
                 kept[i].evidence = Array(Set(kept[i].evidence).union(l.evidence).sorted().prefix(Finding.maxEvidence))
                 if l.severity > kept[i].severity { kept[i].severity = l.severity }
                 if kept[i].details["phase"] == "gave-up", let p = l.details["phase"] { kept[i].details["phase"] = p }

@@ -13,7 +13,8 @@ import PeerscopeTimeline
 /// handshake) are findings too, at fault the peer the line names; in a capture merged with logs they
 /// join the packet finding. A log saying the timer fired may end the session a moment before the
 /// timer's time on capture time (the app's timer starts before its first packet): within 2 s the
-/// packet finding still stands, citing the unanswered frames and the log lines.
+/// packet finding still stands, citing the unanswered frames and the log lines. A timer whose
+/// deadline falls in a stretch with no input at all (`keepalive-timeout.capture-gap`) is not judged.
 public struct HandshakeTimeoutDetector: Detector {
     public static let kind = "handshake-timeout"
     public static let descriptor = DetectorDescriptor(
@@ -50,11 +51,20 @@ public struct HandshakeTimeoutDetector: Detector {
     }
 
     let limits: [Phase: Nanos]
+    /// `keepalive-timeout.capture-gap`: a stretch this long with no input at all was not observed;
+    /// a timer whose deadline falls in one is not judged (its answer may be in the gap).
+    let captureGap: Nanos
 
     public init(config: DetectorConfig) {
         var l: [Phase: Nanos] = [:]
         for p in Phase.allCases { l[p] = config.nanos(p.threshold) }
         limits = l
+        captureGap = config.nanos("keepalive-timeout.capture-gap")
+    }
+
+    /// True when `t` falls strictly inside one of the stretches with no input.
+    static func inHole(_ t: Nanos, _ holes: [(Nanos, Nanos)]) -> Bool {
+        holes.contains { t > $0.0 && t < $0.1 }
     }
 
     private struct Pending {
@@ -98,6 +108,8 @@ public struct HandshakeTimeoutDetector: Detector {
         var out: [Finding] = []
         var pending: [Key: Pending] = [:]
         var order: [Key] = []
+        var holes: [(Nanos, Nanos)] = []
+        var lastSeen: Nanos?
         var bySession: [SessionKey: [Key]] = [:]
 
         func begin(_ phase: Phase, _ e: ResolvedEvent, requester: PeerRef, responder: PeerRef, session: SessionKey,
@@ -122,7 +134,7 @@ public struct HandshakeTimeoutDetector: Detector {
             guard let p = pending.removeValue(forKey: k) else { return }
             let limit = limits[p.phase] ?? 0
             let waited = e.t &- p.start
-            if waited > limit {
+            if waited > limit, !HandshakeTimeoutDetector.inHole(fireTime(p, limit), holes) {
                 out.append(input.finding(
                     HandshakeTimeoutDetector.kind, .warning, peer: p.responder, t: fireTime(p, limit),
                     "\(p.phase.what) from \(input.label(p.requester)) to \(input.label(p.responder)) answered only after \(CaptureTime.duration(waited)) (timeout \(secondsText(Double(limit) / 1e9)))",
@@ -140,6 +152,8 @@ public struct HandshakeTimeoutDetector: Detector {
         var logTimeouts: [LogTimeout] = []
 
         for e in input.timelines.events {
+            if let l = lastSeen, captureGap > 0, e.t > l, e.t &- l > captureGap { holes.append((l, e.t)) }
+            lastSeen = max(lastSeen ?? e.event.lastT, e.event.lastT)
             if let f = logFinding(e, input) {
                 out.append(f)
                 logTimeouts.append(LogTimeout(t: e.t, phase: HandshakeTimeoutDetector.logPhase(e), session: e.session,
@@ -186,6 +200,8 @@ public struct HandshakeTimeoutDetector: Detector {
         for k in order {
             guard let p = pending[k] else { continue }
             let limit = limits[p.phase] ?? 0
+            // The deadline passed while nothing was observed: the answer may be in the gap.
+            if HandshakeTimeoutDetector.inHole(fireTime(p, limit), holes) { continue }
             let inst = input.session(p.session)
             if let sEnd = inst?.end {
                 let waited = sEnd &- p.start

@@ -84,6 +84,11 @@ public struct PeerResolver: Sendable {
     /// on the same device gets a new peer ID at the same address: later packets are the new one's).
     private var endpointBindings: [Endpoint: [(Nanos, UInt64)]] = [:]
     private var addressBindings: [IPAddress: [(Nanos, UInt64)]] = [:]
+    /// Participant IDs (no peer ID known) seen as the source or destination of GCK packets, by the
+    /// endpoint that carried them, in time order: the STUN checks and DTLS records of that endpoint
+    /// are the same device (a capture that began after discovery and invitation knows no more).
+    private var participantBindings: [Endpoint: [(Nanos, UInt64)]] = [:]
+    private var participantAddresses: [IPAddress: Set<UInt32>] = [:]
     /// Who wrote each log input, when it could be inferred (see `inferLogOwners`).
     public var logOwners: [Int: PeerRef] = [:]
 
@@ -99,7 +104,29 @@ public struct PeerResolver: Sendable {
         for e in events {
             learn(e.from, at: e.t)
             learn(e.to, at: e.t)
+            if let flow = e.flow, case .frame = e.evidence, e.kind.isIn("gck") {
+                bindParticipant(e.from, flow.src, at: e.t)
+                bindParticipant(e.to, flow.dst, at: e.t)
+            }
         }
+    }
+
+    /// Ties a GCK packet's participant ID (when no peer ID is known for it) to the endpoint it used.
+    private mutating func bindParticipant(_ h: PeerHint, _ ep: Endpoint, at t: Nanos) {
+        guard h.peerID == nil, let p = h.participantID, participants[p] == nil else { return }
+        if participantBindings[ep]?.last?.1 != UInt64(p) { participantBindings[ep, default: []].append((t, UInt64(p))) }
+        participantAddresses[ep.address, default: []].insert(p)
+    }
+
+    /// The participant (no peer ID known) whose GCK packets used the endpoint, else the one
+    /// participant seen at the address.
+    private func participant(at ep: Endpoint?, address: IPAddress?, t: Nanos?) -> UInt32? {
+        if let ep, let list = participantBindings[ep] {
+            let b = t.flatMap { PeerResolver.binding(list, at: $0) } ?? list.last?.1
+            if let b, let p = UInt32(exactly: b) { return p }
+        }
+        if let a = address ?? ep?.address, let s = participantAddresses[a], s.count == 1 { return s.first }
+        return nil
     }
 
     /// A display name written `idString+name` (as invitation Hellos and some logs print peers)
@@ -177,6 +204,9 @@ public struct PeerResolver: Sendable {
         if let a = h.address, let id = byAddress(a, at: t) { return .id(id) }
         if let p = h.participantID { return .participant(p) }
         if let n = h.displayName, !n.isEmpty { return .name(n) }
+        if h.endpoint != nil || h.address != nil, let p = participant(at: h.endpoint, address: h.address, t: t) {
+            return participants[p].map { .id($0) } ?? .participant(p)
+        }
         if let a = h.address ?? h.endpoint?.address { return .address(a) }
         if case .logLine(let input, _)? = evidence { return logOwners[input] ?? .logOwner(input: input) }
         return nil

@@ -272,7 +272,14 @@ public final class TimelineBuilder {
                 establishedBefore = sessions[si].instance.established != nil
                 secureBefore = sessions[si].secure
                 dtlsStartedBefore = sessions[si].dtlsStarted
-                (state, letter) = apply(e, state: state, letter: letter, from: f, to: t, at: si)
+                // An ICMP error names the quoted packet's two ends; the step is the reporter's (the
+                // unreachable host, or a router between them).
+                var by = f
+                if e.kind == .icmpUnreachable, let rep = e.attrs["reporter"].flatMap({ IPAddress($0) }),
+                   let r = resolver.resolve(PeerHint(address: rep), at: e.t) {
+                    by = r
+                }
+                (state, letter) = apply(e, state: state, letter: letter, from: f, to: t, by: by, at: si)
                 sessionKey = sessions[si].instance.key
             }
         }
@@ -481,7 +488,7 @@ public final class TimelineBuilder {
     ]
 
     private func apply(_ e: PeerEvent, state s0: TimelineState, letter l0: Character?, from: PeerRef, to: PeerRef,
-                       at si: Int) -> (TimelineState, Character?) {
+                       by: PeerRef, at si: Int) -> (TimelineState, Character?) {
         var state = s0, letter = l0
         let w = sessions[si]
         if w.instance.eventCount == 0 { w.instance.originator = from }
@@ -500,13 +507,18 @@ public final class TimelineBuilder {
         if state == .secureChannelUp { w.secure = true }
         // DTLS records without a handshake seen: the secure channel was up before the input began.
         if e.kind == .dtlsApplicationData, !w.dtlsStarted { w.secure = true }
-        if state == .data, w.instance.established == nil, w.instance.startedBeforeInput, !(w.dtlsStarted && !w.secure) {
-            // Data on a session joined late shows the session is up.
-            w.instance.established = e.t
+        if state == .data, w.instance.established == nil, !(w.dtlsStarted && !w.secure) {
+            // Data on a session joined late shows the session is up. ICE checks alone before it
+            // (connectivity checks recur during a session) do not make it a session being set up.
+            let onlyChecks = w.instance.milestones.allSatisfy { $0.state == .iceChecks || $0.state == .iceConnected }
+            if w.instance.startedBeforeInput || onlyChecks {
+                w.instance.startedBeforeInput = true
+                w.instance.established = e.t
+            }
         }
         if TimelineBuilder.establishing.contains(state), w.instance.established == nil { w.instance.established = e.t }
         if let letter { w.history.add(letter, sent: from == w.instance.originator, times: e.count) }
-        if state != .other { milestone(si, state, e, by: from) }
+        if state != .other { milestone(si, state, e, by: by) }
 
         switch e.kind {
         case .disconnected: close(si, at: e, reason: "disconnected")

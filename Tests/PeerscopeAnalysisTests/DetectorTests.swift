@@ -522,10 +522,12 @@ final class ReconnectAndDeclineTests: XCTestCase {
         XCTAssertEqual(storm.peer, "Bob")
         XCTAssertEqual(storm.details["count"], "5")
         XCTAssertTrue(storm.message.contains("delays: 1.000s, 1.000s, 2.000s, 3.000s, 4.000s"), storm.message)
-        // The refusals follow the ICMP error: one channel-error with all the evidence.
+        // The refusals follow the ICMP error: one channel-error, citing only the ICMP frame (the
+        // refusals are the storm's evidence) and counting the follow-ups.
         let ce = f.of("channel-error")
         XCTAssertEqual(ce.count, 1)
-        XCTAssertEqual(ce.first?.evidence.count, 6)
+        XCTAssertEqual(ce.first?.evidence.count, 1)
+        XCTAssertEqual(ce.first?.details["followUpCount"], "5")
         XCTAssertEqual(s.timelines().sessions.first?.endReason, "peer unreachable (ICMP)")
     }
 

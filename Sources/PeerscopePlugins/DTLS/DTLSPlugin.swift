@@ -19,6 +19,8 @@ public final class DTLSPlugin: DecoderPlugin {
     )
 
     public static let stallTimeout: Nanos = 10 * CaptureTime.second
+    /// Event attribute set ("D0") on records that carried MPC's one-byte prefix: MPC evidence.
+    public static let prefixAttr = "mpcPrefix"
     public static let maxFlows = 4096
     /// Established/failed flows idle this long are forgotten.
     public static let forgetAfter: Nanos = 120 * CaptureTime.second
@@ -160,7 +162,9 @@ public final class DTLSPlugin: DecoderPlugin {
                 side.encryptedHandshake = true
                 st.lastMessage = name
                 ctx.message("record", fields + [("handshake", .string(name)), ("encrypted", .bool(true))])
-                ctx.event(.dtlsHandshake, from: h.from, to: h.to, attrs: ["message": name, "encrypted": "true", "epoch": String(rec.epoch)])
+                var attrs = ["message": name, "encrypted": "true", "epoch": String(rec.epoch)]
+                if wrapped { attrs[DTLSPlugin.prefixAttr] = "D0" }
+                ctx.event(.dtlsHandshake, from: h.from, to: h.to, attrs: attrs)
                 return
             }
             var o = 0
@@ -173,6 +177,7 @@ public final class DTLSPlugin: DecoderPlugin {
                 }
                 let name = DTLSWire.handshakeName(hs.type)
                 var attrs: [String: String] = ["message": name, "messageSeq": String(hs.messageSeq)]
+                if wrapped { attrs[DTLSPlugin.prefixAttr] = "D0" }
                 var mf: [(String, JSONValue)] = [("message", .string(name)), ("messageSeq", .int(Int64(hs.messageSeq))),
                                                  ("length", .int(Int64(hs.length)))]
                 if hs.isFragment {
@@ -204,10 +209,13 @@ public final class DTLSPlugin: DecoderPlugin {
             side.ccs = true
             st.lastMessage = "ChangeCipherSpec"
             ctx.message("record", fields)
-            ctx.event(.dtlsChangeCipherSpec, from: h.from, to: h.to, attrs: ["epoch": String(rec.epoch)])
+            var attrs = ["epoch": String(rec.epoch)]
+            if wrapped { attrs[DTLSPlugin.prefixAttr] = "D0" }
+            ctx.event(.dtlsChangeCipherSpec, from: h.from, to: h.to, attrs: attrs)
 
         case 21:
             var attrs: [String: String] = [:]
+            if wrapped { attrs[DTLSPlugin.prefixAttr] = "D0" }
             var level = "encrypted"
             if clear, rec.fragment.count == 2, let l = rec.fragment.byte(0), let d = rec.fragment.byte(1) {
                 level = DTLSWire.alertLevelName(l)
@@ -234,7 +242,9 @@ public final class DTLSPlugin: DecoderPlugin {
             side.appData = true
             st.appDataRecords &+= 1
             ctx.message("record", fields)
-            ctx.event(.dtlsApplicationData, from: h.from, to: h.to, attrs: ["size": String(rec.fragment.count)])
+            var attrs = ["size": String(rec.fragment.count)]
+            if wrapped { attrs[DTLSPlugin.prefixAttr] = "D0" }
+            ctx.event(.dtlsApplicationData, from: h.from, to: h.to, attrs: attrs)
 
         default:
             ctx.message("record", fields)
