@@ -577,11 +577,18 @@ final class DiscoveryTracker {
     private func checkNameConflict(_ inst: Instance, _ ctx: PluginContext) {
         guard let id = inst.peerID, let name = inst.displayName, !name.isEmpty else { return }
         guard let keys = byDisplayName[name], !keys.isEmpty else { return }
-        for k in keys.sorted() where k != inst.key {
-            guard let other = instances[k], other.state == .alive, other.displayName == name else {
+        // The namesakes in the table's order (as a scan of the table would meet them).
+        var namesakes: [([String: Instance].Index, Instance)] = []
+        for k in keys where k != inst.key {
+            guard let i = instances.index(forKey: k), instances.values[i].state == .alive,
+                  instances.values[i].displayName == name else {
                 byDisplayName[name]?.remove(k)
                 continue
             }
+            namesakes.append((i, instances.values[i]))
+        }
+        namesakes.sort { $0.0 < $1.0 }
+        for (_, other) in namesakes {
             guard let oid = other.peerID, oid != id, other.displayName == name else { continue }
             let ids = [PeerIdentity.idString(id), PeerIdentity.idString(oid)].sorted()
             let key = "n|\(name)|" + ids.joined(separator: "|")
