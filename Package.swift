@@ -26,7 +26,7 @@ var targets: [Target] = [
     // Link, network and transport layers: IP reassembly, TCP streams, ICMP errors.
     .target(name: "PeerscopePackets", dependencies: ["PeerscopeCore"]),
     // Decoder plugins, one per message type, and the registry that lists them.
-    .target(name: "PeerscopePlugins", dependencies: ["PeerscopeCore", "CZlib"]),
+    .target(name: "PeerscopePlugins", dependencies: ["PeerscopeCore", "CZlib", heap]),
     // Log plugins: text logs to the same peer events.
     .target(name: "PeerscopeLogs", dependencies: ["PeerscopeCore", yams]),
     // Per-peer timelines and sessions from peer events.

@@ -1,3 +1,4 @@
+import HeapModule
 import PeerscopeCore
 
 /// What discovery saw, for reports: service types, instances (MPC peers among them) and browsers.
@@ -130,6 +131,17 @@ final class DiscoveryTracker {
     /// SRV target host key -> instance keys pointing at it.
     var byTarget: [String: Set<String>] = [:]
     var nextDeadline: Nanos = .max
+    /// Deadlines as set, earliest first, so `tick` visits only instances due (entries go stale when an
+    /// instance is refreshed, ends or is evicted; `tick` checks each against the instance).
+    struct Due: Comparable {
+        var t: Nanos
+        var key: String
+        static func < (a: Due, b: Due) -> Bool { (a.t, a.key) < (b.t, b.key) }
+    }
+    var due = Heap<Due>()
+    /// Display name -> keys of alive instances with that name (a superset: entries that ended or
+    /// changed name are dropped when next looked at).
+    var byDisplayName: [String: Set<String>] = [:]
     var messages: UInt64 = 0
     var malformed: UInt64 = 0
 
@@ -147,13 +159,17 @@ final class DiscoveryTracker {
 
     private func noteService(_ type: String, instance: String? = nil, mpc: Bool = false, query: Bool = false) {
         if serviceStats[type] == nil && serviceStats.count >= Self.maxInstances { return }
-        var s = serviceStats[type] ?? (instances: [], queries: 0, mpc: [])
+        // In place (a copy taken out and stored back would copy its sets on every message).
+        Self.note(&serviceStats[type, default: (instances: [], queries: 0, mpc: [])], instance: instance, mpc: mpc, query: query)
+    }
+
+    private static func note(_ s: inout (instances: Set<String>, queries: Int, mpc: Set<String>), instance: String?,
+                             mpc: Bool, query: Bool) {
         if let instance {
-            if s.instances.count < Self.maxInstances { s.instances.insert(instance) }
-            if mpc, s.mpc.count < Self.maxInstances { s.mpc.insert(instance) }
+            if s.instances.count < maxInstances { s.instances.insert(instance) }
+            if mpc, s.mpc.count < maxInstances { s.mpc.insert(instance) }
         }
         if query { s.queries += 1 }
-        serviceStats[type] = s
     }
 
     private func query(_ msg: DNSMessage, t: Nanos, src: IPAddress?, _ input: PluginInput, _ ctx: PluginContext) {
@@ -214,11 +230,31 @@ final class DiscoveryTracker {
     }
 
     private func evictInstance() {
-        let victim = instances.values.filter { $0.state != .alive }.min(by: { $0.lastSeen < $1.lastSeen })
-            ?? instances.values.min(by: { ($0.deadline ?? .max) < ($1.deadline ?? .max) })
-        if let v = victim {
-            instances[v.key] = nil
+        // The gone instance seen longest ago, else the alive one expiring first (the first such in the
+        // table's order). One pass over the table's fields: no copies of its instances.
+        var victim: [String: Instance].Index?
+        do {
+            let values = instances.values
+            var oldest: Nanos = .max
+            for i in values.indices where values[i].state != .alive {
+                let seen = values[i].lastSeen
+                if victim == nil || seen < oldest { victim = i; oldest = seen }
+            }
+            if victim == nil {
+                var first: Nanos = .max
+                for i in values.indices {
+                    let d = values[i].deadline ?? .max
+                    if victim == nil || d < first { victim = i; first = d }
+                }
+            }
+        }
+        if let vi = victim {
+            let v = instances.remove(at: vi).value
             if let t = v.srv?.target.key { byTarget[t]?.remove(v.key) }
+            if let name = v.displayName {
+                byDisplayName[name]?.remove(v.key)
+                if byDisplayName[name]?.isEmpty == true { byDisplayName[name] = nil }
+            }
         }
     }
 
@@ -283,6 +319,7 @@ final class DiscoveryTracker {
                 inst.ptrExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
                 touch(&inst, t, src, input)
                 instances[key] = inst
+                indexName(inst)
                 touched.append(key)
             case DNSType.srv:
                 guard case .srv(let pr, let w, let port, let target) = r.data, let iname = DNSSD.instanceName(r.name) else { continue }
@@ -311,6 +348,7 @@ final class DiscoveryTracker {
                 inst.srvExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
                 touch(&inst, t, src, input)
                 instances[key] = inst
+                indexName(inst)
                 touched.append(key)
             case DNSType.txt:
                 guard case .txt(let raw) = r.data, let iname = DNSSD.instanceName(r.name) else { continue }
@@ -333,12 +371,14 @@ final class DiscoveryTracker {
                         // Announced without TXT earlier (PTR/SRV only): its TXT arriving now is news too.
                         txtChanged[key] = txt.keys
                     }
+                    if let old = inst.txt?.displayName, old != txt.displayName { byDisplayName[old]?.remove(key) }
                     inst.txt = txt
                     inst.txtRaw = raw
                 }
                 inst.txtExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
                 touch(&inst, t, src, input)
                 instances[key] = inst
+                indexName(inst)
                 touched.append(key)
             default:
                 continue
@@ -366,7 +406,10 @@ final class DiscoveryTracker {
                 checkNameConflict(inst, ctx)
             }
             resolve(&inst, t: t, src: src, ctx)
-            if let d = inst.deadline { nextDeadline = min(nextDeadline, d) }
+            if let d = inst.deadline {
+                nextDeadline = min(nextDeadline, d)
+                due.insert(Due(t: d, key: key))
+            }
         }
         for (key, (inst, record)) in goodbyes.sorted(by: { $0.key < $1.key }) {
             var i = instances[key] ?? inst
@@ -527,9 +570,25 @@ final class DiscoveryTracker {
         ctx.event(.instanceConflict, from: hint(inst, src), attrs: a)
     }
 
+    private func indexName(_ inst: Instance) {
+        if let name = inst.displayName, !name.isEmpty { byDisplayName[name, default: []].insert(inst.key) }
+    }
+
     private func checkNameConflict(_ inst: Instance, _ ctx: PluginContext) {
         guard let id = inst.peerID, let name = inst.displayName, !name.isEmpty else { return }
-        for other in instances.values where other.state == .alive && other.key != inst.key {
+        guard let keys = byDisplayName[name], !keys.isEmpty else { return }
+        // The namesakes in the table's order (as a scan of the table would meet them).
+        var namesakes: [([String: Instance].Index, Instance)] = []
+        for k in keys where k != inst.key {
+            guard let i = instances.index(forKey: k), instances.values[i].state == .alive,
+                  instances.values[i].displayName == name else {
+                byDisplayName[name]?.remove(k)
+                continue
+            }
+            namesakes.append((i, instances.values[i]))
+        }
+        namesakes.sort { $0.0 < $1.0 }
+        for (_, other) in namesakes {
             guard let oid = other.peerID, oid != id, other.displayName == name else { continue }
             let ids = [PeerIdentity.idString(id), PeerIdentity.idString(oid)].sorted()
             let key = "n|\(name)|" + ids.joined(separator: "|")
@@ -549,20 +608,15 @@ final class DiscoveryTracker {
     /// Expires instances whose records ran out (capture time).
     func tick(_ t: Nanos, _ ctx: PluginContext) {
         guard t >= nextDeadline else { return }
-        var next: Nanos = .max
         var expired: [Instance] = []
-        for (key, inst) in instances where inst.state == .alive {
-            guard let d = inst.deadline else { continue }
-            if d <= t {
-                var i = inst
-                i.state = .expired
-                instances[key] = i
-                expired.append(inst)
-            } else {
-                next = min(next, d)
-            }
+        while let top = due.min, top.t <= t {
+            _ = due.removeMin()
+            guard var i = instances[top.key], i.state == .alive, let d = i.deadline, d == top.t else { continue }
+            expired.append(i)
+            i.state = .expired
+            instances[top.key] = i
         }
-        nextDeadline = next
+        nextDeadline = due.min?.t ?? .max
         for inst in expired.sorted(by: { ($0.deadline ?? 0, $0.key) < ($1.deadline ?? 0, $1.key) }) {
             var a = attrs(inst)
             a["record"] = inst.expiringRecord
