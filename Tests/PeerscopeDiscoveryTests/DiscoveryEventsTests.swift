@@ -199,6 +199,21 @@ final class DiscoveryEventsTests: XCTestCase {
         XCTAssertEqual(h.events.filter { $0.kind == .nameConflict }.count, 1)
     }
 
+    func testNameConflictsComeInTheOrderThePeersWereSeenNotHashOrder() {
+        // Eight devices named alike, announced one after another; the ninth conflicts with each of them,
+        // in the order they appeared (hash order would differ from run to run: 1 in 8! to match).
+        let h = Harness()
+        let ids: [UInt64] = (1 ... 9).map { 0x0100_0000_0000_0000 &+ UInt64($0) &* 0x0000_1357_9BDF_0123 }
+        for (i, id) in ids.enumerated() {
+            let inst = [PeerIdentity.idString(id), "_chat", "_tcp", "local"]
+            let octet = UInt8(i + 1)
+            h.send(announcement(inst, host: "h\(i).local", addr: [10, 0, 1, octet], port: UInt16(1000 + i), txt: ["_d=iPad"]),
+                   at: t0 + Int64(i) * s, from: "10.0.1.\(octet)")
+        }
+        let last = h.events.filter { $0.kind == .nameConflict && $0.from.peerID == ids[8] }
+        XCTAssertEqual(last.compactMap(\.to.peerID), Array(ids.prefix(8)))
+    }
+
     func testSameInstanceAnsweredFromTwoHostsIsAnInstanceConflict() {
         let h = Harness()
         h.send(announcement(Self.peerA, host: "a.local", addr: [10, 0, 0, 1], port: 1000, txt: ["_d=A"]), at: t0, from: "10.0.0.1")

@@ -230,21 +230,26 @@ final class DiscoveryTracker {
     }
 
     private func evictInstance() {
-        // The gone instance seen longest ago, else the alive one expiring first (the first such in the
-        // table's order). One pass over the table's fields: no copies of its instances.
+        // The gone instance seen longest ago, else the alive one expiring first; ties go to the smaller
+        // key, never to the table's (per-process hashed) order, so every run evicts the same one.
+        // One pass over the table's fields: no copies of its instances.
         var victim: [String: Instance].Index?
         do {
             let values = instances.values
             var oldest: Nanos = .max
+            func before(_ t: Nanos, _ i: [String: Instance].Index, _ best: Nanos) -> Bool {
+                guard let v = victim else { return true }
+                return t < best || (t == best && values[i].key < values[v].key)
+            }
             for i in values.indices where values[i].state != .alive {
                 let seen = values[i].lastSeen
-                if victim == nil || seen < oldest { victim = i; oldest = seen }
+                if before(seen, i, oldest) { victim = i; oldest = seen }
             }
             if victim == nil {
                 var first: Nanos = .max
                 for i in values.indices {
                     let d = values[i].deadline ?? .max
-                    if victim == nil || d < first { victim = i; first = d }
+                    if before(d, i, first) { victim = i; first = d }
                 }
             }
         }
@@ -577,7 +582,8 @@ final class DiscoveryTracker {
     private func checkNameConflict(_ inst: Instance, _ ctx: PluginContext) {
         guard let id = inst.peerID, let name = inst.displayName, !name.isEmpty else { return }
         guard let keys = byDisplayName[name], !keys.isEmpty else { return }
-        // The namesakes in the table's order (as a scan of the table would meet them).
+        // The namesakes in the order they were first seen (then by key): never the table's hashed
+        // order, which changes from run to run.
         var namesakes: [([String: Instance].Index, Instance)] = []
         for k in keys where k != inst.key {
             guard let i = instances.index(forKey: k), instances.values[i].state == .alive,
@@ -587,7 +593,7 @@ final class DiscoveryTracker {
             }
             namesakes.append((i, instances.values[i]))
         }
-        namesakes.sort { $0.0 < $1.0 }
+        namesakes.sort { ($0.1.firstSeen, $0.1.key) < ($1.1.firstSeen, $1.1.key) }
         for (_, other) in namesakes {
             guard let oid = other.peerID, oid != id, other.displayName == name else { continue }
             let ids = [PeerIdentity.idString(id), PeerIdentity.idString(oid)].sorted()
