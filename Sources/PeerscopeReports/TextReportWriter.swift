@@ -24,7 +24,8 @@ public enum TextReportWriter {
         if r.stats.logLines > 0 { cap += ", \(r.stats.logLines) log lines" }
         out += cap + "\n"
         let peers = r.timelines.peers
-        let shownPeers = peers.prefix(12).map { name($0.peer.ref, r) } + (peers.count > 12 ? ["... \(peers.count - 12) more"] : [])
+        let twins = sharedLabels(r)
+        let shownPeers = peers.prefix(12).map { name($0.peer.ref, r, twins) } + (peers.count > 12 ? ["... \(peers.count - 12) more"] : [])
         out += "peers: \(peers.count)" + (peers.isEmpty ? "" : " (" + shownPeers.joined(separator: ", ") + ")") + "\n"
         let sessions = r.timelines.sessions
         let established = sessions.filter { $0.established != nil }.count
@@ -56,7 +57,7 @@ public enum TextReportWriter {
             for s in sessions {
                 // The originator first: the session's history is written from its side (upper case).
                 let first = s.originator == s.pair.b ? s.pair.b : s.pair.a
-                let a = name(first, r), b = name(s.pair.other(first), r)
+                let a = name(first, r, twins), b = name(s.pair.other(first), r, twins)
                 var line = "  \(a) <-> \(b) #\(s.number)  \(r.relative(s.start))"
                 if let e = s.end { line += " .. \(r.relative(e))" } else { line += " .. (open)" }
                 line += s.established != nil ? "  established" : "  not established"
@@ -84,11 +85,11 @@ public enum TextReportWriter {
                 if !p.history.isEmpty { out += "    history: \(p.history)\n" }
                 let entries = p.entries
                 if showAllTimeline {
-                    for e in entries { out += line(e, r, c) }
+                    for e in entries { out += line(e, r, c, twins) }
                 } else {
                     for item in folded(entries) {
                         switch item {
-                        case .entry(let e): out += line(e, r, c)
+                        case .entry(let e): out += line(e, r, c, twins)
                         case .hidden(let n): out += "    ... \(n) more entr\(n == 1 ? "y" : "ies") (--full-timeline shows all)\n"
                         }
                     }
@@ -229,9 +230,16 @@ public enum TextReportWriter {
         }
     }
 
-    static func name(_ ref: PeerRef, _ r: Report) -> String {
+    /// Labels more than one peer shows (worked out once per report, not per line).
+    static func sharedLabels(_ r: Report) -> Set<String> {
+        var seen: Set<String> = [], twins: Set<String> = []
+        for p in r.timelines.peers where !seen.insert(p.peer.label).inserted { twins.insert(p.peer.label) }
+        return twins
+    }
+
+    static func name(_ ref: PeerRef, _ r: Report, _ twins: Set<String>) -> String {
         let raw = r.timelines.label(ref)
-        guard r.timelines.peers.filter({ $0.peer.label == raw }).count > 1, let id = r.timelines.idString(ref) else {
+        guard twins.contains(raw), let id = r.timelines.idString(ref) else {
             return clean(raw)
         }
         return "\(clean(raw)) [\(id)]"
@@ -249,14 +257,14 @@ public enum TextReportWriter {
         path.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? path
     }
 
-    static func line(_ e: TimelineEntry, _ r: Report, _ c: Paint) -> String {
+    static func line(_ e: TimelineEntry, _ r: Report, _ c: Paint, _ twins: Set<String>) -> String {
         var s = "    \(r.relative(e.t))  "
         let arrow = e.sent ? "->" : "<-"
         var what = e.state.rawValue
         if let label = messageLabel(e.kind) { what += " " + label }
         if e.count > 1 { what += " x\(e.count) until \(r.relative(e.lastT))" }
         s += e.state.category == "problem" ? c.red(what) : what
-        if let cp = e.counterpart { s += " \(arrow) \(name(cp, r))" }
+        if let cp = e.counterpart { s += " \(arrow) \(name(cp, r, twins))" }
         if let sk = e.session { s += " [#\(sk.number)]" }
         if !e.detail.isEmpty { s += "  \(clean(e.detail))" }
         s += "  (\(e.source); " + e.evidence.map { place($0, r) }.joined(separator: " .. ")
