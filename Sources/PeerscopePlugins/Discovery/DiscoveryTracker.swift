@@ -92,8 +92,17 @@ final class DiscoveryTracker {
         /// Endpoints `resolved` events reported so far: another one comes only for new endpoints (a host
         /// answering on several interfaces flushes and re-adds its addresses all the time).
         var reportedEndpoints: Set<Endpoint> = []
+        /// Changes with every write outside the refresh fast path (see `Refresh`).
+        var stamp: UInt64 = 0
 
         var displayName: String? { txt?.displayName }
+
+        /// The address that last announced the instance (a set's `first` would depend on its hashing,
+        /// which differs from run to run and from copy to copy).
+        var lastSource: IPAddress? {
+            if let a = lastFlow?.src.address, sources.contains(a) { return a }
+            return sources.min()
+        }
 
         /// When the instance stops being usable: its SRV (when seen) or PTR expires, whichever first.
         var deadline: Nanos? {
@@ -116,6 +125,8 @@ final class DiscoveryTracker {
         /// address -> (received, expiry)
         var addresses: [IPAddress: (received: Nanos, expiry: Nanos)] = [:]
         var lastSeen: Nanos = 0
+        /// Changes with every write outside the refresh fast path, and when an SRV starts pointing here.
+        var stamp: UInt64 = 0
     }
 
     var instances: [String: Instance] = [:]
@@ -139,11 +150,26 @@ final class DiscoveryTracker {
         static func < (a: Due, b: Due) -> Bool { (a.t, a.key) < (b.t, b.key) }
     }
     var due = Heap<Due>()
+    /// Instances that ended, by last seen (entries go stale when one revives or leaves the table).
+    var ended = Heap<Due>()
+    /// Address expiries by host, earliest first (stale entries are harmless: the host is checked again).
+    var hostDue = Heap<Due>()
     /// Display name -> keys of alive instances with that name (a superset: entries that ended or
     /// changed name are dropped when next looked at).
     var byDisplayName: [String: Set<String>] = [:]
     var messages: UInt64 = 0
     var malformed: UInt64 = 0
+    /// Byte-identical responses seen before, per source (see DiscoveryRefresh.swift).
+    var refreshes: [RefreshKey: Refresh] = [:]
+    /// Responses taken by the fast path (for tests and the bench).
+    var fastRefreshes: UInt64 = 0
+    private var stampCounter: UInt64 = 0
+
+    /// A fresh stamp for a written instance or host.
+    func bump() -> UInt64 {
+        stampCounter &+= 1
+        return stampCounter
+    }
 
     // MARK: - Packets
 
@@ -216,7 +242,7 @@ final class DiscoveryTracker {
         if browseLast.count >= Self.maxInstances { browseLast.removeAll(keepingCapacity: true) }
     }
 
-    private func instanceKey(_ n: DNSName) -> (String, DNSSD.InstanceName)? {
+    func instanceKey(_ n: DNSName) -> (String, DNSSD.InstanceName)? {
         guard let inst = DNSSD.instanceName(n) else { return nil }
         return (n.key, inst)
     }
@@ -232,34 +258,40 @@ final class DiscoveryTracker {
     private func evictInstance() {
         // The gone instance seen longest ago, else the alive one expiring first; ties go to the smaller
         // key, never to the table's (per-process hashed) order, so every run evicts the same one.
-        // One pass over the table's fields: no copies of its instances.
-        var victim: [String: Instance].Index?
-        do {
-            let values = instances.values
-            var oldest: Nanos = .max
-            func before(_ t: Nanos, _ i: [String: Instance].Index, _ best: Nanos) -> Bool {
-                guard let v = victim else { return true }
-                return t < best || (t == best && values[i].key < values[v].key)
-            }
-            for i in values.indices where values[i].state != .alive {
-                let seen = values[i].lastSeen
-                if before(seen, i, oldest) { victim = i; oldest = seen }
-            }
-            if victim == nil {
-                var first: Nanos = .max
-                for i in values.indices {
-                    let d = values[i].deadline ?? .max
-                    if before(d, i, first) { victim = i; first = d }
-                }
+        // Both come off heaps ordered that way (entries that no longer hold are dropped on the way), so
+        // a full table costs a logarithmic step per new instance, not a pass over the table.
+        var victim: String?
+        while let top = ended.min {
+            if let i = instances[top.key], i.state != .alive, i.lastSeen == top.t { victim = top.key; break }
+            _ = ended.removeMin()
+        }
+        if victim == nil {
+            while let top = due.min {
+                if let i = instances[top.key], i.state == .alive, i.deadline == top.t { victim = top.key; break }
+                _ = due.removeMin()
             }
         }
-        if let vi = victim {
-            let v = instances.remove(at: vi).value
+        if victim == nil {
+            // Only alive instances without any expiry left (none on the heaps): the smallest key.
+            victim = instances.keys.min()
+        }
+        if let key = victim, let v = instances.removeValue(forKey: key) {
             if let t = v.srv?.target.key { byTarget[t]?.remove(v.key) }
             if let name = v.displayName {
                 byDisplayName[name]?.remove(v.key)
                 if byDisplayName[name]?.isEmpty == true { byDisplayName[name] = nil }
             }
+        }
+    }
+
+    /// An instance ended (goodbye, expiry): it is an eviction candidate from now on, by last seen.
+    private func noteEnded(_ i: Instance) {
+        ended.insert(Due(t: i.lastSeen, key: i.key))
+        if ended.count > 4 * Self.maxInstances {
+            // Drop the entries that no longer hold (the instance revived, changed or left the table).
+            ended = Heap(ended.unordered.filter { e in
+                instances[e.key].map { $0.state != .alive && $0.lastSeen == e.t } ?? false
+            })
         }
     }
 
@@ -292,10 +324,16 @@ final class DiscoveryTracker {
             }
             if r.ttl == 0 {
                 // Goodbye: RFC 6762 §10.1 keeps it one more second.
-                if h.addresses[addr] != nil { h.addresses[addr] = (t, t &+ CaptureTime.second) }
+                if h.addresses[addr] != nil {
+                    h.addresses[addr] = (t, t &+ CaptureTime.second)
+                    hostDue.insert(Due(t: t &+ CaptureTime.second, key: hk))
+                }
             } else {
                 h.addresses[addr] = (t, t &+ Nanos(r.ttl) &* CaptureTime.second)
+                hostDue.insert(Due(t: t &+ Nanos(r.ttl) &* CaptureTime.second, key: hk))
             }
+            if h.addresses.isEmpty { hostDue.insert(Due(t: t, key: hk)) }
+            h.stamp = bump()
             hosts[hk] = h
         }
 
@@ -323,6 +361,7 @@ final class DiscoveryTracker {
                 if inst.ptrExpiry == nil && inst.srvExpiry == nil && inst.txtExpiry == nil { announcedNow.insert(key) }
                 inst.ptrExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
                 touch(&inst, t, src, input)
+                inst.stamp = bump()
                 instances[key] = inst
                 indexName(inst)
                 touched.append(key)
@@ -346,12 +385,17 @@ final class DiscoveryTracker {
                     byTarget[cur.target.key]?.remove(key)
                     inst.reportedEndpoints = []
                 }
-                if byTarget.count < Self.maxHosts || byTarget[target.key] != nil { byTarget[target.key, default: []].insert(key) }
+                if byTarget.count < Self.maxHosts || byTarget[target.key] != nil,
+                   byTarget[target.key, default: []].insert(key).inserted {
+                    // The host's addresses now resolve one more instance: refreshes cached with it are stale.
+                    if let hi = hosts.index(forKey: target.key) { hosts.values[hi].stamp = bump() }
+                }
                 inst.srvSource = src
                 if inst.ptrExpiry == nil && inst.srvExpiry == nil && inst.txtExpiry == nil { announcedNow.insert(key) }
                 inst.srv = new
                 inst.srvExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
                 touch(&inst, t, src, input)
+                inst.stamp = bump()
                 instances[key] = inst
                 indexName(inst)
                 touched.append(key)
@@ -382,6 +426,7 @@ final class DiscoveryTracker {
                 }
                 inst.txtExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
                 touch(&inst, t, src, input)
+                inst.stamp = bump()
                 instances[key] = inst
                 indexName(inst)
                 touched.append(key)
@@ -427,7 +472,11 @@ final class DiscoveryTracker {
             var a = attrs(i)
             a["record"] = record
             a["known"] = wasKnown ? "true" : "false"
-            if wasKnown { instances[key] = i }
+            if wasKnown {
+                i.stamp = bump()
+                instances[key] = i
+                noteEnded(i)
+            }
             ctx.event(.goodbye, from: hint(i, src), attrs: a)
         }
         // SRV targets whose addresses arrive in a later packet than the SRV.
@@ -452,12 +501,13 @@ final class DiscoveryTracker {
     }
 
     /// Emits `resolved` when the instance's SRV target has addresses not reported before.
-    private func resolve(_ inst: inout Instance, t: Nanos, src: IPAddress?, _ ctx: PluginContext) {
+    func resolve(_ inst: inout Instance, t: Nanos, src: IPAddress?, _ ctx: PluginContext) {
         guard let srv = inst.srv else { return }
         let addrs = addresses(of: srv.target, t: t)
         let endpoints = addrs.map { Endpoint($0, srv.port) }
         guard endpoints.contains(where: { !inst.reportedEndpoints.contains($0) }) else { return }
         if inst.reportedEndpoints.count < 64 { inst.reportedEndpoints.formUnion(endpoints) }
+        inst.stamp = bump()
         instances[inst.key] = inst
         teach(inst, src: nil, ctx)
         var a = attrs(inst)
@@ -490,7 +540,7 @@ final class DiscoveryTracker {
         inst.reportedEndpoints = []
     }
 
-    private func touch(_ inst: inout Instance, _ t: Nanos, _ src: IPAddress?, _ input: PluginInput) {
+    func touch(_ inst: inout Instance, _ t: Nanos, _ src: IPAddress?, _ input: PluginInput) {
         inst.lastSeen = t
         inst.lastEvidence = input.evidence
         inst.lastFlow = input.flow
@@ -546,10 +596,10 @@ final class DiscoveryTracker {
     }
 
     private func hint(_ inst: Instance, _ src: IPAddress?) -> PeerHint {
-        PeerHint(peerID: inst.peerID, displayName: inst.displayName, address: src ?? inst.sources.first)
+        PeerHint(peerID: inst.peerID, displayName: inst.displayName, address: src ?? inst.lastSource)
     }
 
-    private func teach(_ inst: Instance, src: IPAddress?, _ ctx: PluginContext) {
+    func teach(_ inst: Instance, src: IPAddress?, _ ctx: PluginContext) {
         guard let id = inst.peerID else { return }
         let dir = ctx.directory
         dir.learn(peerID: id, displayName: inst.displayName)
@@ -605,7 +655,7 @@ final class DiscoveryTracker {
             a["otherPeerID"] = PeerIdentity.idString(oid)
             a["otherInstance"] = other.fullName
             ctx.event(.nameConflict, from: hint(inst, nil),
-                      to: PeerHint(peerID: oid, displayName: other.displayName, address: other.sources.first), attrs: a)
+                      to: PeerHint(peerID: oid, displayName: other.displayName, address: other.lastSource), attrs: a)
         }
     }
 
@@ -620,7 +670,9 @@ final class DiscoveryTracker {
             guard var i = instances[top.key], i.state == .alive, let d = i.deadline, d == top.t else { continue }
             expired.append(i)
             i.state = .expired
+            i.stamp = bump()
             instances[top.key] = i
+            noteEnded(i)
         }
         nextDeadline = due.min?.t ?? .max
         for inst in expired.sorted(by: { ($0.deadline ?? 0, $0.key) < ($1.deadline ?? 0, $1.key) }) {
@@ -630,10 +682,12 @@ final class DiscoveryTracker {
             ctx.event(PeerEvent(kind: .expired, t: inst.deadline ?? t, evidence: inst.lastEvidence,
                                 from: hint(inst, nil), flow: inst.lastFlow, source: ctx.currentPlugin, attrs: a))
         }
-        // Host addresses past their TTL.
-        for (k, h) in hosts {
+        // Host addresses past their TTL: only the hosts with an address due are looked at.
+        while let top = hostDue.min, top.t <= t {
+            _ = hostDue.removeMin()
+            guard let h = hosts[top.key] else { continue }
             let live = h.addresses.filter { $0.value.expiry > t }
-            if live.isEmpty { hosts[k] = nil } else if live.count != h.addresses.count { hosts[k]?.addresses = live }
+            if live.isEmpty { hosts[top.key] = nil } else if live.count != h.addresses.count { hosts[top.key]?.addresses = live }
         }
         if browseLast.count > 1024 { pruneBrowse(t) }
     }
