@@ -13,6 +13,8 @@ public struct AnalysisOptions {
     public var engine: EngineOptions
     public var logOptions: LogOptions
     public var detectors: DetectorConfig
+    /// Told how far reading the captures got (see `PeerscopeRun.Progress`); nil shows nothing.
+    public var progress: PeerscopeRun.Progress?
 
     public init(captures: [String] = [], logs: [String] = [], engine: EngineOptions = EngineOptions(),
                 logOptions: LogOptions = LogOptions(), detectors: DetectorConfig = .defaults) {
@@ -112,7 +114,7 @@ public enum PeerscopeAnalysis {
             run = RunResult(inputs: [], directory: engine.directory)
         } else {
             do {
-                run = try PeerscopeRun.run(paths: options.captures, engine: engine)
+                run = try PeerscopeRun.run(paths: options.captures, engine: engine, progress: options.progress)
             } catch {
                 if options.logs.isEmpty { throw error }
                 // Logs may still tell the story: carry on with them.

@@ -158,7 +158,11 @@ struct AnalysisArguments: ParsableArguments {
     /// input at all can be read and `emptyReportOnFailure`, the result is an empty report that says
     /// so (`complete` false, the problem in `inputProblems`), for the caller to write before exiting 3.
     func analyze(_ files: [String], emptyReportOnFailure: Bool = false) throws -> Analysis {
-        let options = try analysisOptions(files: files)
+        var options = try analysisOptions(files: files)
+        // Bytes read, rate and time left on a terminal's standard error (erased before the report).
+        let progress = ProgressLine.make()
+        options.progress = progress?.callback
+        defer { progress?.finish() }
         do {
             return try PeerscopeAnalysis.analyze(options)
         } catch {

@@ -49,10 +49,13 @@ struct Decode: ParsableCommand {
         let only = Set(plugins)
         let multi = files.count > 1
         let result: RunResult
+        // Progress on a terminal's standard error, unless the lines themselves go to that screen.
+        let progress = ProgressLine.make(unlessStdoutIsTerminal: true)
+        defer { progress?.finish() }
         do {
             result = try PeerscopeRun.decode(
                 paths: files, options: DecodeOptions(showPayloads: showPayloads, wantsMessages: true),
-                collectEvents: false
+                collectEvents: false, progress: progress?.callback
             ) { m in
                 if only.isEmpty || only.contains(m.plugin) { out.jsonLine(m.json(includeInput: multi)) }
             }
@@ -77,6 +80,7 @@ struct Decode: ParsableCommand {
             }
         }
         out.finish()
+        progress?.finish()
         for p in result.inputProblems { printError(p) }
         if !result.complete { throw ExitCode(ExitStatus.input) }
     }
