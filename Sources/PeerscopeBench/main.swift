@@ -194,6 +194,9 @@ func stages(_ path: String) {
     let engine = Engine(options: PeerscopeAnalysis.engineOptions(AnalysisOptions(captures: [path])))
     guard let run = try? PeerscopeRun.run(paths: [path], engine: engine) else { print("cannot read \(path)"); return }
     print("  engine: \(run.stats.frames) frames -> \(run.events.count) events kept (\(engine.foldedEvents) folded into runs) in \(fmt(now() - t, 2)) s; \(rss())")
+    var kinds: [String: Int] = [:]
+    for e in run.events { kinds[e.kind.rawValue, default: 0] += 1 }
+    print("  events by kind: " + kinds.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(8).map { "\($0.key) \($0.value)" }.joined(separator: ", "))
     t = now()
     let builder = TimelineBuilder(directory: run.directory)
     builder.add(contentsOf: run.events)

@@ -136,6 +136,14 @@ final class DiscoveryTracker {
         var name: String
     }
     var browseLast: [BrowseKey: Nanos] = [:]
+    /// `browseLast`'s times, earliest first (an entry goes stale when its name is queried again).
+    struct BrowseDue: Comparable {
+        var t: Nanos
+        var key: BrowseKey
+        static func < (a: BrowseDue, b: BrowseDue) -> Bool { a.t < b.t }
+        static func == (a: BrowseDue, b: BrowseDue) -> Bool { a.t == b.t && a.key == b.key }
+    }
+    var browseDue = Heap<BrowseDue>()
     var browsers: [IPAddress: Set<String>] = [:]
     var serviceStats: [String: (instances: Set<String>, queries: Int, mpc: Set<String>)] = [:]
     var reportedConflicts: Set<String> = []
@@ -213,6 +221,7 @@ final class DiscoveryTracker {
             if let last = browseLast[throttleKey], t &- last < Self.browseWindow, t >= last { continue }
             if browseLast.count >= Self.maxInstances { pruneBrowse(t) }
             browseLast[throttleKey] = t
+            browseDue.insert(BrowseDue(t: t, key: throttleKey))
             noteService(service, query: true)
             if let src, browsers.count < Self.maxHosts || browsers[src] != nil {
                 browsers[src, default: []].insert(service)
@@ -238,8 +247,16 @@ final class DiscoveryTracker {
     }
 
     private func pruneBrowse(_ t: Nanos) {
-        browseLast = browseLast.filter { t &- $0.value < Self.browseWindow }
-        if browseLast.count >= Self.maxInstances { browseLast.removeAll(keepingCapacity: true) }
+        // Drops the entries older than the window, as `browseLast.filter { t &- $0.value < window }`
+        // would, but visits only those (earliest first), not the whole table every second.
+        while let top = browseDue.min, top.t <= t, t &- top.t >= Self.browseWindow {
+            _ = browseDue.removeMin()
+            if browseLast[top.key] == top.t { browseLast[top.key] = nil }
+        }
+        if browseLast.count >= Self.maxInstances {
+            browseLast.removeAll(keepingCapacity: true)
+            browseDue = Heap()
+        }
     }
 
     func instanceKey(_ n: DNSName) -> (String, DNSSD.InstanceName)? {
@@ -667,7 +684,11 @@ final class DiscoveryTracker {
         var expired: [Instance] = []
         while let top = due.min, top.t <= t {
             _ = due.removeMin()
-            guard var i = instances[top.key], i.state == .alive, let d = i.deadline, d == top.t else { continue }
+            // Most entries are stale (the instance was refreshed since): look before copying it out.
+            guard let x = instances.index(forKey: top.key), instances.values[x].state == .alive,
+                  instances.values[x].srvExpiry == top.t || instances.values[x].ptrExpiry == top.t
+                      || instances.values[x].txtExpiry == top.t,
+                  var i = Optional(instances.values[x]), let d = i.deadline, d == top.t else { continue }
             expired.append(i)
             i.state = .expired
             i.stamp = bump()
@@ -690,6 +711,10 @@ final class DiscoveryTracker {
             if live.isEmpty { hosts[top.key] = nil } else if live.count != h.addresses.count { hosts[top.key]?.addresses = live }
         }
         if browseLast.count > 1024 { pruneBrowse(t) }
+        if browseDue.count > 4096 + 2 * browseLast.count {
+            // Entries of queries answered again since: keep one per throttled name.
+            browseDue = Heap(browseLast.map { BrowseDue(t: $0.value, key: $0.key) })
+        }
     }
 
     // MARK: - Summary
