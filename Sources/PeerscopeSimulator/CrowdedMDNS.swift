@@ -6,19 +6,11 @@
 // traffic (TCP 443 with handshakes and FINs, QUIC, DNS) that analysis must pass over.
 import Foundation
 
-/// SplitMix64: small, fast, the same numbers on every machine.
-struct CrowdSplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func int(_ n: Int) -> Int { Int(next() % UInt64(max(1, n))) }
-    mutating func chance(_ perMille: Int) -> Bool { int(1000) < perMille }
-    mutating func pick<T>(_ a: [T]) -> T { a[int(a.count)] }
+extension SimRandom {
+    /// Uniform in 0 ..< n (0 when n < 1).
+    mutating func below(_ n: Int) -> Int { n < 1 ? 0 : int(0 ... n - 1) }
+    mutating func chance(_ perMille: Int) -> Bool { below(1000) < perMille }
+    mutating func pick<T>(_ a: [T]) -> T { a[below(a.count)] }
 }
 
 /// Classic pcap (microseconds, Ethernet) written in 8 MiB blocks.
@@ -62,44 +54,15 @@ final class CrowdPcapFile {
     }
 }
 
-/// Ethernet + IPv4/IPv6 + UDP/TCP framing (IPv4 header checksums filled in, UDP checksums left 0).
+/// Ethernet frames around the simulator's IP layers.
 enum CrowdFrames {
-    static func ipv4(src: [UInt8], dst: [UInt8], proto: UInt8, id: UInt16, _ l4: [UInt8], srcMAC: [UInt8], dstMAC: [UInt8]) -> [UInt8] {
-        var f = dstMAC + srcMAC + [0x08, 0x00]
-        let total = 20 + l4.count
-        var ip: [UInt8] = [0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), UInt8(id >> 8), UInt8(id & 0xFF), 0x40, 0,
-                           proto == 17 && dst[0] == 224 ? 255 : 64, proto, 0, 0]
-        ip += src + dst
-        var sum: UInt32 = 0
-        for i in stride(from: 0, to: 20, by: 2) { sum += UInt32(ip[i]) << 8 | UInt32(ip[i + 1]) }
-        while sum > 0xFFFF { sum = (sum & 0xFFFF) + (sum >> 16) }
-        let c = ~UInt16(sum)
-        ip[10] = UInt8(c >> 8)
-        ip[11] = UInt8(c & 0xFF)
-        f += ip
-        f += l4
-        return f
+    static func ipv4(src: [UInt8], dst: [UInt8], proto: IPProto, id: UInt16, _ l4: [UInt8], srcMAC: [UInt8], dstMAC: [UInt8]) -> [UInt8] {
+        dstMAC + srcMAC + [0x08, 0x00]
+            + IPLayer.ipv4(src: src, dst: dst, proto: proto, ttl: dst[0] == 224 ? 255 : 64, id: id, dontFragment: true, payload: l4)
     }
 
-    static func ipv6(src: [UInt8], dst: [UInt8], proto: UInt8, _ l4: [UInt8], srcMAC: [UInt8], dstMAC: [UInt8]) -> [UInt8] {
-        var f = dstMAC + srcMAC + [0x86, 0xDD]
-        f += [0x60, 0, 0, 0, UInt8(l4.count >> 8), UInt8(l4.count & 0xFF), proto, 255]
-        f += src + dst
-        f += l4
-        return f
-    }
-
-    static func udp(_ sport: UInt16, _ dport: UInt16, _ payload: [UInt8]) -> [UInt8] {
-        let len = 8 + payload.count
-        return [UInt8(sport >> 8), UInt8(sport & 0xFF), UInt8(dport >> 8), UInt8(dport & 0xFF),
-                UInt8(len >> 8), UInt8(len & 0xFF), 0, 0] + payload
-    }
-
-    static func tcp(_ sport: UInt16, _ dport: UInt16, seq: UInt32, ack: UInt32, flags: UInt8, _ payload: [UInt8]) -> [UInt8] {
-        var h: [UInt8] = [UInt8(sport >> 8), UInt8(sport & 0xFF), UInt8(dport >> 8), UInt8(dport & 0xFF)]
-        for v in [seq, ack] { h += [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
-        h += [0x50, flags, 0xFF, 0xFF, 0, 0, 0, 0]
-        return h + payload
+    static func ipv6(src: [UInt8], dst: [UInt8], proto: IPProto, _ l4: [UInt8], srcMAC: [UInt8], dstMAC: [UInt8]) -> [UInt8] {
+        dstMAC + srcMAC + [0x86, 0xDD] + IPLayer.ipv6(src: src, dst: dst, proto: proto, hopLimit: 255, flowLabel: 0, payload: l4)
     }
 }
 
@@ -203,17 +166,17 @@ public enum CrowdedMDNS {
 
     static func hex(_ b: [UInt8], _ sep: String = "") -> String { b.map { String(format: "%02X", $0) }.joined(separator: sep) }
 
-    static func makeHost(_ i: Int, _ rng: inout CrowdSplitMix, _ used: inout [String: Int]) -> Host {
+    static func makeHost(_ i: Int, _ rng: inout SimRandom, _ used: inout [String: Int]) -> Host {
         // Names are unique as mDNS makes them: the second "Anna’s iPhone" becomes "Anna’s iPhone (2)".
         func unique(_ name: String, _ sep: String) -> String {
             let n = used[name, default: 0] + 1
             used[name] = n
             return n == 1 ? name : (sep == " " ? "\(name) (\(n))" : "\(name)-\(n)")
         }
-        let mac: [UInt8] = [0x02, UInt8(i >> 16 & 0xFF), UInt8(i >> 8 & 0xFF), UInt8(i & 0xFF), UInt8(rng.int(256)), UInt8(rng.int(256))]
+        let mac: [UInt8] = [0x02, UInt8(i >> 16 & 0xFF), UInt8(i >> 8 & 0xFF), UInt8(i & 0xFF), UInt8(rng.below(256)), UInt8(rng.below(256))]
         let v4: [UInt8] = [10, UInt8(20 + i / 60000), UInt8(i / 250 % 240), UInt8(i % 250 + 2)]
         let v6: [UInt8] = [0xFE, 0x80, 0, 0, 0, 0, 0, 0, mac[0] ^ 2, mac[1], mac[2], 0xFF, 0xFE, mac[3], mac[4], mac[5]]
-        let kind = rng.int(100)
+        let kind = rng.below(100)
         let person = rng.pick(first)
         var services: [Service] = []
         var hostLabel: String
@@ -224,24 +187,24 @@ public enum CrowdedMDNS {
             let device = rng.pick(devices)
             let display = unique("\(person)’s \(device)", " ")
             hostLabel = unique("\(person)s-\(device.replacingOccurrences(of: " ", with: "-"))", "-")
-            let model = device.hasPrefix("iP") ? "iPhone15,\(2 + rng.int(3))" : "Mac14,\(2 + rng.int(12))"
+            let model = device.hasPrefix("iP") ? "iPhone15,\(2 + rng.below(3))" : "Mac14,\(2 + rng.below(12))"
             if device != "Apple Watch" {
                 services.append(Service(type: "_airplay._tcp", instance: display, port: 7000,
                                         txt: ["acl=0", "deviceid=\(deviceID)", "features=0x4A7FDFD5,0xBC157FDE", "flags=0x244",
-                                              "model=\(model)", "pk=\(hex((0 ..< 32).map { _ in UInt8(rng.int(256)) }).lowercased())",
-                                              "protovers=1.1", "srcvers=670.6.2", "osvers=17.\(rng.int(6)).\(rng.int(3))"]))
+                                              "model=\(model)", "pk=\(hex((0 ..< 32).map { _ in UInt8(rng.below(256)) }).lowercased())",
+                                              "protovers=1.1", "srcvers=670.6.2", "osvers=17.\(rng.below(6)).\(rng.below(3))"]))
                 services.append(Service(type: "_raop._tcp", instance: "\(hex(mac))@\(display)", port: 7000,
                                         txt: ["cn=0,1,2,3", "da=true", "et=0,3,5", "ft=0x4A7FDFD5,0xBC157FDE", "md=0,1,2",
                                               "am=\(model)", "sf=0x44", "tp=UDP", "vn=65537", "vs=670.6.2", "ov=17.4"]))
             }
-            services.append(Service(type: "_companion-link._tcp", instance: display, port: UInt16(49152 + rng.int(16000)),
-                                    txt: ["rpBA=\(hex((0 ..< 6).map { _ in UInt8(rng.int(256)) }, ":"))", "rpFl=0x20000", "rpHN=\(hex([UInt8(rng.int(256)), UInt8(rng.int(256))]))",
+            services.append(Service(type: "_companion-link._tcp", instance: display, port: UInt16(49152 + rng.below(16000)),
+                                    txt: ["rpBA=\(hex((0 ..< 6).map { _ in UInt8(rng.below(256)) }, ":"))", "rpFl=0x20000", "rpHN=\(hex([UInt8(rng.below(256)), UInt8(rng.below(256))]))",
                                           "rpMac=0", "rpVr=510.60.4"]))
             services.append(Service(type: "_device-info._tcp", instance: display, port: 0, txt: ["model=\(model)", "osxvers=23"]))
-            if rng.int(3) == 0 {
+            if rng.below(3) == 0 {
                 let peer = base36(rng.next() % 0x7FFF_FFFF_FFFF_FFFF)
-                services.append(Service(type: rng.pick(mpcServices), instance: peer, port: UInt16(49152 + rng.int(16000)),
-                                        txt: ["_d=\(display)", "room=\(rng.int(40))", "__private=no"]))
+                services.append(Service(type: rng.pick(mpcServices), instance: peer, port: UInt16(49152 + rng.below(16000)),
+                                        txt: ["_d=\(display)", "room=\(rng.below(40))", "__private=no"]))
                 browses.append(services.last?.type ?? "_peerchat._tcp")
             }
             browses += ["_airplay._tcp", "_companion-link._tcp"]
@@ -249,17 +212,17 @@ public enum CrowdedMDNS {
             let model = rng.pick(printers)
             let display = "\(model) [\(hex([mac[3], mac[4], mac[5]]))]"
             hostLabel = "\(model.split(separator: " ").first ?? "PRN")-\(hex([mac[4], mac[5]]))-\(i)"
-            let uuid = "\(hex((0 ..< 4).map { _ in UInt8(rng.int(256)) }))-0000-1000-8000-\(hex(mac))".lowercased()
-            let common = ["txtvers=1", "qtotal=1", "ty=\(model)", "product=(\(model))", "note=Floor \(rng.int(5))",
+            let uuid = "\(hex((0 ..< 4).map { _ in UInt8(rng.below(256)) }))-0000-1000-8000-\(hex(mac))".lowercased()
+            let common = ["txtvers=1", "qtotal=1", "ty=\(model)", "product=(\(model))", "note=Floor \(rng.below(5))",
                           "pdl=application/pdf,image/urf,image/pwg-raster", "UUID=\(uuid)", "Color=T", "Duplex=T", "URF=CP1,IS1-5-7,MT1-2-3-4-5-8-10-11-12-13,RS300,SRGB24,V1.4,W8,DM1"]
             services.append(Service(type: "_ipp._tcp", instance: display, port: 631, txt: common + ["rp=ipp/print"]))
             services.append(Service(type: "_printer._tcp", instance: display, port: 515, txt: common + ["rp=auto"]))
             services.append(Service(type: "_http._tcp", instance: display, port: 80, txt: []))
         } else if kind < 92 {
             let room = rng.pick(tvs)
-            hostLabel = "Chromecast-\(hex((0 ..< 16).map { _ in UInt8(rng.int(256)) }).lowercased())"
+            hostLabel = "Chromecast-\(hex((0 ..< 16).map { _ in UInt8(rng.below(256)) }).lowercased())"
             services.append(Service(type: "_googlecast._tcp", instance: hostLabel, port: 8009,
-                                    txt: ["id=\(hex((0 ..< 16).map { _ in UInt8(rng.int(256)) }).lowercased())", "cd=\(hex((0 ..< 16).map { _ in UInt8(rng.int(256)) }))",
+                                    txt: ["id=\(hex((0 ..< 16).map { _ in UInt8(rng.below(256)) }).lowercased())", "cd=\(hex((0 ..< 16).map { _ in UInt8(rng.below(256)) }))",
                                           "rm=", "ve=05", "md=Chromecast", "ic=/setup/icon.png", "fn=\(room) TV", "ca=201221", "st=0", "bs=FA8F\(hex([mac[4], mac[5]]))", "nf=1", "rs="]))
         } else {
             let person2 = rng.pick(first)
@@ -269,8 +232,8 @@ public enum CrowdedMDNS {
             browses.append("_smb._tcp")
         }
         // Refresh every 20-100 s: mDNSResponder answers queries and re-announces well within the TTLs.
-        return Host(hostLabel: hostLabel, v4: v4, v6: rng.int(2) == 0 ? v6 : nil, mac: mac, services: services,
-                    interval: Int64(20 + rng.int(80)) * 1_000_000, browses: browses)
+        return Host(hostLabel: hostLabel, v4: v4, v6: rng.below(2) == 0 ? v6 : nil, mac: mac, services: services,
+                    interval: Int64(20 + rng.below(80)) * 1_000_000, browses: browses)
     }
 
     static func split(_ type: String) -> [String] { type.split(separator: ".").map(String.init) }
@@ -330,50 +293,59 @@ public enum CrowdedMDNS {
             var cseq: UInt32, sseq: UInt32, step: Int, length: Int
         }
         var conns: [Conn] = []
-        var rng: CrowdSplitMix
+        var rng: SimRandom
         var ipID: UInt16 = 1
         let router: [UInt8] = [0x02, 0xAA, 0, 0, 0, 1]
 
         mutating func next(_ hosts: [Host]) -> [UInt8] {
             ipID &+= 1
-            let roll = rng.int(100)
+            let roll = rng.below(100)
             if roll < 12 {
                 // QUIC / UDP 443, both ways.
-                let h = hosts[rng.int(hosts.count)]
-                let server: [UInt8] = [17, 253, UInt8(rng.int(200)), UInt8(1 + rng.int(250))]
-                let n = rng.chance(150) ? 1200 + rng.int(150) : 40 + rng.int(60)
-                let payload = [UInt8(0x40 | rng.int(64))] + (0 ..< n).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
-                return rng.int(2) == 0
-                    ? CrowdFrames.ipv4(src: h.v4, dst: server, proto: 17, id: ipID, CrowdFrames.udp(UInt16(50000 + rng.int(10000)), 443, payload), srcMAC: h.mac, dstMAC: router)
-                    : CrowdFrames.ipv4(src: server, dst: h.v4, proto: 17, id: ipID, CrowdFrames.udp(443, UInt16(50000 + rng.int(10000)), payload), srcMAC: router, dstMAC: h.mac)
+                let h = hosts[rng.below(hosts.count)]
+                let server: [UInt8] = [17, 253, UInt8(rng.below(200)), UInt8(1 + rng.below(250))]
+                let n = rng.chance(150) ? 1200 + rng.below(150) : 40 + rng.below(60)
+                let payload = [UInt8(0x40 | rng.below(64))] + (0 ..< n).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+                return rng.below(2) == 0
+                    ? CrowdFrames.ipv4(src: h.v4, dst: server, proto: .udp, id: ipID,
+                                       IPLayer.udp(src: h.v4, dst: server, sport: UInt16(50000 + rng.below(10000)), dport: 443, payload: payload),
+                                       srcMAC: h.mac, dstMAC: router)
+                    : CrowdFrames.ipv4(src: server, dst: h.v4, proto: .udp, id: ipID,
+                                       IPLayer.udp(src: server, dst: h.v4, sport: 443, dport: UInt16(50000 + rng.below(10000)), payload: payload),
+                                       srcMAC: router, dstMAC: h.mac)
             }
             if roll < 16 {
-                let h = hosts[rng.int(hosts.count)]
+                let h = hosts[rng.below(hosts.count)]
                 var w = CrowdDNSWriter(response: false)
                 w.out[2] = 1
-                w.question(["www", "example\(rng.int(500))", "com"], type: 1)
-                return CrowdFrames.ipv4(src: h.v4, dst: [10, 0, 0, 1], proto: 17, id: ipID, CrowdFrames.udp(UInt16(30000 + rng.int(30000)), 53, w.out),
+                w.question(["www", "example\(rng.below(500))", "com"], type: 1)
+                return CrowdFrames.ipv4(src: h.v4, dst: [10, 0, 0, 1], proto: .udp, id: ipID,
+                                        IPLayer.udp(src: h.v4, dst: [10, 0, 0, 1], sport: UInt16(30000 + rng.below(30000)), dport: 53, payload: w.out),
                                    srcMAC: h.mac, dstMAC: router)
             }
             if conns.count < 64 || rng.chance(20) {
-                let h = hosts[rng.int(hosts.count)]
-                conns.append(Conn(client: h.v4, server: [142, 250, UInt8(rng.int(256)), UInt8(1 + rng.int(250))],
-                                  cport: UInt16(49152 + rng.int(16000)), mac: h.mac, cseq: UInt32(truncatingIfNeeded: rng.next()),
-                                  sseq: UInt32(truncatingIfNeeded: rng.next()), step: 0, length: 20 + rng.int(200)))
+                let h = hosts[rng.below(hosts.count)]
+                conns.append(Conn(client: h.v4, server: [142, 250, UInt8(rng.below(256)), UInt8(1 + rng.below(250))],
+                                  cport: UInt16(49152 + rng.below(16000)), mac: h.mac, cseq: UInt32(truncatingIfNeeded: rng.next()),
+                                  sseq: UInt32(truncatingIfNeeded: rng.next()), step: 0, length: 20 + rng.below(200)))
             }
-            let ci = rng.int(conns.count)
+            let ci = rng.below(conns.count)
             var c = conns[ci]
             defer {
                 if c.step > c.length + 4 { conns.remove(at: ci) } else { conns[ci] = c }
             }
             let id = ipID, router = self.router
-            func up(_ flags: UInt8, _ p: [UInt8]) -> [UInt8] {
-                CrowdFrames.ipv4(src: c.client, dst: c.server, proto: 6, id: id,
-                            CrowdFrames.tcp(c.cport, 443, seq: c.cseq, ack: c.sseq, flags: flags, p), srcMAC: c.mac, dstMAC: router)
+            func up(_ bits: UInt8, _ p: [UInt8]) -> [UInt8] {
+                let flags = IPLayer.TCPFlags(rawValue: bits)
+                return CrowdFrames.ipv4(src: c.client, dst: c.server, proto: .tcp, id: id,
+                                 IPLayer.tcp(src: c.client, dst: c.server, sport: c.cport, dport: 443, seq: c.cseq, ack: c.sseq,
+                                             flags: flags, window: 0xFFFF, payload: p), srcMAC: c.mac, dstMAC: router)
             }
-            func down(_ flags: UInt8, _ p: [UInt8]) -> [UInt8] {
-                CrowdFrames.ipv4(src: c.server, dst: c.client, proto: 6, id: id,
-                            CrowdFrames.tcp(443, c.cport, seq: c.sseq, ack: c.cseq, flags: flags, p), srcMAC: router, dstMAC: c.mac)
+            func down(_ bits: UInt8, _ p: [UInt8]) -> [UInt8] {
+                let flags = IPLayer.TCPFlags(rawValue: bits)
+                return CrowdFrames.ipv4(src: c.server, dst: c.client, proto: .tcp, id: id,
+                                 IPLayer.tcp(src: c.server, dst: c.client, sport: 443, dport: c.cport, seq: c.sseq, ack: c.cseq,
+                                             flags: flags, window: 0xFFFF, payload: p), srcMAC: router, dstMAC: c.mac)
             }
             defer { c.step += 1 }
             switch c.step {
@@ -388,7 +360,7 @@ public enum CrowdedMDNS {
             default:
                 // Mostly ACKs and small segments, as on a busy Wi-Fi capture.
                 if c.step % 4 != 0 { return up(0x10, []) }
-                let data = (0 ..< (rng.chance(250) ? 1448 : 80 + rng.int(400))).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+                let data = (0 ..< (rng.chance(250) ? 1448 : 80 + rng.below(400))).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
                 let f = down(0x18, data)
                 c.sseq &+= UInt32(data.count)
                 return f
@@ -400,16 +372,16 @@ public enum CrowdedMDNS {
     /// Writes a classic pcap of about `packets` packets to `path`, `mdnsShare` percent of them mDNS from
     /// `hostCount` hosts. The same arguments always give the same bytes. Returns (frames, bytes, mDNS frames).
     public static func write(path: String, packets: Int, hostCount: Int = 3000, mdnsShare: Int = 40, seed: UInt64 = 13) throws -> (frames: Int, bytes: Int, mdns: Int) {
-        var rng = CrowdSplitMix(state: seed)
+        var rng = SimRandom(seed: seed)
         var used: [String: Int] = [:]
         var hosts = (0 ..< hostCount).map { makeHost($0, &rng, &used) }
         let file = try CrowdPcapFile(path: path)
-        var filler = Filler(rng: CrowdSplitMix(state: seed &+ 1))
+        var filler = Filler(rng: SimRandom(seed: seed &+ 1))
         var due = MinHeap<Due>()
         let start: Int64 = 1_767_225_600 * 1_000_000  // 2026-01-01T00:00:00Z
         for i in hosts.indices {
-            due.insert(Due(t: start + Int64(rng.int(Int(hosts[i].interval))), host: i, isQuery: false))
-            if !hosts[i].browses.isEmpty { due.insert(Due(t: start + Int64(rng.int(120_000_000)), host: i, isQuery: true)) }
+            due.insert(Due(t: start + Int64(rng.below(Int(hosts[i].interval))), host: i, isQuery: false))
+            if !hosts[i].browses.isEmpty { due.insert(Due(t: start + Int64(rng.below(120_000_000)), host: i, isQuery: true)) }
         }
         let mdnsMAC: [UInt8] = [0x01, 0x00, 0x5E, 0x00, 0x00, 0xFB], mdns6MAC: [UInt8] = [0x33, 0x33, 0, 0, 0, 0xFB]
         let group4: [UInt8] = [224, 0, 0, 251]
@@ -425,14 +397,14 @@ public enum CrowdedMDNS {
             var h = hosts[d.host]
             var payload: [UInt8]?
             if d.isQuery {
-                due.insert(Due(t: d.t + Int64(60 + rng.int(120)) * 1_000_000, host: d.host, isQuery: true))
+                due.insert(Due(t: d.t + Int64(60 + rng.below(120)) * 1_000_000, host: d.host, isQuery: true))
                 if !h.away, let t = h.browses.first {
-                    let known = Array((byType[t] ?? []).dropFirst(rng.int(max(1, (byType[t] ?? []).count))).prefix(rng.int(6)))
+                    let known = Array((byType[t] ?? []).dropFirst(rng.below(max(1, (byType[t] ?? []).count))).prefix(rng.below(6)))
                     payload = query(h.browses, known: known)
                 }
             } else {
-                var next = d.t + h.interval + Int64(rng.int(2_000_000))
-                let r = rng.int(1000)
+                var next = d.t + h.interval + Int64(rng.below(2_000_000))
+                let r = rng.below(1000)
                 if h.away {
                     // Back after its sleep: announce again.
                     h.away = false
@@ -441,11 +413,11 @@ public enum CrowdedMDNS {
                     // A goodbye (TTL 0), back after 5-15 minutes.
                     payload = response(h, goodbye: true)
                     h.away = true
-                    next = d.t + Int64(300 + rng.int(600)) * 1_000_000
+                    next = d.t + Int64(300 + rng.below(600)) * 1_000_000
                 } else if r < 12, !h.services.isEmpty {
                     // A TXT change: status, a new OS version, a room change.
-                    let si = rng.int(h.services.count)
-                    h.services[si].txt.append("seq=\(rng.int(1000))")
+                    let si = rng.below(h.services.count)
+                    h.services[si].txt.append("seq=\(rng.below(1000))")
                     if h.services[si].txt.count > 14 { h.services[si].txt.removeFirst() }
                     announcement[d.host] = nil
                 } else if r < 15 {
@@ -455,7 +427,7 @@ public enum CrowdedMDNS {
                 } else if r < 18 {
                     // Gone without a goodbye: its records expire; back much later.
                     h.away = true
-                    next = d.t + Int64(400 + rng.int(600)) * 1_000_000
+                    next = d.t + Int64(400 + rng.below(600)) * 1_000_000
                     payload = nil
                     hosts[d.host] = h
                     due.insert(Due(t: next, host: d.host, isQuery: false))
@@ -472,8 +444,10 @@ public enum CrowdedMDNS {
             ipID &+= 1
             let useV6 = h.v6 != nil && d.host % 2 == 0
             let frame = useV6
-                ? CrowdFrames.ipv6(src: h.v6 ?? [], dst: group6, proto: 17, CrowdFrames.udp(5353, 5353, payload), srcMAC: h.mac, dstMAC: mdns6MAC)
-                : CrowdFrames.ipv4(src: h.v4, dst: group4, proto: 17, id: ipID, CrowdFrames.udp(5353, 5353, payload), srcMAC: h.mac, dstMAC: mdnsMAC)
+                ? CrowdFrames.ipv6(src: h.v6 ?? [], dst: group6, proto: .udp,
+                                   IPLayer.udp(src: h.v6 ?? [], dst: group6, sport: 5353, dport: 5353, payload: payload), srcMAC: h.mac, dstMAC: mdns6MAC)
+                : CrowdFrames.ipv4(src: h.v4, dst: group4, proto: .udp, id: ipID,
+                                   IPLayer.udp(src: h.v4, dst: group4, sport: 5353, dport: 5353, payload: payload), srcMAC: h.mac, dstMAC: mdnsMAC)
             file.write(micros: d.t, frame)
             mdns += 1
             // Ordinary traffic in between, spread over the time to the next mDNS packet.
