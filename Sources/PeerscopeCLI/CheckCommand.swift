@@ -213,7 +213,7 @@ struct Check: ParsableCommand {
             ])
             let out = try OutputSink(path: outputDir + "/summary.json")
             out.write(summary.prettyText + "\n")
-            out.finish()
+            try out.finish()
         }
         if rows.contains(where: { !$0.complete }) { throw ExitCode(ExitStatus.input) }
         let failed = rows.filter { $0.failing > 0 }.count
@@ -325,7 +325,7 @@ struct Diff: ParsableCommand {
         let d = ReportDiff(old: a, new: b)
         let out = try OutputSink(path: output)
         out.write(format == .json ? d.json.prettyText + "\n" : d.text)
-        out.finish()
+        try out.finish()
         if !d.newFindings(atLeast: failOn).isEmpty { throw ExitCode(ExitStatus.findings) }
     }
 }
