@@ -158,60 +158,32 @@ struct AnalysisArguments: ParsableArguments {
     /// input at all can be read and `emptyReportOnFailure`, the result is an empty report that says
     /// so (`complete` false, the problem in `inputProblems`), for the caller to write before exiting 3.
     func analyze(_ files: [String], emptyReportOnFailure: Bool = false) throws -> Analysis {
-        let options = try analysisOptions(files: files)
+        let session = try session(files: files)
         do {
-            return try PeerscopeAnalysis.analyze(options)
+            return try session.finish()
         } catch {
             guard emptyReportOnFailure else { throw CommandFailure(message: error.description, status: ExitStatus.input) }
-            var o = options
-            o.captures = options.captures + options.logs
-            o.logs = []
-            let engine = Engine(options: PeerscopeAnalysis.engineOptions(o))
-            engine.finish()
-            let run = RunResult(inputs: o.captures,
-                                diagnostics: [Diagnostic(id: "input.unreadable", severity: .error, message: error.description)],
-                                complete: false, inputProblems: [error.description], directory: engine.directory,
-                                diagnosticCounts: ["input.unreadable": 1])
             do {
-                return try PeerscopeAnalysis.finish(engine: engine, run: run, options: o)
+                return try session.unreadableAnalysis(error)
             } catch {
                 throw CommandFailure(message: error.description, status: ExitStatus.input)
             }
         }
     }
 
-    /// File name endings that say "capture": such a file is read as a capture whatever its bytes, so
-    /// a text file named `x.pcapng` is "not a capture file" (exit 3), never a log.
-    static let captureExtensions = [".pcap", ".pcapng", ".cap", ".gz"]
-
-    static func hasCaptureExtension(_ path: String) -> Bool {
-        let p = path.lowercased()
-        return captureExtensions.contains { p.hasSuffix($0) }
-    }
-
-    /// Options for `files` given on the command line: files named like captures are captures; text
-    /// files among the others are taken as logs.
-    func analysisOptions(files: [String]) throws -> AnalysisOptions {
-        let (classified, autoLogs) = PeerscopeAnalysis.classify(files.filter { !Self.hasCaptureExtension($0) })
-        let classifiedCaptures = Set(classified)
-        let captures = files.filter { Self.hasCaptureExtension($0) || classifiedCaptures.contains($0) }
-        var o = try analysisOptions(captures: captures)
+    /// A session over `files` given on the command line (named like captures, or sorted by their
+    /// bytes into captures and logs) and the `--log` files; notes go to standard error.
+    func session(files: [String]) throws -> AnalysisSession {
+        let session = AnalysisSession(try configuration())
+        session.add(files)
         // A capture given with --log is read as the capture it is (reading its bytes as text lines would
         // skip nearly all of them as binary and find nothing).
-        var explicitLogs: [String] = []
-        for l in o.logs {
-            if let kind = PeerscopeAnalysis.captureSignature(l) {
-                printError("\(l): given with --log but it is a \(kind) capture; reading it as a capture")
-                if !o.captures.contains(l) { o.captures.append(l) }
-            } else {
-                explicitLogs.append(l)
-            }
-        }
-        o.logs = autoLogs + explicitLogs
-        return o
+        for note in session.addLogs(logs) { printError(note) }
+        return session
     }
 
-    func analysisOptions(captures: [String]) throws -> AnalysisOptions {
+    /// The analysis settings these options ask for (a bad patterns file or threshold: exit 2).
+    func configuration() throws -> AnalysisSession.Configuration {
         var logOptions = LogOptions()
         logOptions.format = logFormat.flatMap { LogFormat(name: $0) }
         logOptions.baseDate = date.flatMap { LogDate(parsing: $0) }
@@ -219,8 +191,7 @@ struct AnalysisArguments: ParsableArguments {
         logOptions.timeZone = tz.flatMap { Self.timeZone(parsing: $0) }
         if let patterns { try Self.checkPatterns(patterns) }
         logOptions.collectUnknown = showUnknown
-        return AnalysisOptions(
-            captures: captures, logs: logs,
+        return AnalysisSession.Configuration(
             engine: EngineOptions(decode: DecodeOptions(showPayloads: showPayloads, wantsMessages: false)),
             logOptions: logOptions, detectors: try detectorConfig())
     }

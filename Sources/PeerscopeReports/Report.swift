@@ -42,22 +42,6 @@ public struct Report: Sendable {
         detectorsRun = DetectorSuite.kinds.filter { config.isEnabled($0) }
     }
 
-    /// Timelines, detectors and the report in one call: what `peerscope analyze` needs.
-    public static func analyze(inputs: [String], events: consuming [PeerEvent], directory: PeerDirectory,
-                               stats: CaptureStats = CaptureStats(), diagnostics: [Diagnostic] = [],
-                               complete: Bool = true, inputProblems: [String] = [],
-                               config: DetectorConfig = .defaults, end: Nanos? = nil,
-                               toolVersion: String = Report.defaultToolVersion) -> Report {
-        let builder = TimelineBuilder(directory: directory)
-        builder.add(contentsOf: consume events)
-        let endT = end ?? stats.lastT
-        let timelines = builder.finish(at: endT)
-        let findings = DetectorSuite.run(timelines: timelines, config: config, end: endT)
-        return Report(inputs: inputs, complete: complete, inputProblems: inputProblems, stats: stats,
-                      diagnostics: diagnostics, timelines: timelines, findings: findings, directory: directory,
-                      config: config, toolVersion: toolVersion)
-    }
-
     // MARK: derived views
 
     /// The worst severity among findings (nil without findings).
