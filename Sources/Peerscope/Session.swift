@@ -130,6 +130,34 @@ public final class AnalysisSession {
     /// the report. Inputs that cannot be read are reported (`report.inputProblems`, `complete` false)
     /// and the rest still analysed; it throws only when no input at all can be read.
     public func finish() throws(InputError) -> Analysis {
+        if let trace = eventTrace {
+            guard captures.isEmpty, logs.isEmpty, liveInputs.isEmpty else {
+                throw InputError(path: trace, message: "\(trace): an event trace is analysed alone, without captures or logs")
+            }
+            finished = true
+            let t = try Self.readTrace(trace)
+            onStage?(.decoded(frames: t.stats.frames, events: t.events.count, folded: 0))
+            let report = Self.report(t, detectors: configuration.detectors, onStage: onStage)
+            return Analysis(report: report, run: RunResult(inputs: report.inputs, stats: report.stats, complete: report.complete,
+                                                           inputProblems: report.inputProblems), logs: nil)
+        }
+        let decoded = try decode()
+        let report = Self.report(decoded.trace, detectors: configuration.detectors, onStage: onStage)
+        return Analysis(report: report, run: decoded.run, logs: decoded.logs)
+    }
+
+    /// What decoding the inputs gave: the event trace (everything the stages after decoding read),
+    /// the run's counts and directory, and what the logs taught (unknown lines...).
+    public struct Decoded {
+        public var trace: EventTrace
+        /// The run without its events (they are in `trace`).
+        public var run: RunResult
+        public var logs: LogReadResult?
+    }
+
+    /// Reads the inputs (captures, live frames fed so far, logs) up to the event trace, without
+    /// timelines or detectors: what `peerscope decode --events` writes.
+    public func decode() throws(InputError) -> Decoded {
         precondition(!finished, "an AnalysisSession finishes once")
         finished = true
         var run: RunResult
@@ -153,22 +181,60 @@ public final class AnalysisSession {
             }
         }
         onStage?(.decoded(frames: run.stats.frames, events: run.events.count, folded: engine.foldedEvents))
-        return try finish(run, captureNames: liveInputs.isEmpty ? captures : liveInputs)
+        return try Self.readLogs(run, captureNames: liveInputs.isEmpty ? captures : liveInputs, logs: logs,
+                                 configuration: configuration, onStage: onStage)
     }
 
     /// The report when no input at all could be read (`finish` threw `error`): an empty report that
     /// says so, for the caller to write before exiting. Every input counts as a capture.
     public func unreadableAnalysis(_ error: InputError) throws(InputError) -> Analysis {
-        let inputs = (liveInputs.isEmpty ? captures : liveInputs) + logs
+        let inputs = (liveInputs.isEmpty ? captures : liveInputs) + logs + (eventTrace.map { [$0] } ?? [])
         let run = RunResult(inputs: inputs,
                             diagnostics: [Diagnostic(id: "input.unreadable", severity: .error, message: error.description)],
                             complete: false, inputProblems: [error.description], directory: PeerDirectory(),
                             diagnosticCounts: ["input.unreadable": 1])
-        return try Self.finish(run, captureNames: inputs, logs: [], configuration: configuration, onStage: nil)
+        let decoded = try Self.readLogs(run, captureNames: inputs, logs: [], configuration: configuration, onStage: nil)
+        return Analysis(report: Self.report(decoded.trace, detectors: configuration.detectors, onStage: nil), run: decoded.run,
+                        logs: decoded.logs)
     }
 
-    private func finish(_ run: consuming RunResult, captureNames: [String]) throws(InputError) -> Analysis {
-        try Self.finish(run, captureNames: captureNames, logs: logs, configuration: configuration, onStage: onStage)
+    // MARK: event traces
+
+    /// An event trace to analyse instead of captures and logs (`peerscope analyze --events FILE`).
+    public private(set) var eventTrace: String?
+
+    /// Analyses the event trace at `path` (written by `peerscope decode --events`): the report is the
+    /// one analysing the trace's inputs gives. A trace is analysed alone.
+    public func addEventTrace(_ path: String) { eventTrace = path }
+
+    static func readTrace(_ path: String) throws(InputError) -> EventTrace {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let why = FileManager.default.fileExists(atPath: path) ? "cannot read the file" : "no such file"
+            throw InputError(path: path, message: "\(path): \(why)")
+        }
+        do { return try EventTrace.read([UInt8](data), path: path) } catch {
+            throw InputError(path: path, message: error.description)
+        }
+    }
+
+    /// Timelines, then detectors, then the report model, from what decoding gave.
+    public static func report(_ trace: consuming EventTrace, detectors: DetectorConfig = .defaults,
+                              onStage: ((AnalysisStage) -> Void)? = nil) -> Report {
+        let t = trace
+        let last = max(t.stats.lastT ?? Int64.min, t.events.last?.t ?? Int64.min)
+        let endT = last == Int64.min ? t.stats.lastT : last
+        let builder = TimelineBuilder(identities: t.identities)
+        builder.add(contentsOf: t.events)
+        let timelines = builder.finish(at: endT)
+        onStage?(.timelines(peers: timelines.peers.count, sessions: timelines.sessions.count,
+                            entries: timelines.peers.reduce(0) { $0 + $1.entries.count }))
+        let findings = DetectorSuite.run(timelines: timelines, config: detectors, end: endT)
+        onStage?(.findings(findings.count))
+        var report = Report(inputs: t.inputs, complete: t.complete, inputProblems: t.inputProblems, stats: t.stats,
+                            diagnostics: t.diagnostics, timelines: timelines, findings: findings, identities: t.identities,
+                            config: detectors)
+        report.diagnosticTotals = t.diagnosticTotals
+        return report
     }
 
     /// The engine settings for an analysis: steady traffic is coalesced only within gaps shorter than
@@ -185,11 +251,10 @@ public final class AnalysisSession {
         return e
     }
 
-    /// Adds the logs to a finished capture run and builds the report. The run's events move into the
-    /// report (`report.timelines.events`); the returned `run.events` is empty, so a large capture's
-    /// events are held once.
-    private static func finish(_ capture: consuming RunResult, captureNames: [String], logs: [String],
-                               configuration: Configuration, onStage: ((AnalysisStage) -> Void)?) throws(InputError) -> Analysis {
+    /// Adds the logs to a finished capture run. The run's events move into the trace; the returned
+    /// `run.events` is empty, so a large capture's events are held once.
+    private static func readLogs(_ capture: consuming RunResult, captureNames: [String], logs: [String],
+                                 configuration: Configuration, onStage: ((AnalysisStage) -> Void)?) throws(InputError) -> Decoded {
         var run = capture
         run.inputs = captureNames + logs
         var events = run.events
@@ -265,21 +330,9 @@ public final class AnalysisSession {
                 throw InputError(path: error.path, message: error.description)
             }
         }
-        let last = max(run.stats.lastT ?? Int64.min, events.last?.t ?? Int64.min)
-        let end = last == Int64.min ? nil : last
-        // Timelines, then detectors, then the report model.
-        let builder = TimelineBuilder(directory: run.directory)
-        builder.add(contentsOf: consume events)
-        let endT = end ?? run.stats.lastT
-        let timelines = builder.finish(at: endT)
-        onStage?(.timelines(peers: timelines.peers.count, sessions: timelines.sessions.count,
-                            entries: timelines.peers.reduce(0) { $0 + $1.entries.count }))
-        let findings = DetectorSuite.run(timelines: timelines, config: configuration.detectors, end: endT)
-        onStage?(.findings(findings.count))
-        var report = Report(inputs: run.inputs, complete: run.complete, inputProblems: run.inputProblems, stats: run.stats,
-                            diagnostics: run.diagnostics, timelines: timelines, findings: findings, directory: run.directory,
-                            config: configuration.detectors)
-        report.diagnosticTotals = run.diagnosticCounts
-        return Analysis(report: report, run: run, logs: logResult)
+        let trace = EventTrace(inputs: run.inputs, complete: run.complete, inputProblems: run.inputProblems, stats: run.stats,
+                               diagnostics: run.diagnostics, diagnosticTotals: run.diagnosticCounts,
+                               identities: run.directory.identities, events: consume events)
+        return Decoded(trace: trace, run: run, logs: logResult)
     }
 }

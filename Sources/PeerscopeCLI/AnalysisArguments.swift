@@ -49,6 +49,9 @@ struct AnalysisArguments: ParsableArguments {
     @Flag(name: .customLong("show-payloads"), help: "Include message contents (chat text) where messages are shown. Off by default.")
     var showPayloads = false
 
+    @Option(name: .customLong("events"), help: ArgumentHelp("Analyse an event trace written by `peerscope decode --events` instead of captures and logs (the same report as analysing them).", valueName: "file"))
+    var eventTrace: String?
+
     func validate() throws {
         if let f = logFormat, LogFormat(name: f) == nil {
             throw ValidationError("unknown log format '\(f)'; one of \(LogFormat.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -151,7 +154,11 @@ struct AnalysisArguments: ParsableArguments {
     }
 
     func requireInputs(_ files: [String]) throws {
-        if files.isEmpty && logs.isEmpty { throw ValidationError("give at least one capture file or --log file") }
+        if eventTrace != nil {
+            if !files.isEmpty || !logs.isEmpty { throw ValidationError("--events analyses an event trace alone, without captures or logs") }
+            return
+        }
+        if files.isEmpty && logs.isEmpty { throw ValidationError("give at least one capture file, --log file or --events trace") }
     }
 
     /// Runs the analysis of `files` (and --log files); unreadable input becomes exit status 3. When no
@@ -176,6 +183,7 @@ struct AnalysisArguments: ParsableArguments {
     func session(files: [String]) throws -> AnalysisSession {
         let session = AnalysisSession(try configuration())
         session.add(files)
+        if let eventTrace { session.addEventTrace(eventTrace) }
         // A capture given with --log is read as the capture it is (reading its bytes as text lines would
         // skip nearly all of them as binary and find nothing).
         for note in session.addLogs(logs) { printError(note) }

@@ -77,6 +77,7 @@ struct Capture: ParsableCommand {
     @OptionGroup var report: ReportArguments
 
     func validate() throws {
+        if analysis.eventTrace != nil { throw ValidationError("--events is for `analyze` and `check`, not a live capture") }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
         if count == 0 { throw ValidationError("--count must be positive") }
         if snapLength < 64 { throw ValidationError("--snaplen must be at least 64") }

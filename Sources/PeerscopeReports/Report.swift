@@ -27,7 +27,7 @@ public struct Report: Sendable {
 
     public init(inputs: [String], complete: Bool = true, inputProblems: [String] = [], stats: CaptureStats = CaptureStats(),
                 diagnostics: [Diagnostic] = [], timelines: Timelines, findings: [Finding],
-                directory: PeerDirectory? = nil, config: DetectorConfig = .defaults,
+                identities: PeerIdentities? = nil, config: DetectorConfig = .defaults,
                 toolVersion: String = Report.defaultToolVersion) {
         self.toolVersion = toolVersion
         self.inputs = inputs
@@ -37,7 +37,7 @@ public struct Report: Sendable {
         self.diagnostics = diagnostics
         self.timelines = timelines
         self.findings = findings
-        discovery = DiscoverySection(timelines: timelines, directory: directory)
+        discovery = DiscoverySection(timelines: timelines, identities: identities)
         thresholds = DetectorSuite.effectiveThresholds(config)
         detectorsRun = DetectorSuite.kinds.filter { config.isEnabled($0) }
     }

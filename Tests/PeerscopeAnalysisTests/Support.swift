@@ -119,7 +119,7 @@ final class Script {
                       diagnostics: [Diagnostic(id: "gck.header.short", message: "short header",
                                                evidence: .frame(input: 0, frame: 1), offset: 3)],
                       timelines: tl, findings: DetectorSuite.run(timelines: tl, config: config, end: endT),
-                      directory: directory, config: config)
+                      identities: directory.identities, config: config)
     }
 }
 
