@@ -4,7 +4,7 @@ import PeerscopePackets
 import PeerscopePlugins
 
 /// Settings for one pass through capture -> packets -> plugins.
-public struct EngineOptions {
+public struct EngineOptions: Sendable {
     public var decode: DecodeOptions
     public var packets: PacketOptions
     /// The decoder plugins, in dispatch order.

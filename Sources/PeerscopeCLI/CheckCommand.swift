@@ -163,9 +163,10 @@ struct Check: ParsableCommand {
     }
 
     /// Options per capture, made before the workers start (they share nothing but these values).
-    struct Job: @unchecked Sendable {
+    struct Job: Sendable {
         var item: FleetItem
-        var options: AnalysisOptions
+        var configuration: AnalysisSession.Configuration
+        var logs: [String]
     }
 
     func runFleet(_ folders: [String]) throws {
@@ -190,9 +191,7 @@ struct Check: ParsableCommand {
         }
         var jobsList: [Job] = []
         for item in items {
-            var o = try analysis.analysisOptions(captures: [item.capture])
-            o.logs = analysis.logs + item.logs
-            jobsList.append(Job(item: item, options: o))
+            jobsList.append(Job(item: item, configuration: try analysis.configuration(), logs: analysis.logs + item.logs))
         }
         let jobsBox = jobsList
         let me = self
@@ -228,7 +227,10 @@ struct Check: ParsableCommand {
         var row = Row(capture: job.item.capture)
         let reportName = Self.reportName(job.item.relative, format)
         do {
-            let result = try AnalysisArguments.analyze(job.options, emptyReportOnFailure: true)
+            let session = AnalysisSession(job.configuration)
+            session.addCaptures([job.item.capture])
+            _ = session.addLogs(job.logs)
+            let result = try AnalysisArguments.finish(session, emptyReportOnFailure: true)
             var base = single
             if let baselineDir {
                 let p = baselineDir + "/" + Self.reportName(job.item.relative, .json)
