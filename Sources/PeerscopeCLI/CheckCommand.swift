@@ -170,6 +170,10 @@ struct Check: ParsableCommand {
     func runFleet(_ folders: [String]) throws {
         if output != nil { throw CommandFailure(message: "with a folder of captures, reports go to --output-dir (one per capture), not --output", status: ExitStatus.usage) }
         let loose = files.filter { !folders.contains($0) }
+        if let notCapture = loose.first(where: { Fleet.captureExtension($0) == nil }) {
+            throw CommandFailure(message: "\(notCapture): with a folder of captures, other inputs must be captures too "
+                                 + "(logs go beside their capture, with its base name: run-3.pcapng, run-3.log)", status: ExitStatus.usage)
+        }
         var items: [FleetItem] = loose.map { FleetItem(capture: $0, relative: ($0 as NSString).lastPathComponent, logs: []) }
         for f in folders {
             do { items += try Fleet.discover(f, recursive: recursive) } catch {

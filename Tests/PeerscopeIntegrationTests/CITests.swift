@@ -301,6 +301,11 @@ final class CITests: XCTestCase {
         let flat = try CLI.run(["check", "runs", "--jobs", "2"], cwd: dir)
         XCTAssertFalse(flat.stdout.contains("runs/more/"), flat.stdout)
         XCTAssertTrue(flat.stdout.contains("\((names.count + 1) / 2) capture(s): "), flat.stdout)
+        // Reports of a fleet go to --output-dir; logs go beside their capture.
+        XCTAssertEqual(try CLI.run(["check", "runs", "-o", "x.json"], cwd: dir).status, 2)
+        let loose = try CLI.run(["check", "runs", "runs/keepalive-timeout.bobs-ipad.log"], cwd: dir)
+        XCTAssertEqual(loose.status, 2)
+        XCTAssertTrue(loose.stderr.contains("logs go beside their capture"), loose.stderr)
     }
 
     /// Writes the JSON Lines of every sample with `check --recursive` and returns the output folder.
