@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Peerscope
+import PeerscopeCapture
 import PeerscopeCore
 import PeerscopeDetectors
 import PeerscopeLogs
@@ -159,6 +160,11 @@ struct AnalysisArguments: ParsableArguments {
         }
     }
 
+    /// Every file this run reads: captures, logs, the config and patterns files.
+    func inputPaths(_ files: [String]) -> [String] {
+        files + logs + [config, patterns].compactMap { $0 }
+    }
+
     func requireInputs(_ files: [String]) throws {
         if files.isEmpty && logs.isEmpty { throw ValidationError("give at least one capture file or --log file") }
     }
@@ -280,7 +286,7 @@ struct ReportArguments: ParsableArguments {
         default:
             out.write(render(report, marks: marks))
         }
-        out.finish()
+        try out.finish()
     }
 
     /// The report on standard error (live capture with `--decode`, whose standard output is JSON Lines).
@@ -295,6 +301,16 @@ struct ReportArguments: ParsableArguments {
             text = a.render(report)
         }
         FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+    }
+}
+
+/// Refuses (exit 2, naming both paths) outputs that resolve to an input or to each other, before
+/// anything is read or written.
+func guardOutputs(_ outputs: [(option: String, path: String?)], inputs: [String]) throws {
+    do {
+        try OutputGuard.check(outputs: outputs.compactMap { o in o.path.map { (o.option, $0) } }, inputs: inputs)
+    } catch {
+        throw CommandFailure(message: error.description, status: ExitStatus.usage)
     }
 }
 

@@ -42,6 +42,7 @@ struct Analyze: ParsableCommand {
     func validate() throws { try analysis.requireInputs(files) }
 
     func run() throws {
+        try guardOutputs([("--output", report.output)], inputs: analysis.inputPaths(files))
         // With --output the report file is written even when no input could be read.
         let result = try analysis.analyze(files, emptyReportOnFailure: report.output != nil)
         try report.write(result.report)

@@ -118,6 +118,7 @@ struct Check: ParsableCommand {
         let folders = files.filter { FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && isDir.boolValue }
         if !folders.isEmpty { return try runFleet(folders) }
         if outputDir != nil || recursive { throw CommandFailure(message: "--recursive and --output-dir need a folder of captures", status: ExitStatus.usage) }
+        try guardOutputs([("--output", output)], inputs: analysis.inputPaths(files))
         let rules = try suppressions()
         let base = try baseline.map(Self.loadBaseline)
         // The report is written whatever the status, even when no input could be read.
@@ -216,7 +217,7 @@ struct Check: ParsableCommand {
             ])
             let out = try OutputSink(path: outputDir + "/summary.json")
             out.write(summary.prettyText + "\n")
-            out.finish()
+            try out.finish()
         }
         if rows.contains(where: { !$0.complete }) { throw ExitCode(ExitStatus.input) }
         let failed = rows.filter { $0.failing > 0 }.count
@@ -328,7 +329,7 @@ struct Diff: ParsableCommand {
         let d = ReportDiff(old: a, new: b)
         let out = try OutputSink(path: output)
         out.write(format == .json ? d.json.prettyText + "\n" : d.text)
-        out.finish()
+        try out.finish()
         if !d.newFindings(atLeast: failOn).isEmpty { throw ExitCode(ExitStatus.findings) }
     }
 }

@@ -156,66 +156,9 @@ public enum TextReportWriter {
         return out
     }
 
-    /// The message an entry stands for where its state alone does not say (`gck-handshake DD`).
-    static func messageLabel(_ k: EventKind) -> String? {
-        switch k {
-        case .invitationHello: "Hello"
-        case .invitationAccept: "Accept"
-        case .invitationReceipt: "receipt"
-        case .tcpOpened: "TCP connected"
-        case .gckHello: "Hello"
-        case .gckDD: "DD"
-        case .gckLSA: "LSA"
-        case .gckLSAACK: "LSAACK"
-        case .dtlsChangeCipherSpec: "ChangeCipherSpec"
-        case .appChat: "chat"
-        case .gckData: "GCK data"
-        case .dtlsApplicationData: "DTLS data"
-        case .announced: "announced"
-        case .resolved: "resolved"
-        case .found: "found"
-        case .goodbye: "goodbye"
-        case .expired: "expired"
-        case .instanceConflict: "instance conflict"
-        case .nameConflict: "name conflict"
-        case .tcpRefused: "TCP refused"
-        case .tcpReset: "TCP reset"
-        case .tcpClosed: "TCP"
-        case .icmpUnreachable: "ICMP unreachable"
-        case .dtlsAlert: "DTLS alert"
-        case .checksumError: "bad checksum"
-        case .sendError: "send failed"
-        case .iceError: "ICE error"
-        case .encryptionIncompatible: "encryption mismatch"
-        case .permissionError: "permission denied"
-        case .inviteTimeout: "invitation"
-        case .iceTimeout: "ICE"
-        case .dtlsTimeout: "DTLS"
-        case .gckTimeout: "GCK"
-        case .gckGivingUp: "giving up"
-        case .appTimeout: "app"
-        case .reconnectAttempt: "reconnect"
-        case .connectionDecision: "connection decision"
-        case "log.advertising": "advertising"
-        case "log.peer_created": "peer ID created"
-        case "log.session_init", "log.session_opened": "session created"
-        case "log.reconnect_start": "reconnecting"
-        case "log.inviting": "inviting"
-        case "log.invitation_data": "invitation data"
-        case "log.invitation_error": "invitation error"
-        case "log.socket_setup": "socket set up"
-        case "log.socket_error": "socket error"
-        case "log.session_error": "session error"
-        case "log.packet_dropped": "packet dropped"
-        case "log.app_error": "app error"
-        case "log.timeout_ignored": "timeout ignored"
-        case "log.ice_scheduled": "ICE scheduled"
-        case .appDuplicateIgnored: "duplicate ignored"
-        case "ice.unanswered": "ICE checks unanswered"
-        case "dtls.stalled": "DTLS handshake stalled"
-        default: nil
-        }
-    }
+    /// The message an entry stands for where its state alone does not say (`gck-handshake DD`):
+    /// the kind's label in the event catalogue.
+    static func messageLabel(_ k: EventKind) -> String? { EventCatalogue.label(k) }
 
     /// A peer's label, with its peer ID when another peer shows the same name (two devices named
     /// alike, an app relaunched with a new MCPeerID).
