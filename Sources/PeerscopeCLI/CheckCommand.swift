@@ -118,7 +118,7 @@ struct Check: ParsableCommand {
         let folders = files.filter { FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && isDir.boolValue }
         if !folders.isEmpty { return try runFleet(folders) }
         if outputDir != nil || recursive { throw CommandFailure(message: "--recursive and --output-dir need a folder of captures", status: ExitStatus.usage) }
-        try guardOutputs([("--output", output)], inputs: analysis.inputPaths(files))
+        try guardOutputs([("--output", output)], inputs: analysis.inputPaths(files) + [baseline].compactMap { $0 } + suppress)
         let rules = try suppressions()
         let base = try baseline.map(Self.loadBaseline)
         // The report is written whatever the status, even when no input could be read.
@@ -325,6 +325,7 @@ struct Diff: ParsableCommand {
     enum DiffFormat: String, ExpressibleByArgument { case text, json }
 
     func run() throws {
+        try guardOutputs([("--output", output)], inputs: [old, new])
         let a = try Check.loadBaseline(old), b = try Check.loadBaseline(new)
         let d = ReportDiff(old: a, new: b)
         let out = try OutputSink(path: output)
