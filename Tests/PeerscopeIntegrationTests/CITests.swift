@@ -401,6 +401,24 @@ final class CITests: XCTestCase {
         return block
     }
 
+    /// The ready-made CI files use only options `check` has, and run it with a baseline, SARIF and JUnit.
+    func testCIExamplesUseRealCheckOptions() throws {
+        let help = try CLI.run(["check", "--help"]).stdout
+        for file in ["github-actions.yml", "gitlab-ci.yml"] {
+            let text = try String(contentsOf: Place.samples.appendingPathComponent("ci/\(file)"), encoding: .utf8)
+            let commands = text.components(separatedBy: "peerscope check ").dropFirst()
+            XCTAssertFalse(commands.isEmpty, file)
+            var used: Set<String> = []
+            for c in commands {
+                let command = c.components(separatedBy: "\n").prefix(3).joined(separator: " ")
+                for word in command.split(separator: " ") where word.hasPrefix("--") { used.insert(String(word)) }
+            }
+            for option in used { XCTAssertTrue(help.contains(option), "\(file): check has no \(option)") }
+            XCTAssertTrue(used.isSuperset(of: ["--baseline", "--format"]), "\(file): \(used)")
+            XCTAssertTrue(text.contains("sarif") && text.contains("junit"), file)
+        }
+    }
+
     // MARK: SARIF schema
 
     func testSARIFOfEverySampleValidatesAgainstTheOfficialSchema() throws {
