@@ -118,7 +118,7 @@ struct Check: ParsableCommand {
         let folders = files.filter { FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && isDir.boolValue }
         if !folders.isEmpty { return try runFleet(folders) }
         if outputDir != nil || recursive { throw CommandFailure(message: "--recursive and --output-dir need a folder of captures", status: ExitStatus.usage) }
-        try guardOutputs([("--output", output)], inputs: analysis.inputPaths(files))
+        try guardOutputs([("--output", output)], inputs: analysis.inputPaths(files) + [baseline].compactMap { $0 } + suppress)
         let rules = try suppressions()
         let base = try baseline.map(Self.loadBaseline)
         // The report is written whatever the status, even when no input could be read.
@@ -172,6 +172,10 @@ struct Check: ParsableCommand {
     func runFleet(_ folders: [String]) throws {
         if output != nil { throw CommandFailure(message: "with a folder of captures, reports go to --output-dir (one per capture), not --output", status: ExitStatus.usage) }
         let loose = files.filter { !folders.contains($0) }
+        if let notCapture = loose.first(where: { Fleet.captureExtension($0) == nil }) {
+            throw CommandFailure(message: "\(notCapture): with a folder of captures, other inputs must be captures too "
+                                 + "(logs go beside their capture, with its base name: run-3.pcapng, run-3.log)", status: ExitStatus.usage)
+        }
         var items: [FleetItem] = loose.map { FleetItem(capture: $0, relative: ($0 as NSString).lastPathComponent, logs: []) }
         for f in folders {
             do { items += try Fleet.discover(f, recursive: recursive) } catch {
@@ -323,6 +327,7 @@ struct Diff: ParsableCommand {
     enum DiffFormat: String, ExpressibleByArgument { case text, json }
 
     func run() throws {
+        try guardOutputs([("--output", output)], inputs: [old, new])
         let a = try Check.loadBaseline(old), b = try Check.loadBaseline(new)
         let d = ReportDiff(old: a, new: b)
         let out = try OutputSink(path: output)
