@@ -14,7 +14,7 @@ public enum PeerscopeConfig {
     ///   handshake-timeout.ice: 12
     /// ignore: [declined-invitation]
     /// ```
-    /// Errors name the file.
+    /// A `suppressions` section is left to `SuppressionList`. Errors name the file.
     public static func load(path: String) throws(InputError) -> DetectorConfig {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw InputError(path: path, message: "\(path): cannot read the configuration file")
@@ -27,9 +27,11 @@ public enum PeerscopeConfig {
             throw InputError(path: path, message: "\(path): not valid YAML: \(error)")
         }
         guard let any else { return .defaults }
-        guard let dict = any as? [String: Any] else {
+        guard var dict = any as? [String: Any] else {
             throw InputError(path: path, message: "\(path): expected a mapping of detector settings at the top level")
         }
+        // The suppression list shares the file (`SuppressionList` reads it).
+        dict["suppressions"] = nil
         do {
             return try DetectorConfig(dictionary: dict)
         } catch {

@@ -73,7 +73,7 @@ struct Decode: ParsableCommand {
                 if only.isEmpty || only.contains(m.plugin) { out.jsonLine(m.json(includeInput: multi)) }
             }
         } catch {
-            out.finish()
+            try out.finish()
             throw CommandFailure(message: error.description, status: ExitStatus.input)
         }
         if printDiagnostics {
@@ -92,7 +92,7 @@ struct Decode: ParsableCommand {
                 out.jsonLine(JSONValue.object(o))
             }
         }
-        out.finish()
+        try out.finish()
         for p in result.inputProblems { printError(p) }
         if !result.complete { throw ExitCode(ExitStatus.input) }
     }
@@ -108,7 +108,7 @@ struct Decode: ParsableCommand {
         }
         let out = try OutputSink(path: output)
         decoded.trace.write(payloads: showPayloads) { out.jsonLine($0) }
-        out.finish()
+        try out.finish()
         for p in decoded.trace.inputProblems { printError(p) }
         if !decoded.trace.complete { throw ExitCode(ExitStatus.input) }
     }

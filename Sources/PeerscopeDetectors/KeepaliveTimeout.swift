@@ -110,7 +110,9 @@ public struct KeepaliveTimeoutDetector: Detector {
         var appGaps: [Direction: [Gap]] = [:]
         for inst in input.timelines.sessions {
             guard let established = inst.established else { continue }
-            let stop = inst.endOr(input.end)
+            // A superseded instance ended somewhere in the quiet after its last packet: silence there
+            // is the reconnect's (reconnect-storm), not a keep-alive verdict.
+            let stop = inst.isSuperseded ? (inst.quietSince ?? inst.lastT) : inst.endOr(input.end)
             let ended = inst.end != nil
             let dirs = [Direction(session: inst.key, from: inst.pair.a, to: inst.pair.b),
                         Direction(session: inst.key, from: inst.pair.b, to: inst.pair.a)]

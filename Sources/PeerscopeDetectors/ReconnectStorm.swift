@@ -51,7 +51,9 @@ public struct ReconnectStormDetector: Detector {
             for (i, cur) in insts.enumerated() {
                 let target = cur.originator.map { pair.other($0) }
                 // The first instance is not a reconnect, but its end starts the back-off clock.
-                raw[pair, default: []].append((cur.start, cur.startEvidence, i == 0 ? nil : target, cur.end ?? cur.start))
+                // A superseded instance ended when the next began; its back-off ran from its last packet.
+                let end = cur.isSuperseded ? (cur.quietSince ?? cur.lastT) : (cur.end ?? cur.start)
+                raw[pair, default: []].append((cur.start, cur.startEvidence, i == 0 ? nil : target, end))
             }
         }
         var refusals: Set<Evidence> = []

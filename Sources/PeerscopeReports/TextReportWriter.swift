@@ -8,7 +8,7 @@ public enum TextReportWriter {
     /// Timeline entries shown per peer unless `showAllTimeline` (the first and last halves).
     public static let timelineLimit = 40
 
-    public static func render(_ r: Report, colour: Bool = false, showAllTimeline: Bool = false) -> String {
+    public static func render(_ r: Report, colour: Bool = false, showAllTimeline: Bool = false, marks: FindingMarks? = nil) -> String {
         var out = ""
         let c = Paint(on: colour)
 
@@ -100,15 +100,23 @@ public enum TextReportWriter {
         // Findings
         if !r.findings.isEmpty {
             out += "\n" + c.bold("Findings") + "\n"
-            for f in r.findings {
+            let m = marks ?? FindingMarks(r)
+            for (i, f) in r.findings.enumerated() {
                 let sev = c.severity(f.severity, f.severity.rawValue.uppercased())
                 out += "  \(sev) \(f.kind)  \(clean(f.peer))\(f.peerID.map { " (\($0))" } ?? "")  \(r.relative(f.t))"
-                    + (f.openAtEnd ? "  [open at end of input]" : "") + "\n"
+                    + (f.openAtEnd ? "  [open at end of input]" : "")
+                    + (m.state(i).map { "  [\($0 == .new ? "new" : "in baseline")]" } ?? "")
+                    + (m.suppressedBy[i] != nil ? "  [suppressed]" : "") + "\n"
                 out += "    \(clean(f.message))\n"
                 if !f.evidence.isEmpty {
                     let shown = f.evidence.prefix(8).map { r.describe($0) }.joined(separator: ", ")
                     out += "    evidence: \(shown)" + (f.evidence.count > 8 ? ", ... (\(f.evidence.count) in all)" : "") + "\n"
                 }
+                if let s = m.suppressedBy[i] { out += "    suppressed by \(clean(s.origin)): \(clean(s.reason))\n" }
+                if m.fingerprints.indices.contains(i) { out += "    fingerprint: \(m.fingerprints[i])\n" }
+            }
+            for b in m.absent {
+                out += "  gone since the baseline: \(b.kind)  \(clean(b.peer))  (fingerprint \(b.fingerprint))\n"
             }
         }
         return out

@@ -321,16 +321,16 @@ final class DuplicateConnectionTests: XCTestCase {
         XCTAssertTrue(single.findings().of("duplicate-connection").isEmpty)
     }
 
-    func testInviteWhileConnected() {
+    /// Issue #11: an invitation while a session is up is not by itself a duplicate (the session may have
+    /// died without a word on the wire, and this is the reconnect); only traffic on both instances at once
+    /// is (`SessionInstanceTests`).
+    func testInviteWhileConnectedAloneIsNoDuplicate() {
         let s = Script()
         s.connect(A, B, at: 0)
         s.repeating(.gckHeartbeat, from: 1, to: 12, every: 5, A, B)
         s.repeating(.gckHeartbeat, from: 1, to: 12, every: 5, B, A)
         s.packet(.invite, 10, A, B)
-        let f = s.findings().of("duplicate-connection")
-        XCTAssertEqual(f.count, 1)
-        XCTAssertEqual(f.first?.details["case"], "second-session")
-        XCTAssertEqual(f.first?.peer, "Alice")
+        XCTAssertEqual(s.findings().of("duplicate-connection").map(\.message), [])
     }
 
     func testTwoInvitationChannelsAtOnce() throws {
