@@ -183,7 +183,8 @@ struct AnalysisArguments: ParsableArguments {
         try Self.finish(try session(files: files), emptyReportOnFailure: emptyReportOnFailure)
     }
 
-    /// Finishes `session` (each capture of a fleet has its own); see `analyze`.
+    /// Finishes `session`; unreadable input becomes exit status 3 (or, with `emptyReportOnFailure`,
+    /// an empty report that says so).
     static func finish(_ session: AnalysisSession, emptyReportOnFailure: Bool) throws -> Analysis {
         do {
             return try session.finish()
@@ -195,6 +196,12 @@ struct AnalysisArguments: ParsableArguments {
                 throw CommandFailure(message: error.description, status: ExitStatus.input)
             }
         }
+    }
+
+    /// Options for one capture of a fleet (`check --fleet`): these settings, `captures` and the --log files.
+    func analysisOptions(captures: [String]) throws -> AnalysisOptions {
+        let c = try configuration()
+        return AnalysisOptions(captures: captures, logs: logs, engine: c.engine, logOptions: c.logOptions, detectors: c.detectors)
     }
 
     /// A session over `files` given on the command line (named like captures, or sorted by their
