@@ -191,21 +191,21 @@ func stages(_ path: String) {
     func rss() -> String { currentRSS().map { fmt($0, 1) + " MiB" } ?? "-" }
     print("stages of analyze on \(path) (resident memory after each)")
     var t = now()
-    let engine = Engine(options: PeerscopeAnalysis.engineOptions(AnalysisOptions(captures: [path])))
-    guard let run = try? PeerscopeRun.run(paths: [path], engine: engine) else { print("cannot read \(path)"); return }
-    print("  engine: \(run.stats.frames) frames -> \(run.events.count) events kept (\(engine.foldedEvents) folded into runs) in \(fmt(now() - t, 2)) s; \(rss())")
-    var kinds: [String: Int] = [:]
-    for e in run.events { kinds[e.kind.rawValue, default: 0] += 1 }
-    print("  events by kind: " + kinds.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(8).map { "\($0.key) \($0.value)" }.joined(separator: ", "))
-    t = now()
-    let builder = TimelineBuilder(directory: run.directory)
-    builder.add(contentsOf: run.events)
-    let timelines = builder.finish(at: run.stats.lastT)
-    let entries = timelines.peers.reduce(0) { $0 + $1.entries.count }
-    print("  timelines: \(timelines.peers.count) peers, \(timelines.sessions.count) sessions, \(entries) entries in \(fmt(now() - t, 2)) s; \(rss())")
-    t = now()
-    let findings = DetectorSuite.run(timelines: timelines, config: .defaults, end: run.stats.lastT)
-    print("  detectors: \(findings.count) findings in \(fmt(now() - t, 2)) s; \(rss())")
+    let session = AnalysisSession(AnalysisOptions(captures: [path]))
+    session.onStage = { stage in
+        switch stage {
+        case .decoded(let frames, let events, let folded):
+            print("  engine: \(frames) frames -> \(events) events kept (\(folded) folded into runs) in \(fmt(now() - t, 2)) s; \(rss())")
+        case .logsRead(let lines, let events):
+            print("  logs: \(lines) lines -> \(events) events in \(fmt(now() - t, 2)) s; \(rss())")
+        case .timelines(let peers, let sessions, let entries):
+            print("  timelines: \(peers) peers, \(sessions) sessions, \(entries) entries in \(fmt(now() - t, 2)) s; \(rss())")
+        case .findings(let n):
+            print("  detectors: \(n) findings in \(fmt(now() - t, 2)) s; \(rss())")
+        }
+        t = now()
+    }
+    guard (try? session.finish()) != nil else { print("cannot read \(path)"); return }
 }
 if let stagesOf {
     stages(stagesOf)
@@ -246,15 +246,20 @@ struct Row {
 func table(_ title: String, frames: Int, bytes: Int, _ rows: [Row]) {
     print("")
     print(title)
-    print(String(format: "  %-40@ %9@ %11@ %13@ %14@", "tool" as NSString, "seconds" as NSString, "packets/s" as NSString,
-                 "peak RSS MiB" as NSString, "% of bare loop" as NSString))
+    func cols(_ c: [String]) -> String {
+        let widths = [42, 9, 11, 13, 15]
+        return "  " + c.enumerated().map { i, v in
+            let n = max(0, widths[min(i, widths.count - 1)] - v.count)
+            return i == 0 ? v + String(repeating: " ", count: n) : String(repeating: " ", count: n) + v
+        }.joined(separator: " ")
+    }
+    print(cols(["tool", "seconds", "packets/s", "peak RSS MiB", "% of bare loop"]))
     let floor = rows.first?.seconds ?? 1
     for r in rows {
         let pps = Double(frames) / max(1e-9, r.seconds)
         let share = 100 * floor / max(1e-9, r.seconds)
-        print(String(format: "  %-40@ %9@ %11@ %13@ %14@", r.name as NSString, fmt(r.seconds, 3) as NSString,
-                     (fmt(pps / 1e6, 3) + " M") as NSString, (r.rssKiB.map { fmt(Double($0) / 1024, 1) } ?? "-") as NSString,
-                     (fmt(share, share < 1 ? 2 : 1) + " %") as NSString) + (r.note.isEmpty ? "" : "  " + r.note))
+        print(cols([r.name, fmt(r.seconds, 3), fmt(pps / 1e6, 3) + " M", r.rssKiB.map { fmt(Double($0) / 1024, 1) } ?? "-",
+                    fmt(share, share < 1 ? 2 : 1) + " %"]) + (r.note.isEmpty ? "" : "  " + r.note))
     }
 }
 

@@ -1,13 +1,23 @@
 import ArgumentParser
 import Foundation
 import Peerscope
+import PeerscopeCapture
 import PeerscopeCore
 import PeerscopeDetectors
 import PeerscopeLogs
 import PeerscopeReports
 
 enum ReportFormat: String, ExpressibleByArgument, CaseIterable {
-    case text, json, sarif, junit, html
+    case text, json, sarif, junit, html, jsonl
+
+    /// File name ending of a report in this format.
+    var fileExtension: String {
+        switch self {
+        case .text: "txt"
+        case .junit: "xml"
+        default: rawValue
+        }
+    }
 }
 
 enum ColourChoice: String, ExpressibleByArgument, CaseIterable {
@@ -48,6 +58,9 @@ struct AnalysisArguments: ParsableArguments {
 
     @Flag(name: .customLong("show-payloads"), help: "Include message contents (chat text) where messages are shown. Off by default.")
     var showPayloads = false
+
+    @Option(name: .customLong("events"), help: ArgumentHelp("Analyse an event trace written by `peerscope decode --events` instead of captures and logs (the same report as analysing them).", valueName: "file"))
+    var eventTrace: String?
 
     func validate() throws {
         if let f = logFormat, LogFormat(name: f) == nil {
@@ -150,72 +163,65 @@ struct AnalysisArguments: ParsableArguments {
         }
     }
 
+    /// Every file this run reads: captures, logs, the config and patterns files.
+    func inputPaths(_ files: [String]) -> [String] {
+        files + logs + [config, patterns, eventTrace].compactMap { $0 }
+    }
+
     func requireInputs(_ files: [String]) throws {
-        if files.isEmpty && logs.isEmpty { throw ValidationError("give at least one capture file or --log file") }
+        if eventTrace != nil {
+            if !files.isEmpty || !logs.isEmpty { throw ValidationError("--events analyses an event trace alone, without captures or logs") }
+            return
+        }
+        if files.isEmpty && logs.isEmpty { throw ValidationError("give at least one capture file, --log file or --events trace") }
     }
 
     /// Runs the analysis of `files` (and --log files); unreadable input becomes exit status 3. When no
     /// input at all can be read and `emptyReportOnFailure`, the result is an empty report that says
     /// so (`complete` false, the problem in `inputProblems`), for the caller to write before exiting 3.
     func analyze(_ files: [String], emptyReportOnFailure: Bool = false) throws -> Analysis {
-        var options = try analysisOptions(files: files)
+        try Self.finish(try session(files: files), emptyReportOnFailure: emptyReportOnFailure)
+    }
+
+    /// Finishes `session`; unreadable input becomes exit status 3 (or, with `emptyReportOnFailure`,
+    /// an empty report that says so).
+    static func finish(_ session: AnalysisSession, emptyReportOnFailure: Bool) throws -> Analysis {
         // Bytes read, rate and time left on a terminal's standard error (erased before the report).
         let progress = ProgressLine.make()
-        options.progress = progress?.callback
+        session.progress = progress?.callback
         defer { progress?.finish() }
         do {
-            return try PeerscopeAnalysis.analyze(options)
+            return try session.finish()
         } catch {
             guard emptyReportOnFailure else { throw CommandFailure(message: error.description, status: ExitStatus.input) }
-            var o = options
-            o.captures = options.captures + options.logs
-            o.logs = []
-            let engine = Engine(options: PeerscopeAnalysis.engineOptions(o))
-            engine.finish()
-            let run = RunResult(inputs: o.captures,
-                                diagnostics: [Diagnostic(id: "input.unreadable", severity: .error, message: error.description)],
-                                complete: false, inputProblems: [error.description], directory: engine.directory,
-                                diagnosticCounts: ["input.unreadable": 1])
             do {
-                return try PeerscopeAnalysis.finish(engine: engine, run: run, options: o)
+                return try session.unreadableAnalysis(error)
             } catch {
                 throw CommandFailure(message: error.description, status: ExitStatus.input)
             }
         }
     }
 
-    /// File name endings that say "capture": such a file is read as a capture whatever its bytes, so
-    /// a text file named `x.pcapng` is "not a capture file" (exit 3), never a log.
-    static let captureExtensions = [".pcap", ".pcapng", ".cap", ".gz"]
-
-    static func hasCaptureExtension(_ path: String) -> Bool {
-        let p = path.lowercased()
-        return captureExtensions.contains { p.hasSuffix($0) }
+    /// Options for one capture of a fleet (`check --fleet`): these settings, `captures` and the --log files.
+    func analysisOptions(captures: [String]) throws -> AnalysisOptions {
+        let c = try configuration()
+        return AnalysisOptions(captures: captures, logs: logs, engine: c.engine, logOptions: c.logOptions, detectors: c.detectors)
     }
 
-    /// Options for `files` given on the command line: files named like captures are captures; text
-    /// files among the others are taken as logs.
-    func analysisOptions(files: [String]) throws -> AnalysisOptions {
-        let (classified, autoLogs) = PeerscopeAnalysis.classify(files.filter { !Self.hasCaptureExtension($0) })
-        let classifiedCaptures = Set(classified)
-        let captures = files.filter { Self.hasCaptureExtension($0) || classifiedCaptures.contains($0) }
-        var o = try analysisOptions(captures: captures)
+    /// A session over `files` given on the command line (named like captures, or sorted by their
+    /// bytes into captures and logs) and the `--log` files; notes go to standard error.
+    func session(files: [String]) throws -> AnalysisSession {
+        let session = AnalysisSession(try configuration())
+        session.add(files)
+        if let eventTrace { session.addEventTrace(eventTrace) }
         // A capture given with --log is read as the capture it is (reading its bytes as text lines would
         // skip nearly all of them as binary and find nothing).
-        var explicitLogs: [String] = []
-        for l in o.logs {
-            if let kind = PeerscopeAnalysis.captureSignature(l) {
-                printError("\(l): given with --log but it is a \(kind) capture; reading it as a capture")
-                if !o.captures.contains(l) { o.captures.append(l) }
-            } else {
-                explicitLogs.append(l)
-            }
-        }
-        o.logs = autoLogs + explicitLogs
-        return o
+        for note in session.addLogs(logs) { printError(note) }
+        return session
     }
 
-    func analysisOptions(captures: [String]) throws -> AnalysisOptions {
+    /// The analysis settings these options ask for (a bad patterns file or threshold: exit 2).
+    func configuration() throws -> AnalysisSession.Configuration {
         var logOptions = LogOptions()
         logOptions.format = logFormat.flatMap { LogFormat(name: $0) }
         logOptions.baseDate = date.flatMap { LogDate(parsing: $0) }
@@ -223,8 +229,7 @@ struct AnalysisArguments: ParsableArguments {
         logOptions.timeZone = tz.flatMap { Self.timeZone(parsing: $0) }
         if let patterns { try Self.checkPatterns(patterns) }
         logOptions.collectUnknown = showUnknown
-        return AnalysisOptions(
-            captures: captures, logs: logs,
+        return AnalysisSession.Configuration(
             engine: EngineOptions(decode: DecodeOptions(showPayloads: showPayloads, wantsMessages: false)),
             logOptions: logOptions, detectors: try detectorConfig())
     }
@@ -232,7 +237,7 @@ struct AnalysisArguments: ParsableArguments {
 
 /// Options for where and how the report goes.
 struct ReportArguments: ParsableArguments {
-    @Option(name: .shortAndLong, help: ArgumentHelp("Report format: text, json, sarif, junit or html.", valueName: "format"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("Report format: text, json, jsonl (JSON Lines: one record per session, timeline entry and finding), sarif, junit or html.", valueName: "format"))
     var format: ReportFormat = .text
 
     @Option(name: .shortAndLong, help: ArgumentHelp("Write the report to this file instead of standard output.", valueName: "file"))
@@ -247,27 +252,31 @@ struct ReportArguments: ParsableArguments {
     /// The severity at which a JUnit test case fails (`check` sets its --fail-on).
     var failAt: Severity = .warning
 
-    func render(_ report: Report) -> String {
+    func render(_ report: Report, marks: FindingMarks? = nil) -> String {
         switch format {
         case .text:
             let useColour = colour == .always || (colour == .auto && output == nil && standardOutputIsTerminal)
-            return TextReportWriter.render(report, colour: useColour, showAllTimeline: fullTimeline)
-        case .json: return JSONReportWriter.render(report)
-        case .sarif: return SARIFWriter.render(report)
-        case .junit: return JUnitWriter.render(report, failAt: failAt)
+            return TextReportWriter.render(report, colour: useColour, showAllTimeline: fullTimeline, marks: marks)
+        case .json: return JSONReportWriter.render(report, marks: marks)
+        case .jsonl: return JSONLinesWriter.render(report, marks: marks)
+        case .sarif: return SARIFWriter.render(report, marks: marks)
+        case .junit: return JUnitWriter.render(report, failAt: failAt, marks: marks)
         case .html: return HTMLReportWriter.render(report)
         }
     }
 
-    func write(_ report: Report) throws {
+    func write(_ report: Report, marks: FindingMarks? = nil) throws {
         let out = try OutputSink(path: output)
-        if format == .json {
+        switch format {
+        case .json:
             // Streamed: the JSON of a large capture is never one string in memory.
-            JSONReportWriter.write(report) { out.write(bytes: $0) }
-        } else {
-            out.write(render(report))
+            JSONReportWriter.write(report, marks: marks) { out.write(bytes: $0) }
+        case .jsonl:
+            JSONLinesWriter.write(report, marks: marks) { out.write(bytes: $0) }
+        default:
+            out.write(render(report, marks: marks))
         }
-        out.finish()
+        try out.finish()
     }
 
     /// The report on standard error (live capture with `--decode`, whose standard output is JSON Lines).
@@ -285,25 +294,43 @@ struct ReportArguments: ParsableArguments {
     }
 }
 
+/// Refuses (exit 2, naming both paths) outputs that resolve to an input or to each other, before
+/// anything is read or written.
+func guardOutputs(_ outputs: [(option: String, path: String?)], inputs: [String]) throws {
+    do {
+        try OutputGuard.check(outputs: outputs.compactMap { o in o.path.map { (o.option, $0) } }, inputs: inputs)
+    } catch {
+        throw CommandFailure(message: error.description, status: ExitStatus.usage)
+    }
+}
+
 /// Problems and unknown log lines, on standard error, after the report.
 func reportSideNotes(_ analysis: Analysis, showUnknown: Bool, showPayloads: Bool) {
-    for p in analysis.report.inputProblems { printError(p) }
+    FileHandle.standardError.write(Data(sideNotes(analysis, showUnknown: showUnknown, showPayloads: showPayloads).utf8))
+}
+
+/// The text `reportSideNotes` prints (each line ends in a newline).
+func sideNotes(_ analysis: Analysis, showUnknown: Bool, showPayloads: Bool) -> String {
+    var out = ""
+    func note(_ line: String) { out += "peerscope: \(line)\n" }
+    for p in analysis.report.inputProblems { note(p) }
     if let logs = analysis.logs {
         // Notes a reader of the report alone might miss: an empty log, times taken as UTC.
-        for d in logs.problems where d.id == "log.empty" || d.id == "log.time.no_zone" { printError(d.message) }
+        for d in logs.problems where d.id == "log.empty" || d.id == "log.time.no_zone" { note(d.message) }
         let unknown = logs.unknownCounts.values.reduce(0, +)
         if unknown > 0 {
             let byFormat = logs.unknownCounts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-            printError("\(unknown) log line(s) matched no log plugin (\(byFormat))" + (showUnknown ? ":" : "; --show-unknown lists them"))
+            note("\(unknown) log line(s) matched no log plugin (\(byFormat))" + (showUnknown ? ":" : "; --show-unknown lists them"))
             if showUnknown {
                 for l in logs.unknownLines {
                     var line = l
                     if !showPayloads { line.text = maskContents(l.text) }
-                    FileHandle.standardError.write(Data("  \(line)\n".utf8))
+                    out += "  \(line)\n"
                 }
             }
         }
     }
+    return out
 }
 
 /// An unknown log line with what may be message contents (chat text) masked, as reports do without

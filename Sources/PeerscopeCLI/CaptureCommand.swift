@@ -67,8 +67,14 @@ struct Capture: ParsableCommand {
     @Option(help: ArgumentHelp("Stop after this many packets.", valueName: "n"))
     var count: UInt64?
 
-    @Option(help: ArgumentHelp("Also save what was captured to this pcapng file.", valueName: "file"))
+    @Option(help: ArgumentHelp("Also save what was captured to this pcapng file (an existing file needs --force or --append).", valueName: "file"))
     var write: String?
+
+    @Flag(help: "With --write: replace an existing file (the old one stays until the capture ends and the new file is complete).")
+    var force = false
+
+    @Flag(help: "With --write: add this capture as a new section at the end of an existing pcapng file.")
+    var append = false
 
     @Flag(help: "Print each decoded message as a JSON line while capturing (the final report then goes to standard error unless --output is given).")
     var decode = false
@@ -77,9 +83,12 @@ struct Capture: ParsableCommand {
     @OptionGroup var report: ReportArguments
 
     func validate() throws {
+        if analysis.eventTrace != nil { throw ValidationError("--events is for `analyze` and `check`, not a live capture") }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
         if count == 0 { throw ValidationError("--count must be positive") }
         if snapLength < 64 { throw ValidationError("--snaplen must be at least 64") }
+        if force && append { throw ValidationError("--force and --append exclude each other") }
+        if (force || append) && write == nil { throw ValidationError("--force and --append apply to --write FILE") }
     }
 
     func run() throws {
@@ -90,6 +99,23 @@ struct Capture: ParsableCommand {
                                      status: ExitStatus.usage)
             }
         }
+        try guardOutputs([("--write", write), ("--output", report.output)], inputs: analysis.inputPaths([]))
+        // The --write file is opened (a temporary file beside it) before the interface: a refusal
+        // (an existing file without --force or --append) comes before anything is captured.
+        var writer: PcapngWriter?
+        if let write {
+            if append, let size = (try? FileManager.default.attributesOfItem(atPath: write))?[.size] as? Int, size > 0,
+               let problem = PcapngWriter.appendProblem(write) {
+                throw CommandFailure(message: OutputError.cannotAppend(path: write, reason: problem).description, status: ExitStatus.usage)
+            }
+            let file: OutputFile
+            do { file = try OutputFile(path: write, option: "--write", mode: append ? .append : force ? .replace : .createNew) } catch {
+                throw CommandFailure(message: error.description, status: error.isRefusal ? ExitStatus.usage : ExitStatus.input)
+            }
+            do { writer = try PcapngWriter(output: file) } catch {
+                throw CommandFailure(message: error.description, status: ExitStatus.input)
+            }
+        }
         let options = LiveCaptureOptions(
             interface: interface, filter: filter ?? Self.defaultFilter, snapLength: snapLength, promiscuous: promiscuous,
             immediate: immediate, duration: duration.map { CaptureTime.nanos(seconds: $0) }, count: count)
@@ -98,16 +124,12 @@ struct Capture: ParsableCommand {
             throw CommandFailure(message: error.description, status: ExitStatus.input)
         }
         if let w = live.warning { printError("\(interface): \(w)") }
-        var writer: PcapngWriter?
-        if let write {
-            do { writer = try PcapngWriter(path: write) } catch {
-                throw CommandFailure(message: error.description, status: ExitStatus.input)
-            }
-        }
-        var analysisOptions = try analysis.analysisOptions(captures: [])
+        var configuration = try analysis.configuration()
         let live_out = try OutputSink(path: nil, lineBuffered: true)
-        analysisOptions.engine.decode.wantsMessages = decode
-        let engine = Engine(options: PeerscopeAnalysis.engineOptions(analysisOptions)) { m in live_out.jsonLine(m.json(includeInput: false)) }
+        configuration.engine.decode.wantsMessages = decode
+        let session = AnalysisSession(configuration) { m in live_out.jsonLine(m.json(includeInput: false)) }
+        _ = session.addLiveInput("live:\(interface)")
+        session.addLogs(analysis.logs)   // captures given with --log were refused above
 
         liveStopHandle = live.stopHandle
         signal(SIGINT) { _ in liveStopHandle?.requestStop() }
@@ -121,7 +143,7 @@ struct Capture: ParsableCommand {
         let summary: LiveCaptureSummary
         do {
             summary = try live.run { frame in
-                engine.process(frame)
+                session.feed(frame)
                 if let w = writer, writeError == nil {
                     do { try w.write(frame) } catch { writeError = "\(error)" }
                 }
@@ -130,19 +152,13 @@ struct Capture: ParsableCommand {
             throw CommandFailure(message: "\(error)", status: ExitStatus.input)
         }
         do { try writer?.close() } catch { writeError = writeError ?? error.description }
-        live_out.finish()
-        engine.finish()
+        try live_out.finish()
         var stopped = "stopped (\(summary.stopReason.rawValue)) after \(summary.frames) packet(s)"
         if let d = summary.dropped, d > 0 { stopped += "; \(d) dropped by the kernel buffer" }
         printError(stopped)
-        var run = RunResult(inputs: ["live:\(interface)"], stats: engine.stats, diagnostics: engine.diagnostics,
-                            events: engine.takeEvents(), complete: writeError == nil, directory: engine.directory,
-                            diagnosticCounts: engine.diagnosticCounts)
-        if let writeError { run.inputProblems.append(writeError) }
-        var opts = analysisOptions
-        opts.captures = ["live:\(interface)"]
+        if let writeError { session.noteInputProblem(writeError) }
         let result: Analysis
-        do { result = try PeerscopeAnalysis.finish(engine: engine, run: run, options: opts) } catch {
+        do { result = try session.finish() } catch {
             throw CommandFailure(message: error.description, status: ExitStatus.input)
         }
         if decode && report.output == nil {

@@ -1,11 +1,5 @@
 import PeerscopeCore
 
-extension EventKind {
-    /// An ICE connectivity check (STUN request) that got no response within `STUNPlugin.checkTimeout`
-    /// of capture time, or before the capture ended (attr `atEnd`). Seen on the wire, not in logs.
-    public static let iceUnanswered: EventKind = "ice.unanswered"
-}
-
 /// ICE connectivity checks: STUN Binding requests, success and error responses (RFC 5389/8489),
 /// with MPC's binary USERNAME and Apple-private attributes. Requests and responses are matched by
 /// transaction ID per flow; checks left unanswered are reported when they expire and at `finish`.
@@ -13,9 +7,16 @@ public final class STUNPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "stun",
         summary: "ICE connectivity checks (STUN Binding request/success/error; other STUN methods generically)",
-        claims: [.udpPorts(16384 ... 16402), .udpHeuristic],
+        claims: [.udpPorts(MPCPorts.gck), .udpHeuristic],
         messageTypes: ["binding-request", "binding-success", "binding-error", "binding-indication", "stun"]
-    )
+    ,
+        diagnostics: [
+            DiagnosticSpec("header", .warning, "not a STUN header"),
+            DiagnosticSpec("length", .warning, "the header's attribute length disagrees with the datagram"),
+            DiagnosticSpec("attribute.truncated", .warning, "an attribute cut short"),
+            DiagnosticSpec("bad_fingerprint", .warning, "FINGERPRINT does not match the message"),
+            DiagnosticSpec("fingerprint.length", .warning, "FINGERPRINT not 4 bytes"),
+        ])
 
     /// How long a check may wait for its response (MPC's ICE connection timeout is 10 s per channel).
     public static let checkTimeout: Nanos = 10 * CaptureTime.second

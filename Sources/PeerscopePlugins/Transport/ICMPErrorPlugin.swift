@@ -1,13 +1,15 @@
 import PeerscopeCore
 
 /// ICMP and ICMPv6 errors. Destination/port unreachable for a flow becomes `.icmpUnreachable` with
-/// `from` = the peer that sent the quoted packet and `to` = the destination it could not reach.
+/// `from` = the peer that sent the quoted packet and `to` = the destination it could not reach; the
+/// event's flow is the quoted packet's (`PeerEvent.quotedFlow`).
 public final class ICMPErrorPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "icmp-error",
         summary: "ICMP/ICMPv6 errors: destination and port unreachable",
         claims: [.icmpErrors],
-        messageTypes: ["unreachable", "error"])
+        messageTypes: ["unreachable", "error"],
+        diagnostics: [DiagnosticSpec("no_quoted_flow", .info, "an ICMP error whose quoted packet cannot be read")])
 
     public init() {}
 
@@ -26,7 +28,6 @@ public final class ICMPErrorPlugin: DecoderPlugin {
                      "type": String(info.type), "code": String(info.code)]
         var from = PeerHint.unknown, to = PeerHint.unknown
         if let q = info.quoted {
-            attrs["quoted"] = q.description
             attrs["proto"] = q.proto.rawValue
             from = ctx.directory.hint(for: q.src)
             to = ctx.directory.hint(for: q.dst)
