@@ -84,6 +84,8 @@ public enum DetectorSuite {
         ChannelErrorDetector.descriptor,
         ReconnectStormDetector.descriptor,
         DeclinedInvitationDetector.descriptor,
+        InvitationStormDetector.descriptor,
+        FlappingDetector.descriptor,
     ]
 
     public static var kinds: [String] { all.map(\.kind) }
@@ -107,7 +109,7 @@ public enum DetectorSuite {
         for d in DetectorSuite.all where config.isEnabled(d.kind) {
             all.append(contentsOf: d.make(config).run(input))
         }
-        return notMPC(foldLogFindings(merge(all)), timelines)
+        return notMPC(FlappingDetector.foldIntoStorms(foldLogFindings(merge(all))), timelines)
     }
 
     /// GCK binds UDP 16402 down to 16384.
