@@ -205,7 +205,7 @@ public enum PeerscopeAnalysis {
         let end = max(run.stats.lastT ?? Int64.min, events.last?.t ?? Int64.min)
         var report = Report.analyze(inputs: run.inputs, events: consume events, directory: run.directory, stats: run.stats,
                                     diagnostics: run.diagnostics, complete: run.complete, inputProblems: run.inputProblems,
-                                    config: options.detectors, end: end == Int64.min ? nil : end)
+                                    config: options.detectors, end: end == Int64.min ? nil : end, losses: run.losses)
         report.diagnosticTotals = run.diagnosticCounts
         return Analysis(report: report, run: run, logs: logResult)
     }

@@ -242,6 +242,8 @@ struct ReportArguments: ParsableArguments {
 
     /// The severity at which a JUnit test case fails (`check` sets its --fail-on).
     var failAt: Severity = .warning
+    /// Uncertain findings fail JUnit test cases too (`check --strict`).
+    var strict = false
 
     func render(_ report: Report) -> String {
         switch format {
@@ -250,7 +252,7 @@ struct ReportArguments: ParsableArguments {
             return TextReportWriter.render(report, colour: useColour, showAllTimeline: fullTimeline)
         case .json: return JSONReportWriter.render(report)
         case .sarif: return SARIFWriter.render(report)
-        case .junit: return JUnitWriter.render(report, failAt: failAt)
+        case .junit: return JUnitWriter.render(report, failAt: failAt, strict: strict)
         case .html: return HTMLReportWriter.render(report)
         }
     }

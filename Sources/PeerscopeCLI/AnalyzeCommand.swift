@@ -56,7 +56,8 @@ struct Check: ParsableCommand {
         discussion: """
         Runs the same analysis as `analyze` and exits with a status a CI job can trust:
           0  no finding at or above --fail-on
-          1  at least one finding at or above --fail-on
+          1  at least one finding at or above --fail-on (an uncertain finding, resting on silence where \
+             the capture is known to have lost packets, counts only with --strict)
           2  usage error (bad option, unknown or out-of-range threshold or detector, missing or bad \
              --config or --patterns file)
           3  an input is missing, unreadable, not a capture, or truncated (files named *.pcap, \
@@ -79,6 +80,9 @@ struct Check: ParsableCommand {
     @Option(name: .customLong("fail-on"), help: ArgumentHelp("Lowest severity that fails the check: info, warning, error, critical.", valueName: "severity"))
     var failOn: Severity = .error
 
+    @Flag(name: .customLong("strict"), help: "Fail on uncertain findings too (judged on silence where the capture lost packets).")
+    var strict = false
+
     @OptionGroup var analysis: AnalysisArguments
 
     @Option(name: .shortAndLong, help: ArgumentHelp("Report format: json (default), sarif, junit, text or html.", valueName: "format"))
@@ -97,10 +101,11 @@ struct Check: ParsableCommand {
         args.output = output
         args.colour = .never
         args.failAt = failOn
+        args.strict = strict
         try args.write(result.report)
         reportSideNotes(result, showUnknown: analysis.showUnknown, showPayloads: analysis.showPayloads)
         if !result.report.complete { throw ExitCode(ExitStatus.input) }
-        let failing = result.report.findings(atLeast: failOn)
+        let failing = result.report.findings(atLeast: failOn, strict: strict)
         if !failing.isEmpty {
             printError("\(failing.count) finding(s) at or above \(failOn.rawValue)")
             throw ExitCode(ExitStatus.findings)

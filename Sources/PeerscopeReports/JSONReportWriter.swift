@@ -28,6 +28,7 @@ public enum JSONReportWriter {
             ("inputProblems", .value(.array(r.inputProblems.map { .string($0) }))),
             ("summary", .value(summary(r))),
             ("stats", .value(stats(r.stats))),
+            ("captureLosses", .value(.array(r.captureLosses.map(loss)))),
             ("diagnostics", .value(diagnostics(r))),
             ("discovery", .value(discovery(r))),
             ("peers", .list(r.timelines.peers.count) { peer(r.timelines.peers[$0], r) }),
@@ -270,6 +271,16 @@ public enum JSONReportWriter {
         ])
     }
 
+    static func loss(_ l: CaptureLoss) -> JSONValue {
+        .object([
+            ("reason", .string(l.reason.rawValue)),
+            ("startT", .int(l.start)), ("startTime", .string(CaptureTime.iso8601(l.start))),
+            ("endT", .int(l.end)), ("endTime", .string(CaptureTime.iso8601(l.end))),
+            ("count", .int(Int64(l.count))),
+            ("source", l.source.map { .string($0) } ?? .null),
+        ])
+    }
+
     public static func finding(_ f: Finding) -> JSONValue {
         .object([
             ("kind", .string(f.kind)),
@@ -281,6 +292,8 @@ public enum JSONReportWriter {
             ("message", .string(f.message)),
             ("evidence", .array(f.evidence.map(evidence))),
             ("openAtEnd", .bool(f.openAtEnd)),
+            ("confidence", .string(f.confidence.rawValue)),
+            ("caveats", .array(f.caveats.map { .string($0) })),
             ("key", .string(f.key)),
             ("details", .object(f.details.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
         ])

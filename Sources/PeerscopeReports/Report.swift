@@ -24,6 +24,9 @@ public struct Report: Sendable {
     public var thresholds: [(String, Double)]
     /// Detector kinds that ran.
     public var detectorsRun: [String]
+    /// Stretches of capture time with known packet loss (live drops, interface statistics in the file,
+    /// snaplen cuts): findings resting on silence there are `uncertain`.
+    public var captureLosses: [CaptureLoss] = []
 
     public init(inputs: [String], complete: Bool = true, inputProblems: [String] = [], stats: CaptureStats = CaptureStats(),
                 diagnostics: [Diagnostic] = [], timelines: Timelines, findings: [Finding],
@@ -47,15 +50,20 @@ public struct Report: Sendable {
                                stats: CaptureStats = CaptureStats(), diagnostics: [Diagnostic] = [],
                                complete: Bool = true, inputProblems: [String] = [],
                                config: DetectorConfig = .defaults, end: Nanos? = nil,
+                               losses: [CaptureLoss] = [],
                                toolVersion: String = Report.defaultToolVersion) -> Report {
         let builder = TimelineBuilder(directory: directory)
         builder.add(contentsOf: consume events)
         let endT = end ?? stats.lastT
         let timelines = builder.finish(at: endT)
-        let findings = DetectorSuite.run(timelines: timelines, config: config, end: endT)
-        return Report(inputs: inputs, complete: complete, inputProblems: inputProblems, stats: stats,
-                      diagnostics: diagnostics, timelines: timelines, findings: findings, directory: directory,
-                      config: config, toolVersion: toolVersion)
+        let findings = CaptureQuality.qualify(DetectorSuite.run(timelines: timelines, config: config, end: endT), losses: losses)
+        // `complete` keeps its meaning (every input read to its end); what the capture missed is in
+        // `captureLosses` and in the findings' confidence.
+        var r = Report(inputs: inputs, complete: complete, inputProblems: inputProblems, stats: stats,
+                       diagnostics: diagnostics, timelines: timelines, findings: findings, directory: directory,
+                       config: config, toolVersion: toolVersion)
+        r.captureLosses = losses.sorted { ($0.start, $0.end, $0.reason.rawValue) < ($1.start, $1.end, $1.reason.rawValue) }
+        return r
     }
 
     // MARK: derived views
@@ -63,8 +71,11 @@ public struct Report: Sendable {
     /// The worst severity among findings (nil without findings).
     public var worstSeverity: Severity? { findings.map(\.severity).max() }
 
-    /// Findings at or above a severity (what `peerscope check --fail-on` counts).
-    public func findings(atLeast s: Severity) -> [Finding] { findings.filter { $0.severity >= s } }
+    /// Findings at or above a severity (what `peerscope check --fail-on` counts; uncertain findings
+    /// count only when `strict`).
+    public func findings(atLeast s: Severity, strict: Bool = true) -> [Finding] {
+        findings.filter { $0.severity >= s && (strict || $0.confidence == .certain) }
+    }
 
     /// Finding counts per kind, in detector order, kinds without findings left out.
     public var findingsByKind: [(String, Int)] {

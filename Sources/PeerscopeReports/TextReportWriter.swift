@@ -23,6 +23,11 @@ public enum TextReportWriter {
         }
         if r.stats.logLines > 0 { cap += ", \(r.stats.logLines) log lines" }
         out += cap + "\n"
+        if !r.captureLosses.isEmpty {
+            out += "capture loss: \(r.captureLosses.count) window(s)\n"
+            for l in r.captureLosses.prefix(8) { out += "  \(clean(l.caveat))\n" }
+            if r.captureLosses.count > 8 { out += "  ... \(r.captureLosses.count - 8) more\n" }
+        }
         let peers = r.timelines.peers
         let twins = sharedLabels(r)
         let shownPeers = peers.prefix(12).map { name($0.peer.ref, r, twins) } + (peers.count > 12 ? ["... \(peers.count - 12) more"] : [])
@@ -103,8 +108,10 @@ public enum TextReportWriter {
             for f in r.findings {
                 let sev = c.severity(f.severity, f.severity.rawValue.uppercased())
                 out += "  \(sev) \(f.kind)  \(clean(f.peer))\(f.peerID.map { " (\($0))" } ?? "")  \(r.relative(f.t))"
-                    + (f.openAtEnd ? "  [open at end of input]" : "") + "\n"
+                    + (f.openAtEnd ? "  [open at end of input]" : "")
+                    + (f.confidence == .uncertain ? "  " + c.yellow("[uncertain]") : "") + "\n"
                 out += "    \(clean(f.message))\n"
+                for cv in f.caveats { out += "    uncertain: \(clean(cv))\n" }
                 if !f.evidence.isEmpty {
                     let shown = f.evidence.prefix(8).map { r.describe($0) }.joined(separator: ", ")
                     out += "    evidence: \(shown)" + (f.evidence.count > 8 ? ", ... (\(f.evidence.count) in all)" : "") + "\n"

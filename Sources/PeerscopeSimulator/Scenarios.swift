@@ -19,6 +19,7 @@ enum Scenarios {
         case "reconnect-storm": return reconnectStorm(w, encrypted: encrypted)
         case "identity-collision": return identityCollision(w, encrypted: encrypted)
         case "reconnect-same-ports": return reconnectSamePorts(w, encrypted: encrypted)
+        case "keepalive-lossy-capture": return keepAliveLossyCapture(w, encrypted: encrypted)
         case "duplicate-beside-reconnect": return duplicateBesideReconnect(w, encrypted: encrypted)
         default: return []
         }
@@ -202,6 +203,24 @@ enum Scenarios {
                         detail: "\(b.name)'s keep_alive messages and GCK heartbeats stop while \(a.name)'s continue; the 6 s keep-alive monitor fires"
                             + (encrypted ? " (encrypted: the keep-alives are inside DTLS and the session ends before 15 s of silence, only the log shows it)" : ""),
                         capture: !encrypted)]
+    }
+
+    /// The keep-alive timeout again, but the capturing machine's buffer overflowed for 2.5 s inside the
+    /// silence (a burst of other traffic): it dropped 40 packets, among them every packet of Alice's in
+    /// that stretch, and says so in its interface statistics. The silence is real (the log shows the
+    /// timer fire), but the capture alone cannot tell it from its own loss: the finding is uncertain.
+    static func keepAliveLossyCapture(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
+        var found = keepAliveTimeout(w, encrypted: encrypted)
+        guard let f = found.first, let iface = w.interfaces.indices.first, let alice = w.devices.first else { return found }
+        let start = f.time - w.ms(4_500), end = start + w.ms(2_500)
+        let aliceAddress = w.address(alice, iface)
+        w.captureDrops.append(World.CaptureDrop(interface: iface, start: start, end: end, extra: 31) { frame in
+            frame.ipPacket.count >= 16 && Array(frame.ipPacket[12 ..< 16]) == aliceAddress
+        })
+        found[0].confidence = f.evidence.contains("capture") ? "uncertain" : nil
+        found[0].detail += "; the capture dropped \(alice.name)'s packets and 31 others from \(LogTime.iso(start)) to \(LogTime.iso(end)) "
+            + "(pcapng interface statistics): uncertain from the capture alone, certain once the log confirms it"
+        return found
     }
 
     // MARK: duplicate connection

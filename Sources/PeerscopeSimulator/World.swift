@@ -143,6 +143,18 @@ final class World {
     /// SRV ports a device advertised before its current one (an app relaunch picks a new port).
     var earlierSRVPorts: [String: [UInt16]] = [:]
     func extraSRVPorts(_ d: SimDevice) -> [Int] { (earlierSRVPorts[d.slug] ?? []).map(Int.init) }
+    /// Stretches in which the capturing machine dropped packets: frames for which `drops` is true are
+    /// left out of the capture, and `extra` more (other traffic on the link) were dropped as well; the
+    /// pcapng interface statistics record the count at the start and end of each.
+    struct CaptureDrop {
+        var interface: Int
+        var start: Int64
+        var end: Int64
+        var extra: Int
+        var drops: (SimFrame) -> Bool
+    }
+    var captureDrops: [CaptureDrop] = []
+
     /// Used for IPv4 /24 host numbers and IPv6 interface IDs.
     private var hostCounter = 10
 

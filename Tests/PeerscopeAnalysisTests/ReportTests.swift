@@ -140,7 +140,7 @@ final class ReportTests: XCTestCase {
         let r = try everyKind().report(end: 40)
         let v = try JSONParser.parse(JSONReportWriter.render(r))
         XCTAssertEqual(v.objectValue?.map(\.0), ["schema", "tool", "inputs", "complete", "inputProblems", "summary", "stats",
-                                                 "diagnostics", "discovery", "peers", "sessions", "findings", "detectors"])
+                                                 "captureLosses", "diagnostics", "discovery", "peers", "sessions", "findings", "detectors"])
         XCTAssertEqual(v["schema"]?.stringValue, "peerscope.report/1")
         let f = try XCTUnwrap(v["findings"]?.arrayValue?.first { $0["kind"]?.stringValue == "handshake-timeout" })
         XCTAssertEqual(f["peer"]?.stringValue, "Bob")
