@@ -67,8 +67,14 @@ struct Capture: ParsableCommand {
     @Option(help: ArgumentHelp("Stop after this many packets.", valueName: "n"))
     var count: UInt64?
 
-    @Option(help: ArgumentHelp("Also save what was captured to this pcapng file.", valueName: "file"))
+    @Option(help: ArgumentHelp("Also save what was captured to this pcapng file (an existing file needs --force or --append).", valueName: "file"))
     var write: String?
+
+    @Flag(help: "With --write: replace an existing file (the old one stays until the capture ends and the new file is complete).")
+    var force = false
+
+    @Flag(help: "With --write: add this capture as a new section at the end of an existing pcapng file.")
+    var append = false
 
     @Flag(help: "Print each decoded message as a JSON line while capturing (the final report then goes to standard error unless --output is given).")
     var decode = false
@@ -80,6 +86,8 @@ struct Capture: ParsableCommand {
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
         if count == 0 { throw ValidationError("--count must be positive") }
         if snapLength < 64 { throw ValidationError("--snaplen must be at least 64") }
+        if force && append { throw ValidationError("--force and --append exclude each other") }
+        if (force || append) && write == nil { throw ValidationError("--force and --append apply to --write FILE") }
     }
 
     func run() throws {
@@ -90,6 +98,23 @@ struct Capture: ParsableCommand {
                                      status: ExitStatus.usage)
             }
         }
+        try guardOutputs([("--write", write), ("--output", report.output)], inputs: analysis.inputPaths([]))
+        // The --write file is opened (a temporary file beside it) before the interface: a refusal
+        // (an existing file without --force or --append) comes before anything is captured.
+        var writer: PcapngWriter?
+        if let write {
+            if append, let size = (try? FileManager.default.attributesOfItem(atPath: write))?[.size] as? Int, size > 0,
+               let problem = PcapngWriter.appendProblem(write) {
+                throw CommandFailure(message: OutputError.cannotAppend(path: write, reason: problem).description, status: ExitStatus.usage)
+            }
+            let file: OutputFile
+            do { file = try OutputFile(path: write, option: "--write", mode: append ? .append : force ? .replace : .createNew) } catch {
+                throw CommandFailure(message: error.description, status: error.isRefusal ? ExitStatus.usage : ExitStatus.input)
+            }
+            do { writer = try PcapngWriter(output: file) } catch {
+                throw CommandFailure(message: error.description, status: ExitStatus.input)
+            }
+        }
         let options = LiveCaptureOptions(
             interface: interface, filter: filter ?? Self.defaultFilter, snapLength: snapLength, promiscuous: promiscuous,
             immediate: immediate, duration: duration.map { CaptureTime.nanos(seconds: $0) }, count: count)
@@ -98,12 +123,6 @@ struct Capture: ParsableCommand {
             throw CommandFailure(message: error.description, status: ExitStatus.input)
         }
         if let w = live.warning { printError("\(interface): \(w)") }
-        var writer: PcapngWriter?
-        if let write {
-            do { writer = try PcapngWriter(path: write) } catch {
-                throw CommandFailure(message: error.description, status: ExitStatus.input)
-            }
-        }
         var analysisOptions = try analysis.analysisOptions(captures: [])
         let live_out = try OutputSink(path: nil, lineBuffered: true)
         analysisOptions.engine.decode.wantsMessages = decode
@@ -130,7 +149,7 @@ struct Capture: ParsableCommand {
             throw CommandFailure(message: "\(error)", status: ExitStatus.input)
         }
         do { try writer?.close() } catch { writeError = writeError ?? error.description }
-        live_out.finish()
+        try live_out.finish()
         engine.finish()
         var stopped = "stopped (\(summary.stopReason.rawValue)) after \(summary.frames) packet(s)"
         if let d = summary.dropped, d > 0 { stopped += "; \(d) dropped by the kernel buffer" }

@@ -254,8 +254,8 @@ public struct KeepaliveTimeoutDetector: Detector {
     }
 
     private func logFinding(_ e: ResolvedEvent, _ input: DetectorInput) -> Finding? {
-        let isHeartbeat = e.kind == .gckTimeout && squash(e.event.attrs["wait"]).contains("heartbeat")
-        let what = squash(e.event.attrs["what"] ?? e.event.attrs["type"] ?? e.event.attrs["phase"] ?? e.event.attrs["timer"])
+        let isHeartbeat = e.kind == .gckTimeout && squash(e.event[.wait]).contains("heartbeat")
+        let what = squash(e.event[.what] ?? e.event[.type] ?? e.event[.phase] ?? e.event[.timer])
         let isAppKeepAlive = e.kind == .appTimeout && what.contains("keep")
         guard isHeartbeat || isAppKeepAlive else { return nil }
         let peer = input.subject(e)

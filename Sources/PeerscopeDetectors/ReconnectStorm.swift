@@ -89,7 +89,7 @@ public struct ReconnectStormDetector: Detector {
         for e in input.timelines.events where e.kind == .reconnectAttempt {
             guard let p = input.subject(e) else { continue }
             if !input.namesPeer(e) { unnamed.insert(p) }
-            let delay = e.event.attrs["delay"].flatMap { DetectorConfig.number($0) }.map { CaptureTime.nanos(seconds: $0) }
+            let delay = e.event[.delay].flatMap { DetectorConfig.number($0) }.map { CaptureTime.nanos(seconds: $0) }
             logAttempts[p, default: []].append(Attempt(t: e.t, evidence: e.evidence, by: p, delay: delay))
         }
         for (p, a) in logAttempts { groups["log|\(p)"] = (p, a) }
@@ -146,7 +146,7 @@ public struct DeclinedInvitationDetector: Detector {
         var out: [Finding] = []
         for e in input.timelines.events {
             switch e.kind {
-            case .inviteResponse where TimelineMapping.isAccepted(e.event.attrs) == false:
+            case .inviteResponse where e.event.accepted == false:
                 out.append(input.finding(
                     DeclinedInvitationDetector.kind, .warning, peer: e.from, t: e.t,
                     "\(input.label(e.from)) declined the invitation from \(input.label(e.to))",

@@ -167,29 +167,8 @@ public final class TimelineBuilder {
     private var latest: [PeerPair: Int] = [:]
     private var counts: [PeerPair: Int] = [:]
 
-    private enum Role { case start, traffic, attach }
-
-    private static let startKinds: Set<EventKind> = [
-        .invitationHello, .invitationAccept, .invite, .inviteConnect, .iceRequest, .dtlsHandshake, .gckHello,
-        .appHandshake,
-    ]
-    private static let trafficKinds: Set<EventKind> = [
-        .inviteResponse, .iceSuccess, .dtlsChangeCipherSpec, .dtlsEstablished, .dtlsApplicationData, .gckDD, .gckLSA,
-        .gckLSAACK, .gckHeartbeat, .gckData, .appHandshakeResponse, .appKeepAlive, .appChat, .appOther,
-    ]
-
-    private func role(_ e: PeerEvent) -> Role {
-        if TimelineBuilder.startKinds.contains(e.kind) { return .start }
-        if TimelineBuilder.trafficKinds.contains(e.kind) { return .traffic }
-        if e.kind == .stateChange {
-            switch TimelineMapping.targetState(e.attrs) {
-            case "connecting": return .start
-            case "connected": return .traffic
-            default: return .attach
-            }
-        }
-        return .attach
-    }
+    /// What the event does to its pair's session, as the event catalogue declares it.
+    private func role(_ e: PeerEvent) -> SessionRole { EventCatalogue.role(e) }
 
     public func finish(at end: Nanos? = nil) -> Timelines {
         // Normalised in place (the list can be large: no second copy).
@@ -294,7 +273,7 @@ public final class TimelineBuilder {
                 // An ICMP error names the quoted packet's two ends; the step is the reporter's (the
                 // unreachable host, or a router between them).
                 var by = f
-                if e.kind == .icmpUnreachable, let rep = e.attrs["reporter"].flatMap({ IPAddress($0) }),
+                if e.kind == .icmpUnreachable, let rep = e[.reporter],
                    let r = resolver.resolve(PeerHint(address: rep), at: e.t) {
                     by = r
                 }
@@ -500,7 +479,7 @@ public final class TimelineBuilder {
             let window = TimelineBuilder.freshHandshakeWindow
             return e.t &- ice <= window && (w.lastGCKHello.map { e.t &- $0 > window } ?? true)
         case .dtlsHandshake: return TimelineBuilder.isClientHello(e)
-        case .stateChange: return TimelineMapping.targetState(e.attrs) == "connecting"
+        case .stateChange: return e.targetState == "connecting"
         default: return false
         }
     }
@@ -513,7 +492,7 @@ public final class TimelineBuilder {
     }
 
     private static func isClientHello(_ e: PeerEvent) -> Bool {
-        (e.attrs["message"] ?? "").lowercased().filter { $0.isLetter }.contains("clienthello")
+        (e[.message] ?? "").lowercased().filter { $0.isLetter }.contains("clienthello")
     }
 
     private func instanceIndex(for pair: PeerPair, _ e: PeerEvent, originator: PeerRef) -> Int? {
@@ -620,25 +599,25 @@ public final class TimelineBuilder {
         switch e.kind {
         case .disconnected: close(si, at: e, reason: "disconnected")
         case .stateChange:
-            let target = TimelineMapping.targetState(e.attrs)
+            let target = e.targetState
             if target == "notconnected" || target == "disconnected" { close(si, at: e, reason: "disconnected") }
-        case .inviteResponse where TimelineMapping.isAccepted(e.attrs) == false: close(si, at: e, reason: "declined")
+        case .inviteResponse where e.accepted == false: close(si, at: e, reason: "declined")
         case .connectionDecision where state == .invitationDeclined: close(si, at: e, reason: "declined")
         case .inviteTimeout: close(si, at: e, reason: "invitation timed out")
         case .icmpUnreachable: close(si, at: e, reason: "peer unreachable (ICMP)")
         case .dtlsAlert:
             // A fatal alert or close_notify ends the secure channel. An unreadable (encrypted) alert is
             // one of those in practice: the other warnings are not sent by MPC's DTLS.
-            let level = (e.attrs["level"] ?? "").lowercased()
-            let description = e.attrs["description"] ?? level
+            let level = (e[.level] ?? "").lowercased()
+            let description = e[.description] ?? level
             if description == "close_notify" {
                 close(si, at: e, reason: "closed (DTLS close_notify)")
             } else if level == "fatal" || level == "encrypted" {
                 close(si, at: e, reason: level == "encrypted" ? "DTLS alert (encrypted)" : "DTLS alert (\(description))")
             }
         case .iceTimeout, .dtlsTimeout, .gckGivingUp, .gckTimeout:
-            let st = (e.attrs["state"] ?? "").lowercased().filter { $0.isLetter }
-            let wait = (e.attrs["wait"] ?? "").lowercased()
+            let st = (e[.state] ?? "").lowercased().filter { $0.isLetter }
+            let wait = (e[.wait] ?? "").lowercased()
             let alreadyUp = st == "connected" || st == "dtlsconnected"
             if sessions[si].instance.established == nil, !alreadyUp, !(e.kind == .gckTimeout && wait.contains("heartbeat")) {
                 close(si, at: e, reason: "handshake gave up")

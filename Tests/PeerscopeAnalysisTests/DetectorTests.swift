@@ -458,9 +458,9 @@ final class ChannelErrorTests: XCTestCase {
         let a = try XCTUnwrap(IPAddress("192.0.2.1")), b = try XCTUnwrap(IPAddress("192.0.2.2"))
         let s = Script()
         s.packet(.icmpUnreachable, 1, PeerHint(address: a), PeerHint(address: b),
-                 attrs: ["summary": "port unreachable", "quoted": "udp 192.0.2.1:16402 > 192.0.2.2:16401"])
+                 attrs: ["summary": "port unreachable"], flow: FlowKey(.udp, Endpoint(a, 16402), Endpoint(b, 16401)))
         s.packet(.icmpUnreachable, 2, PeerHint(address: a), PeerHint(address: b),
-                 attrs: ["summary": "port unreachable", "quoted": "udp 192.0.2.1:5000 > 192.0.2.2:53"])
+                 attrs: ["summary": "port unreachable"], flow: FlowKey(.udp, Endpoint(a, 5000), Endpoint(b, 53)))
         let f = s.findings().of("channel-error")
         XCTAssertEqual(f.count, 1, "the DNS flow is not a session flow")
         XCTAssertEqual(f.first?.severity, .error)
