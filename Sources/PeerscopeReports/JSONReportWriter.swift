@@ -306,6 +306,10 @@ public enum JSONReportWriter {
             ("endReason", str(s.endReason)),
             ("establishedT", int(s.established)),
             ("encrypted", .bool(s.encrypted)),
+            ("plane", s.plane.map { .string($0.rawValue) } ?? .null),
+            ("planes", planes(s, r)),
+            ("supersededBy", s.supersededBy.map { .int(Int64($0)) } ?? .null),
+            ("overlapT", int(s.overlapT)),
             ("startedBeforeInput", .bool(s.startedBeforeInput)),
             ("history", .string(s.history)),
             ("events", .int(Int64(s.eventCount))),
@@ -315,6 +319,12 @@ public enum JSONReportWriter {
                          ("evidence", evidence(m.evidence))])
             })),
         ])
+    }
+
+    /// Each side's plane by peer label, in label order.
+    static func planes(_ s: SessionInstance, _ r: Report) -> JSONValue {
+        let pairs: [(String, String)] = s.planeBySide.map { (r.timelines.label($0.key), $0.value.rawValue) }
+        return .object(pairs.sorted { $0.0 < $1.0 }.map { ($0.0, JSONValue.string($0.1)) })
     }
 
     static func loss(_ l: CaptureLoss) -> JSONValue {

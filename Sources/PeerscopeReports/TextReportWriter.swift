@@ -67,6 +67,7 @@ public enum TextReportWriter {
                 if let e = s.end { line += " .. \(r.relative(e))" } else { line += " .. (open)" }
                 line += s.established != nil ? "  established" : "  not established"
                 if s.encrypted { line += ", encrypted" }
+                if let p = s.plane { line += ", plane \(p.rawValue)" }
                 if let reason = s.endReason { line += ", \(clean(reason))" }
                 if !s.history.isEmpty { line += "  history \(s.history)" }
                 out += line + "\n"

@@ -164,3 +164,35 @@ final class LogPatternDetectorTests: XCTestCase {
         XCTAssertTrue(steady.findings().filter { $0.kind == "flapping" }.isEmpty)
     }
 }
+
+/// Issue #11: a session's plane from its packets: plaintext, DTLS, or DTLS that fell back to plaintext.
+final class SessionPlaneScriptTests: XCTestCase {
+    let A = Script.alice, B = Script.bob
+
+    func testDTLSThroughoutIsDTLS() {
+        let s = Script()
+        s.packet(.dtlsHandshake, 0, A, B, attrs: ["message": "ClientHello"])
+        s.packet(.dtlsHandshake, 0.1, B, A, attrs: ["message": "ServerHello"])
+        s.packet(.dtlsChangeCipherSpec, 0.2, A, B)
+        s.packet(.dtlsChangeCipherSpec, 0.3, B, A)
+        s.repeating(.dtlsApplicationData, from: 1, to: 5, every: 1, A, B)
+        XCTAssertEqual(s.timelines().sessions.first?.plane, .dtls)
+    }
+
+    func testDTLSThenPlaintextGCKFromBothIsAFallback() {
+        let s = Script()
+        s.packet(.dtlsHandshake, 0, A, B, attrs: ["message": "ClientHello"])
+        s.packet(.dtlsHandshake, 1, B, A, attrs: ["message": "ClientHello"])
+        s.connect(A, B, at: 12)   // ICE and plaintext GCK Hellos both ways after the DTLS attempt
+        let tl = s.timelines()
+        XCTAssertEqual(tl.sessions.last?.plane, .dtlsFellBackToPlaintext)
+        XCTAssertTrue(DetectorSuite.run(timelines: tl).filter { $0.details["case"] == "encryption" }.isEmpty)
+    }
+
+    func testLogOnlySessionsHaveNoPlane() {
+        let s = Script()
+        s.log(.stateChange, 0, B, A, attrs: ["to": "Connecting"])
+        s.log(.stateChange, 1, B, A, attrs: ["to": "Connected"])
+        XCTAssertNil(s.timelines().sessions.first?.plane)
+    }
+}
