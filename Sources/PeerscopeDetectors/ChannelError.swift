@@ -290,6 +290,31 @@ public struct ChannelErrorDetector: Detector {
         return out
     }
 
+    /// Handshake timeouts of a pair whose encryption preferences do not match are its consequence, not
+    /// another problem: they join the `encryption` finding (`details["explains"]`) when they fall in a
+    /// session of that pair that began before they fired and had not ended a second before the mismatch.
+    static func foldIntoEncryptionMismatch(_ findings: [Finding], _ t: Timelines) -> [Finding] {
+        let mismatches = findings.indices.filter { findings[$0].kind == kind && findings[$0].details["case"] == "encryption" }
+        guard !mismatches.isEmpty else { return findings }
+        var out = findings
+        var drop: Set<Int> = []
+        for i in findings.indices where findings[i].kind == HandshakeTimeoutDetector.kind {
+            let h = findings[i]
+            guard let hp = h.peerRef, let m = mismatches.first(where: { j in
+                let e = findings[j]
+                guard let ep = e.peerRef, h.t >= e.t &- CaptureTime.second else { return false }
+                return t.sessions.contains { s in
+                    s.pair.contains(ep) && s.pair.contains(hp) && s.start <= h.t && (s.end ?? Nanos.max) >= e.t &- CaptureTime.second
+                }
+            }) else { continue }
+            let phase = h.details["phase"].map { " (\($0))" } ?? ""
+            out[m].details["explains"] = (out[m].details["explains"].map { $0 + "," } ?? "") + "handshake-timeout" + phase
+            out[m].evidence = Array(Set(out[m].evidence).union(h.evidence).sorted().prefix(Finding.maxEvidence))
+            drop.insert(i)
+        }
+        return out.indices.filter { !drop.contains($0) }.map { out[$0] }
+    }
+
     /// The Bonjour service type the capture or logs name (`_chat-app`), else a placeholder.
     static func serviceType(_ input: DetectorInput) -> String {
         for e in input.timelines.events where e.kind.isIn("discovery") {

@@ -109,7 +109,7 @@ public enum DetectorSuite {
         for d in DetectorSuite.all where config.isEnabled(d.kind) {
             all.append(contentsOf: d.make(config).run(input))
         }
-        return notMPC(FlappingDetector.foldIntoStorms(foldLogFindings(merge(all))), timelines)
+        return notMPC(ChannelErrorDetector.foldIntoEncryptionMismatch(FlappingDetector.foldIntoStorms(foldLogFindings(merge(all))), timelines), timelines)
     }
 
     /// GCK binds UDP 16402 down to 16384.

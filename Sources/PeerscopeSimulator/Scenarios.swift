@@ -20,6 +20,7 @@ enum Scenarios {
         case "identity-collision": return identityCollision(w, encrypted: encrypted)
         case "reconnect-same-ports": return reconnectSamePorts(w, encrypted: encrypted)
         case "keepalive-lossy-capture": return keepAliveLossyCapture(w, encrypted: encrypted)
+        case "encryption-mismatch": return encryptionMismatch(w)
         case "duplicate-beside-reconnect": return duplicateBesideReconnect(w, encrypted: encrypted)
         default: return []
         }
@@ -221,6 +222,43 @@ enum Scenarios {
         found[0].detail += "; the capture dropped \(alice.name)'s packets and 31 others from \(LogTime.iso(start)) to \(LogTime.iso(end)) "
             + "(pcapng interface statistics): uncertain from the capture alone, certain once the log confirms it"
         return found
+    }
+
+    // MARK: encryption mismatch
+
+    /// Alice's session requires encryption, Bob's app built its MCSession with `.none`. The invitation
+    /// goes through (each side's connection data says its preference); ICE connects; then Alice sends
+    /// DTLS ClientHellos (`0xD0…`) and Bob plaintext GCK Hellos (`0xC1…`), neither understands the
+    /// other, and Alice's 10 s DTLS handshake timer fires: the session never comes up.
+    static func encryptionMismatch(_ w: World) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "en0", linkType: .ethernet, family: .v4, description: "Wi-Fi")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's iPad", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.3)])
+        let rtt = w.rtt(iface)
+        let t0 = w.at(1.5)
+        let inv = w.invite(t0, browser: a, advertiser: b, outcome: .accept, encrypted: true, rtt: rtt, advertiserPreference: EncryptionPreference.none)
+        guard let l = inv.link else { return [] }
+        w.log(a, inv.end + w.ms(1), "MCSession", "Peer [\(b.namePID)] has incompatible encryption preference [None].")
+        w.listenLogs(inv.end + w.ms(2), l)
+        let t = w.iceConnect(inv.end + w.ms(6, spread: 2), l, rtt: rtt)
+        let timeout = w.dtlsUnanswered(t + w.ms(2, spread: 1), l)
+        // Bob speaks plaintext GCK: Hellos, retransmitted, never answered.
+        var th = t + w.ms(3, spread: 1)
+        while th < timeout {
+            w.udpLater(th, iface: iface, from: b, sport: l.bPort, to: a, dport: l.aPort) {
+                GCKPacket.hello(source: b.peer.participant, destination: a.peer.participant, token: l.helloWord)
+            }
+            th += w.ms(2_000, spread: 20)
+        }
+        w.stateChange(a, b, timeout + w.ms(1), from: "Connecting", to: "Not Connected")
+        w.stateChange(b, a, timeout + w.ms(40, spread: 10), from: "Connecting", to: "Not Connected")
+        // The handshake timers that fire are the mismatch's consequence: one finding, not three.
+        return [
+            finding("channel-error", peer: b, observer: a, time: t0, tolerance: 1,
+                    detail: "\(b.name) uses encryptionPreference none (plaintext GCK 0xC1…), \(a.name) requires it (DTLS 0xD0…); neither answers "
+                        + "the other and the 10 s DTLS handshake timer fires at \(LogTime.iso(timeout)): the session never comes up"),
+        ]
     }
 
     // MARK: duplicate connection

@@ -138,6 +138,8 @@ public enum Simulator {
                      peerRange: nil, alwaysEncrypted: false),
         ScenarioInfo(name: "keepalive-lossy-capture", summary: "The keep-alive timeout, captured by a machine whose buffer overflowed inside the silence: 40 packets dropped, recorded in the pcapng interface statistics; the finding is uncertain from the capture alone.",
                      peerRange: nil, alwaysEncrypted: false),
+        ScenarioInfo(name: "encryption-mismatch", summary: "One app requires encryption, the other uses none: after the invitation and ICE, DTLS ClientHellos (0xD0) meet plaintext GCK Hellos (0xC1) and the session never comes up.",
+                     peerRange: nil, alwaysEncrypted: true),
         ScenarioInfo(name: "duplicate-beside-reconnect", summary: "A session goes quiet and is replaced by a re-invitation on the same ports (superseded, not a duplicate); later the invitee invites back while that session still runs: two sessions carry traffic at once.",
                      peerRange: nil, alwaysEncrypted: false),
         ScenarioInfo(name: "declined-invitation", summary: "The invitee's user declines: the Response carries MCNearbyServiceAcceptInviteKey = false and no connection data.",

@@ -508,7 +508,7 @@ final class World {
     /// Returns the end time and, when accepted, the GCK link to set up.
     func invite(_ t0: Int64, browser a: SimDevice, advertiser b: SimDevice, outcome: InviteOutcome, encrypted: Bool,
                 rtt: Int64, inviteLogPrefix: Bool = true, advertiserState: Int? = nil,
-                declineReason: String? = nil) -> (end: Int64, link: GCKLink?) {
+                declineReason: String? = nil, advertiserPreference: EncryptionPreference? = nil) -> (end: Int64, link: GCKLink?) {
         let iface = commonInterface(a, b)
         var t = t0
         if inviteLogPrefix { app(a, t - ms(1), "Inviting \(b.name)") }
@@ -588,7 +588,7 @@ final class World {
             log(b, tResp - ms(0.5), "MCNearbyServiceAdvertiser", "Invitation declined (accept=0, session=(null)).")
         }
         let pref: EncryptionPreference = encrypted ? .required : .none
-        let respCD = link.map { connectionData(b, link: $0, preference: pref) }
+        let respCD = link.map { connectionData(b, link: $0, preference: advertiserPreference ?? pref) }
         let response = BinaryPlistWriter.encode(InvitationMessage.response(sender: b.peer, recipient: a.peer, inviteID: inviteID,
                                                                           accept: accept, connectionData: respCD))
         t = sendFrame(tResp, c, fromClient: false, type: .data, body: response, rtt: rtt)

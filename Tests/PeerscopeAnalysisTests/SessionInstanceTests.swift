@@ -196,3 +196,17 @@ final class SessionPlaneScriptTests: XCTestCase {
         XCTAssertNil(s.timelines().sessions.first?.plane)
     }
 }
+
+/// Issue #11: a configuration error names its fix.
+final class ConfigurationFindingTests: XCTestCase {
+    func testPermissionErrorNamesTheInfoPlistKeysForTheServiceSeen() {
+        let s = Script()
+        s.packet(.browse, 0, Script.alice, .unknown, attrs: ["service": "_chat-app._tcp.local"])
+        s.log(.permissionError, 1, .unknown, attrs: ["code": "-72008", "permission": "local-network"])
+        let f = s.findings().filter { $0.details["case"] == "permission" }
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.details["fix"],
+                       "Info.plist needs NSLocalNetworkUsageDescription and NSBonjourServices listing both _chat-app._tcp and _chat-app._udp")
+        XCTAssertTrue(f.first?.message.contains("(-72008)") ?? false)
+    }
+}
