@@ -260,6 +260,24 @@ public enum DetectorSuite {
     }
 }
 
+/// Bursts in time-ordered `items`: each run of more than `moreThan` items within `window` of the run's
+/// first (a run is reported once; counting resumes after it), as the storm and flapping detectors count.
+func bursts<T>(_ items: [T], moreThan: Int, within window: Nanos, start: (T) -> Nanos, end: (T) -> Nanos) -> [ArraySlice<T>] {
+    var out: [ArraySlice<T>] = []
+    var i = 0
+    while i < items.count {
+        var j = i
+        while j + 1 < items.count, end(items[j + 1]) &- start(items[i]) <= window { j += 1 }
+        if j - i + 1 > moreThan {
+            out.append(items[i ... j])
+            i = j + 1
+        } else {
+            i += 1
+        }
+    }
+    return out
+}
+
 /// Reads a few spellings of a flag attribute.
 func attrIsTrue(_ v: String?) -> Bool? {
     guard let v else { return nil }

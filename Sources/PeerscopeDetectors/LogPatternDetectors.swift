@@ -50,24 +50,16 @@ public struct InvitationStormDetector: Detector {
         }
         var out: [Finding] = []
         for (key, list) in groups.sorted(by: { $0.key < $1.key }) {
-            var i = 0
-            while i < list.count {
-                var j = i
-                while j + 1 < list.count, list[j + 1].t &- list[i].t <= window { j += 1 }
-                let n = j - i + 1
-                if n > maxCount {
-                    let slice = list[i ... j]
-                    let span = CaptureTime.duration(slice[j].t &- slice[i].t)
-                    out.append(input.finding(
-                        InvitationStormDetector.kind, .warning, peer: key.peer, t: slice[i].t,
-                        "log: \(input.label(key.peer)) was \(key.what) \(n) times in \(span) (more than \(maxCount) in "
-                            + "\(secondsText(Double(window) / 1e9))): the browser is being restarted in a loop (background/foreground?)",
-                        evidence: slice.map(\.evidence), key: "\(InvitationStormDetector.kind)|\(key.input)|\(key.what)|\(key.peer)|\(slice[i].t)",
-                        details: ["count": String(n), "span": span, "what": key.what, "threshold": String(maxCount)]))
-                    i = j + 1
-                } else {
-                    i += 1
-                }
+            for slice in bursts(list, moreThan: maxCount, within: window, start: \.t, end: \.t) {
+                let n = slice.count
+                let first = slice[slice.startIndex], last = slice[slice.endIndex - 1]
+                let span = CaptureTime.duration(last.t &- first.t)
+                out.append(input.finding(
+                    InvitationStormDetector.kind, .warning, peer: key.peer, t: first.t,
+                    "log: \(input.label(key.peer)) was \(key.what) \(n) times in \(span) (more than \(maxCount) in "
+                        + "\(secondsText(Double(window) / 1e9))): the browser is being restarted in a loop (background/foreground?)",
+                    evidence: slice.map(\.evidence), key: "\(InvitationStormDetector.kind)|\(key.input)|\(key.what)|\(key.peer)|\(first.t)",
+                    details: ["count": String(n), "span": span, "what": key.what, "threshold": String(maxCount)]))
             }
         }
         return out
@@ -134,27 +126,19 @@ public struct FlappingDetector: Detector {
         }
         var out: [Finding] = []
         for (key, list) in flaps.sorted(by: { $0.key < $1.key }) {
-            var i = 0
-            while i < list.count {
-                var j = i
-                while j + 1 < list.count, list[j + 1].down.t &- list[i].up.t <= window { j += 1 }
-                let n = j - i + 1
-                if n > maxCount {
-                    let slice = Array(list[i ... j])
-                    let peer = subjects[key]
-                    let held = slice.map { CaptureTime.duration($0.down.t &- $0.up.t) }
-                    out.append(input.finding(
-                        FlappingDetector.kind, .warning, peer: peer, t: slice[0].up.t,
-                        "log: the session with \(input.label(peer)) went Connected -> Not Connected \(n) times in "
-                            + "\(CaptureTime.duration(slice[n - 1].down.t &- slice[0].up.t)) (more than \(maxCount) drops within "
-                            + "\(secondsText(Double(hold) / 1e9)) of connecting); connected for \(held.joined(separator: ", "))",
-                        evidence: slice.flatMap { [$0.up.evidence, $0.down.evidence] },
-                        key: "\(FlappingDetector.kind)|\(key)|\(slice[0].up.t)",
-                        details: ["count": String(n), "held": held.joined(separator: ","), "pair": key, "threshold": String(maxCount)]))
-                    i = j + 1
-                } else {
-                    i += 1
-                }
+            for burst in bursts(list, moreThan: maxCount, within: window, start: \.up.t, end: \.down.t) {
+                let slice = Array(burst)
+                let n = slice.count
+                let peer = subjects[key]
+                let held = slice.map { CaptureTime.duration($0.down.t &- $0.up.t) }
+                out.append(input.finding(
+                    FlappingDetector.kind, .warning, peer: peer, t: slice[0].up.t,
+                    "log: the session with \(input.label(peer)) went Connected -> Not Connected \(n) times in "
+                        + "\(CaptureTime.duration(slice[n - 1].down.t &- slice[0].up.t)) (more than \(maxCount) drops within "
+                        + "\(secondsText(Double(hold) / 1e9)) of connecting); connected for \(held.joined(separator: ", "))",
+                    evidence: slice.flatMap { [$0.up.evidence, $0.down.evidence] },
+                    key: "\(FlappingDetector.kind)|\(key)|\(slice[0].up.t)",
+                    details: ["count": String(n), "held": held.joined(separator: ","), "pair": key, "threshold": String(maxCount)]))
             }
         }
         return out
