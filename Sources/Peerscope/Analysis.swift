@@ -191,10 +191,13 @@ public enum PeerscopeAnalysis {
                         }
                     }
                 }
+                // Only the first few problems of each id are listed per log: counts are the true totals.
+                var listed: [String: Int] = [:]
                 for d in all.problems {
                     run.diagnostics.append(d)
-                    run.diagnosticCounts[d.id, default: 0] += 1
+                    listed[d.id, default: 0] += 1
                 }
+                for (id, n) in listed { run.diagnosticCounts[id, default: 0] += max(n, all.problemTotals[id] ?? 0) }
                 logResult = all
                 events += all.events
                 events.sort { a, b in a.t != b.t ? a.t < b.t : a.evidence < b.evidence }

@@ -106,7 +106,7 @@ public final class Engine {
 
     private func tick(_ t: Nanos) {
         lastTick = t
-        packets.advance(to: t, { [pipeline] unit in pipeline.process(unit) })
+        packets.advance(to: t, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
         pipeline.tick(t)
         coalescer.prune(at: t, events: events)
     }
@@ -115,7 +115,9 @@ public final class Engine {
     public func finish() {
         guard !finished else { return }
         finished = true
-        packets.finish(at: lastT, { [pipeline] unit in pipeline.process(unit) })
+        packets.finish(at: lastT, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
+        // Past the packet layer's rate limit diagnostics are only counted: the totals stay true.
+        for (id, n) in packets.suppressedDiagnostics { diagnosticCounts[id, default: 0] += n }
         pipeline.finish(lastT)
         stats.plugins = pipeline.framesPerPlugin
         stats.undecoded = pipeline.unclaimed

@@ -116,9 +116,14 @@ public final class PacketDecoder {
                                 evidence: cur.evidence, offset: offset, t: cur.t))
     }
 
+    /// Per id, the diagnostics counted past `maxDiagnosticsPerID` and not reported (set by `finish`),
+    /// so a report can give the true total.
+    public private(set) var suppressedDiagnostics: [String: Int] = [:]
+
     /// One diagnostic per id whose reports were capped.
     func reportSuppressed() {
         for (id, n) in diagCounts.sorted(by: { $0.key < $1.key }) where n > options.maxDiagnosticsPerID {
+            suppressedDiagnostics[id, default: 0] += n - options.maxDiagnosticsPerID
             diags.append(Diagnostic(id: "packets.diagnostics_suppressed", severity: .info,
                                     message: "\(n - options.maxDiagnosticsPerID) more \(id) diagnostics not reported (\(n) in all)",
                                     evidence: nil, offset: nil, t: now))
