@@ -115,6 +115,8 @@ struct Capture: ParsableCommand {
                 throw CommandFailure(message: error.description, status: ExitStatus.input)
             }
         }
+        // Any failure before the capture is closed leaves no temporary file behind (exit() skips deinit).
+        defer { writer?.discard() }
         let options = LiveCaptureOptions(
             interface: interface, filter: filter ?? Self.defaultFilter, snapLength: snapLength, promiscuous: promiscuous,
             immediate: immediate, duration: duration.map { CaptureTime.nanos(seconds: $0) }, count: count)

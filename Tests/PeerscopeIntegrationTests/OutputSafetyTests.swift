@@ -155,6 +155,12 @@ final class OutputSafetyTests: XCTestCase {
         XCTAssertEqual(notPcapng.status, 2, notPcapng.stderr)
         XCTAssertTrue(notPcapng.stderr.contains("\(text.path): cannot append: it is not a pcapng file"), notPcapng.stderr)
         XCTAssertEqual(try Data(contentsOf: text), Data("not a capture\n".utf8))
+        // A capture that cannot start leaves neither the file nor a temporary file.
+        let fresh = dir.appendingPathComponent("new.pcapng")
+        let noIface = try CLI.run(["capture", "-i", "no-such-interface0", "--duration", "1", "--write", fresh.path])
+        XCTAssertEqual(noIface.status, 3, noIface.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: fresh.path))
+        XCTAssertEqual(leftovers(), [])
         // --write onto a --log input is refused by identity, whatever the flags.
         let log = dir.appendingPathComponent("d.log")
         try Data("hello\n".utf8).write(to: log)
