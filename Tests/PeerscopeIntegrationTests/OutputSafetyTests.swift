@@ -91,6 +91,9 @@ final class OutputSafetyTests: XCTestCase {
         let r = try CLI.run([cap.path], prefix: ["/bin/sh", "-c", "exec \"$0\" analyze \"$1\" > /dev/full"])
         XCTAssertEqual(r.status, 3, r.stderr)
         XCTAssertTrue(r.stderr.contains("standard output: cannot write: No space left on device"), r.stderr)
+        let decode = try CLI.run([cap.path], prefix: ["/bin/sh", "-c", "exec \"$0\" decode \"$1\" > /dev/full"])
+        XCTAssertEqual(decode.status, 3, decode.stderr)
+        XCTAssertTrue(decode.stderr.contains("standard output: cannot write: No space left on device"), decode.stderr)
     }
 
     /// A file size limit makes the system accept part of a write, then refuse the rest (EFBIG): the
