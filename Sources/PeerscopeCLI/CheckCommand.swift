@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Peerscope
+import PeerscopeCapture
 import PeerscopeCore
 import PeerscopeReports
 
@@ -118,7 +119,7 @@ struct Check: ParsableCommand {
         let folders = files.filter { FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && isDir.boolValue }
         if !folders.isEmpty { return try runFleet(folders) }
         if outputDir != nil || recursive { throw CommandFailure(message: "--recursive and --output-dir need a folder of captures", status: ExitStatus.usage) }
-        try guardOutputs([("--output", output)], inputs: analysis.inputPaths(files))
+        try guardOutputs([("--output", output)], inputs: analysis.inputPaths(files) + [baseline].compactMap { $0 } + suppress)
         let rules = try suppressions()
         let base = try baseline.map(Self.loadBaseline)
         // The report is written whatever the status, even when no input could be read.
@@ -183,6 +184,10 @@ struct Check: ParsableCommand {
         var isDir: ObjCBool = false
         let baselineDir = baseline.flatMap { FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && isDir.boolValue ? $0 : nil }
         let single = baselineDir == nil ? try baseline.map(Self.loadBaseline) : nil
+        if let outputDir, let baselineDir, let a = FileIdentity(path: outputDir), a == FileIdentity(path: baselineDir) {
+            throw CommandFailure(message: "--output-dir \(outputDir) is the --baseline folder \(baselineDir); refusing to overwrite the baseline reports",
+                                 status: ExitStatus.usage)
+        }
         if let outputDir {
             do { try FileManager.default.createDirectory(atPath: outputDir, withIntermediateDirectories: true) } catch {
                 throw CommandFailure(message: "\(outputDir): cannot create the output folder", status: ExitStatus.input)
@@ -240,6 +245,7 @@ struct Check: ParsableCommand {
                 let path = outputDir + "/" + reportName
                 let dir = (path as NSString).deletingLastPathComponent
                 try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+                try guardOutputs([("--output-dir", path)], inputs: analysis.inputPaths([job.item.capture]) + job.item.logs + suppress)
                 try reportArguments(output: path).write(r, marks: m)
                 row.report = reportName
             }
@@ -321,6 +327,7 @@ struct Diff: ParsableCommand {
     enum DiffFormat: String, ExpressibleByArgument { case text, json }
 
     func run() throws {
+        try guardOutputs([("--output", output)], inputs: [old, new])
         let a = try Check.loadBaseline(old), b = try Check.loadBaseline(new)
         let d = ReportDiff(old: a, new: b)
         let out = try OutputSink(path: output)

@@ -69,6 +69,21 @@ final class OutputSafetyTests: XCTestCase {
         assertUnchanged(cap, r2)
     }
 
+    /// A baseline compared against is an input too: `check --baseline b.json -o b.json` and
+    /// `diff old new -o old` are refused before anything is written.
+    func testBaselineAndDiffInputsAreNotOverwritten() throws {
+        let cap = try copySample()
+        let base = dir.appendingPathComponent("base.json")
+        XCTAssertEqual(try CLI.run(["check", cap.path, "-o", base.path, "--fail-on", "critical"]).status, 0)
+        let baseBytes = try Data(contentsOf: base)
+        let r1 = try CLI.run(["check", cap.path, "--baseline", base.path, "-o", base.path])
+        XCTAssertEqual(r1.status, 2, r1.stderr)
+        XCTAssertTrue(r1.stderr.contains("--output \(base.path) is also an input"), r1.stderr)
+        let r2 = try CLI.run(["diff", base.path, base.path, "-o", "./base.json"], cwd: dir)
+        XCTAssertEqual(r2.status, 2, r2.stderr)
+        XCTAssertEqual(try Data(contentsOf: base), baseBytes)
+    }
+
     func testSimulateRefusesExpectedOntoItsOwnCapture() throws {
         let out = dir.appendingPathComponent("sim.pcapng").path
         let r = try CLI.run(["simulate", "healthy-pair", "-o", out, "--expected", "./sim.pcapng"], cwd: dir)
