@@ -4,7 +4,7 @@ import PeerscopePackets
 import PeerscopePlugins
 
 /// Settings for one pass through capture -> packets -> plugins.
-public struct EngineOptions {
+public struct EngineOptions: Sendable {
     public var decode: DecodeOptions
     public var packets: PacketOptions
     /// The decoder plugins, in dispatch order.
@@ -47,7 +47,10 @@ public final class Engine {
     /// The first `diagnosticsKeptPerID` diagnostics of each id, in order.
     public private(set) var diagnostics: [Diagnostic] = []
     /// Every diagnostic counted by id.
-    public private(set) var diagnosticCounts: [String: Int] = [:]
+    public var diagnosticCounts: [String: Int] { limiter.totals.merging(packetsSuppressed) { $0 + $1 } }
+    /// Diagnostics the packet layer only counted (past its own per-id limit): part of the true totals.
+    private var packetsSuppressed: [String: Int] = [:]
+    private var limiter: DiagnosticLimiter
     public private(set) var events: [PeerEvent] = []
     private var coalescer: EventCoalescer
     /// Occurrences folded into earlier events by the coalescer.
@@ -61,6 +64,7 @@ public final class Engine {
     public init(options: EngineOptions = EngineOptions(), onMessage: @escaping (DecodedMessage) -> Void = { _ in }) {
         self.options = options
         coalescer = EventCoalescer(gaps: options.coalesceGaps)
+        limiter = DiagnosticLimiter(keptPerID: options.diagnosticsKeptPerID)
         context = PluginContext(directory: PeerDirectory(), options: options.decode)
         pipeline = PluginPipeline(plugins: options.plugins, context: context)
         packets = PacketDecoder(options: options.packets)
@@ -82,9 +86,7 @@ public final class Engine {
     /// Record a diagnostic from any layer (also used for input problems).
     public func record(_ d: Diagnostic) {
         frameHadDiagnostic = true
-        let n = diagnosticCounts[d.id, default: 0]
-        diagnosticCounts[d.id] = n + 1
-        if n < options.diagnosticsKeptPerID { diagnostics.append(d) }
+        if limiter.admit(d.id) { diagnostics.append(d) }
     }
 
     /// Feed one frame (frames must come in capture order across all inputs).
@@ -117,7 +119,7 @@ public final class Engine {
         finished = true
         packets.finish(at: lastT, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
         // Past the packet layer's rate limit diagnostics are only counted: the totals stay true.
-        for (id, n) in packets.suppressedDiagnostics { diagnosticCounts[id, default: 0] += n }
+        packetsSuppressed = packets.suppressedDiagnostics
         pipeline.finish(lastT)
         stats.plugins = pipeline.framesPerPlugin
         stats.undecoded = pipeline.unclaimed

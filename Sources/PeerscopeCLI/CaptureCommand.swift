@@ -86,6 +86,7 @@ struct Capture: ParsableCommand {
     @OptionGroup var report: ReportArguments
 
     func validate() throws {
+        if analysis.eventTrace != nil { throw ValidationError("--events is for `analyze` and `check`, not a live capture") }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
         if count == 0 { throw ValidationError("--count must be positive") }
         if snapLength < 64 { throw ValidationError("--snaplen must be at least 64") }
@@ -128,10 +129,12 @@ struct Capture: ParsableCommand {
             throw CommandFailure(message: error.description, status: ExitStatus.input)
         }
         if let w = live.warning { printError("\(interface): \(w)") }
-        var analysisOptions = try analysis.analysisOptions(captures: [])
+        var configuration = try analysis.configuration()
         let live_out = try OutputSink(path: nil, lineBuffered: true)
-        analysisOptions.engine.decode.wantsMessages = decode
-        let engine = Engine(options: PeerscopeAnalysis.engineOptions(analysisOptions)) { m in live_out.jsonLine(m.json(includeInput: false)) }
+        configuration.engine.decode.wantsMessages = decode
+        let session = AnalysisSession(configuration) { m in live_out.jsonLine(m.json(includeInput: false)) }
+        _ = session.addLiveInput("live:\(interface)")
+        session.addLogs(analysis.logs)   // captures given with --log were refused above
 
         liveStopHandle = live.stopHandle
         signal(SIGINT) { _ in liveStopHandle?.requestStop() }
@@ -145,7 +148,7 @@ struct Capture: ParsableCommand {
         let summary: LiveCaptureSummary
         do {
             summary = try live.run { frame in
-                engine.process(frame)
+                session.feed(frame)
                 if let w = writer, writeError == nil {
                     do { try w.write(frame) } catch { writeError = "\(error)" }
                 }
@@ -155,18 +158,12 @@ struct Capture: ParsableCommand {
         }
         do { try writer?.close() } catch { writeError = writeError ?? error.description }
         try live_out.finish()
-        engine.finish()
         var stopped = "stopped (\(summary.stopReason.rawValue)) after \(summary.frames) packet(s)"
         if let d = summary.dropped, d > 0 { stopped += "; \(d) dropped by the kernel buffer" }
         printError(stopped)
-        var run = RunResult(inputs: ["live:\(interface)"], stats: engine.stats, diagnostics: engine.diagnostics,
-                            events: engine.takeEvents(), complete: writeError == nil, directory: engine.directory,
-                            diagnosticCounts: engine.diagnosticCounts)
-        if let writeError { run.inputProblems.append(writeError) }
-        var opts = analysisOptions
-        opts.captures = ["live:\(interface)"]
+        if let writeError { session.noteInputProblem(writeError) }
         let result: Analysis
-        do { result = try PeerscopeAnalysis.finish(engine: engine, run: run, options: opts) } catch {
+        do { result = try session.finish() } catch {
             throw CommandFailure(message: error.description, status: ExitStatus.input)
         }
         if decode && report.output == nil {
