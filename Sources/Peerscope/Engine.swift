@@ -48,12 +48,25 @@ public final class Engine {
     /// The first `diagnosticsKeptPerID` diagnostics of each id, in order.
     public private(set) var diagnostics: [Diagnostic] = []
     /// Every diagnostic counted by id.
-    public var diagnosticCounts: [String: Int] { limiter.totals }
+    public var diagnosticCounts: [String: Int] { limiter.totals.merging(packetsSuppressed) { $0 + $1 } }
+    /// Diagnostics the packet layer only counted (past its own per-id limit): part of the true totals.
+    private var packetsSuppressed: [String: Int] = [:]
     private var limiter: DiagnosticLimiter
     public private(set) var events: [PeerEvent] = []
     private var coalescer: EventCoalescer
     /// Occurrences folded into earlier events by the coalescer.
     public var foldedEvents: Int { coalescer.folded }
+
+    /// Frames cut by the snapshot length, per input: first and last time, how many.
+    private var truncated: [Int: (first: Nanos, last: Nanos, count: Int)] = [:]
+
+    /// Snaplen cuts as capture-loss windows (one per input), sources named by `paths`.
+    public func snaplenLosses(paths: [String]) -> [CaptureLoss] {
+        truncated.keys.sorted().compactMap { i in
+            guard let w = truncated[i] else { return nil }
+            return CaptureLoss(reason: .snaplen, start: w.first, end: w.last, count: w.count, source: i < paths.count ? paths[i] : nil)
+        }
+    }
 
     private var lastTick: Nanos?
     private var lastT: Nanos = 0
@@ -95,6 +108,14 @@ public final class Engine {
     public func process(_ frame: RawFrame) {
         let t = frame.info.t
         stats.count(frame.info)
+        if frame.info.capturedLength < frame.info.originalLength {
+            let i = frame.info.input
+            if let w = truncated[i] {
+                truncated[i] = (min(w.first, t), max(w.last, t), w.count &+ 1)
+            } else {
+                truncated[i] = (t, t, 1)
+            }
+        }
         frameHadDiagnostic = false
         if t > lastT { lastT = t }
         if let last = lastTick {
@@ -110,7 +131,7 @@ public final class Engine {
 
     private func tick(_ t: Nanos) {
         lastTick = t
-        packets.advance(to: t, { [pipeline] unit in pipeline.process(unit) })
+        packets.advance(to: t, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
         pipeline.tick(t)
         coalescer.prune(at: t, events: events)
     }
@@ -119,7 +140,9 @@ public final class Engine {
     public func finish() {
         guard !finished else { return }
         finished = true
-        packets.finish(at: lastT, { [pipeline] unit in pipeline.process(unit) })
+        packets.finish(at: lastT, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
+        // Past the packet layer's rate limit diagnostics are only counted: the totals stay true.
+        packetsSuppressed = packets.suppressedDiagnostics
         pipeline.finish(lastT)
         stats.plugins = pipeline.framesPerPlugin
         stats.undecoded = pipeline.unclaimed

@@ -130,6 +130,9 @@ final class DiscoveryTracker {
     }
 
     var instances: [String: Instance] = [:]
+    /// Instances and hosts dropped because their table was full (reported as diagnostics by the plugin).
+    var evictedInstances = 0
+    var evictedHosts = 0
     var hosts: [String: Host] = [:]
     struct BrowseKey: Hashable {
         var querier: IPAddress?
@@ -273,32 +276,35 @@ final class DiscoveryTracker {
     }
 
     private func evictInstance() {
-        // The gone instance seen longest ago, else the alive one expiring first; ties go to the smaller
-        // key, never to the table's (per-process hashed) order, so every run evicts the same one.
-        // Both come off heaps ordered that way (entries that no longer hold are dropped on the way), so
-        // a full table costs a logarithmic step per new instance, not a pass over the table.
-        var victim: String?
-        while let top = ended.min {
-            if let i = instances[top.key], i.state != .alive, i.lastSeen == top.t { victim = top.key; break }
-            _ = ended.removeMin()
-        }
-        if victim == nil {
-            while let top = due.min {
-                if let i = instances[top.key], i.state == .alive, i.deadline == top.t { victim = top.key; break }
-                _ = due.removeMin()
-            }
-        }
-        if victim == nil {
-            // Only alive instances without any expiry left (none on the heaps): the smallest key.
-            victim = instances.keys.min()
-        }
-        if let key = victim, let v = instances.removeValue(forKey: key) {
+        // A sixteenth of the table at once: gone instances seen longest ago first, then alive ones
+        // expiring first; ties go to the smaller key, never to the table's (per-process hashed) order,
+        // so every run evicts the same ones. Victims come off heaps kept in that order (entries that no
+        // longer hold are dropped on the way): a logarithmic step per victim, not a sort of the table.
+        for _ in 0 ..< max(1, Self.maxInstances / 16) {
+            guard let key = nextVictim(), let v = instances.removeValue(forKey: key) else { break }
+            evictedInstances &+= 1
             if let t = v.srv?.target.key { byTarget[t]?.remove(v.key) }
             if let name = v.displayName {
                 byDisplayName[name]?.remove(v.key)
                 if byDisplayName[name]?.isEmpty == true { byDisplayName[name] = nil }
             }
         }
+    }
+
+    /// The next instance to evict (see `evictInstance`).
+    private func nextVictim() -> String? {
+        while let top = ended.min {
+            if let x = instances.index(forKey: top.key), instances.values[x].state != .alive,
+               instances.values[x].lastSeen == top.t { return top.key }
+            _ = ended.removeMin()
+        }
+        while let top = due.min {
+            if let x = instances.index(forKey: top.key), instances.values[x].state == .alive,
+               instances.values[x].deadline == top.t { return top.key }
+            _ = due.removeMin()
+        }
+        // Only alive instances without any expiry left (none on the heaps): the smallest key.
+        return instances.keys.min()
     }
 
     /// An instance ended (goodbye, expiry): it is an eviction candidate from now on, by last seen.
@@ -581,7 +587,12 @@ final class DiscoveryTracker {
     }
 
     private func evictHost() {
-        if let v = hosts.min(by: { $0.value.lastSeen < $1.value.lastSeen }) { hosts[v.key] = nil }
+        // A sixteenth of the table at once, seen longest ago first (ties by name).
+        let victims = hosts.map { (t: $0.value.lastSeen, key: $0.key) }.sorted { $0.t != $1.t ? $0.t < $1.t : $0.key < $1.key }
+        for v in victims.prefix(max(1, Self.maxHosts / 16)) {
+            hosts[v.key] = nil
+            evictedHosts &+= 1
+        }
     }
 
     // MARK: - Events and the directory
