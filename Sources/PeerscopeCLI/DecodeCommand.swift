@@ -74,7 +74,7 @@ struct Decode: ParsableCommand {
                 paths: files, options: DecodeOptions(showPayloads: showPayloads, wantsMessages: true),
                 collectEvents: false, progress: progress?.callback
             ) { m in
-                if only.isEmpty || only.contains(m.plugin) { out.jsonLine(m.json(includeInput: multi)) }
+                if only.isEmpty || only.contains(m.plugin) { out.messageLine(m, includeInput: multi) }
             }
         } catch {
             try out.finish()

@@ -51,6 +51,12 @@ final class OutputSink {
         if lineBuffered || buffer.count >= 1 << 16 { flush() }
     }
 
+    /// One decoded message as a JSON line (`DecodedMessage.json(includeInput:)`), written straight into the buffer.
+    func messageLine(_ m: DecodedMessage, includeInput: Bool) {
+        m.writeJSONLine(to: &buffer, includeInput: includeInput)
+        if lineBuffered || buffer.count >= 1 << 16 { flush() }
+    }
+
     func flush() {
         guard !buffer.isEmpty else { return }
         put(buffer)

@@ -40,7 +40,8 @@ final class FastPathTests: XCTestCase {
         return fast.fastRefreshes
     }
 
-    func testFastPathsChangeNoReportOnAnySampleOrCorpusCapture() throws {
+    /// Every sample, and the corpus's real captures with mDNS when ../shared is present.
+    func samplesAndCorpus() throws -> [String] {
         var paths = try FileManager.default.contentsOfDirectory(atPath: Place.samples.path)
             .filter { $0.hasSuffix(".pcapng") || $0.hasSuffix(".pcap") }.sorted().map { Place.samples.appendingPathComponent($0).path }
         XCTAssertGreaterThan(paths.count, 10)
@@ -52,6 +53,11 @@ final class FastPathTests: XCTestCase {
                 if FileManager.default.fileExists(atPath: p) { paths.append(p) }
             }
         }
+        return paths
+    }
+
+    func testFastPathsChangeNoReportOnAnySampleOrCorpusCapture() throws {
+        let paths = try samplesAndCorpus()
         var problems: [String] = []
         var taken: UInt64 = 0
         for p in paths { taken += try compare(p, &problems) }
@@ -72,5 +78,60 @@ final class FastPathTests: XCTestCase {
         XCTAssertEqual(problems, [], problems.joined(separator: "\n"))
         // About two thirds of the mDNS packets are responses, most of them byte-identical refreshes.
         XCTAssertGreaterThan(taken, UInt64(written.mdns / 3), "most announcements are byte-identical refreshes")
+    }
+
+    // MARK: - `peerscope decode` (JSON Lines) takes the refresh fast path too
+
+    /// What `peerscope decode --diagnostics` prints: every message line, then every diagnostic; and how
+    /// often the fast path was taken.
+    func decodeLines(_ path: String, fast: Bool) throws -> (lines: [String], diagnostics: [String], fastRefreshes: UInt64) {
+        var options = EngineOptions(decode: DecodeOptions(wantsMessages: true, fastPaths: fast))
+        options.collectEvents = false
+        var lines: [String] = []
+        var mismatches = 0
+        let engine = Engine(options: options) { m in
+            // The bytes decode writes, straight from the message; they must be the message's JSON object's.
+            var line: [UInt8] = [], withInput: [UInt8] = []
+            m.writeJSONLine(to: &line, includeInput: false)
+            m.writeJSONLine(to: &withInput, includeInput: true)
+            if line != Array((m.json(includeInput: false).jsonText + "\n").utf8) { mismatches += 1 }
+            if withInput != Array((m.json(includeInput: true).jsonText + "\n").utf8) { mismatches += 1 }
+            lines.append(String(decoding: line, as: UTF8.self))
+        }
+        let result = try PeerscopeRun.run(paths: [path], engine: engine)
+        XCTAssertEqual(mismatches, 0, "\(path): writeJSONLine writes json(includeInput:)'s bytes")
+        let mdns = engine.pipeline.plugins.compactMap { $0 as? MDNSPlugin }.first
+        return (lines, result.diagnostics.map { "\($0.id) \($0.t.map(String.init) ?? "-") \($0.evidence) \($0.message)" },
+                mdns?.fastRefreshes ?? 0)
+    }
+
+    func compareDecode(_ path: String, _ problems: inout [String]) throws -> UInt64 {
+        let fast = try decodeLines(path, fast: true), slow = try decodeLines(path, fast: false)
+        XCTAssertEqual(slow.fastRefreshes, 0, "\(path): the switch turns the fast path off")
+        for (what, x, y) in [("messages", fast.lines, slow.lines), ("diagnostics", fast.diagnostics, slow.diagnostics)] where x != y {
+            let i = (0 ..< min(x.count, y.count)).first { x[$0] != y[$0] } ?? min(x.count, y.count)
+            problems.append("\(path) decode \(what) differ at line \(i + 1) (\(x.count) vs \(y.count) lines):\n  fast: \(i < x.count ? x[i] : "<end>")\n  slow: \(i < y.count ? y[i] : "<end>")")
+        }
+        return fast.fastRefreshes
+    }
+
+    func testDecodeOutputIsByteIdenticalWithAndWithoutFastPathsOnEverySampleAndCorpusCapture() throws {
+        var problems: [String] = []
+        var taken: UInt64 = 0
+        for p in try samplesAndCorpus() { taken += try compareDecode(p, &problems) }
+        XCTAssertEqual(problems, [], problems.joined(separator: "\n"))
+        XCTAssertGreaterThan(taken, 0, "decode takes the fast path on some repeated refresh")
+    }
+
+    func testDecodeOutputIsByteIdenticalWithAndWithoutFastPathsOnALargeCrowdedCapture() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerscope-fastdecode-\(ProcessInfo.processInfo.processIdentifier)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("crowd.pcap").path
+        let written = try CrowdedMDNS.write(path: path, packets: 24_000, hostCount: 600)
+        var problems: [String] = []
+        let taken = try compareDecode(path, &problems)
+        XCTAssertEqual(problems, [], problems.joined(separator: "\n"))
+        XCTAssertGreaterThan(taken, UInt64(written.mdns / 3), "decode prints most byte-identical refreshes without the tracker's full path")
     }
 }

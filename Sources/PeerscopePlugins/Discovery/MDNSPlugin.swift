@@ -53,10 +53,15 @@ public final class MDNSPlugin: DecoderPlugin {
             }
         }
         // A response that repeats, byte for byte, one read before from the same source (see DiscoveryRefresh.swift).
+        // `peerscope decode` takes it too: the tracker's work is skipped, the message is still parsed and printed
+        // (remembered responses had no problems, so parsing them again reports none).
         var fast: (hash: UInt64, src: IPAddress)?
-        if ctx.options.fastPaths, !ctx.wantsMessages, let flags = p.u16be(2), flags & 0x8000 != 0, let src = input.flow?.src.address {
+        if ctx.options.fastPaths, let flags = p.u16be(2), flags & 0x8000 != 0, let src = input.flow?.src.address {
             let hash = DiscoveryTracker.hash(p)
-            if tracker.refresh(p, hash: hash, src: src, input, ctx) { return }
+            if tracker.refresh(p, hash: hash, src: src, input, ctx) {
+                if ctx.wantsMessages, let msg = DNSMessage.parse(p).0 { ctx.message("response", Self.fields(msg)) }
+                return
+            }
             fast = (hash, src)
         }
         let (parsed, problems) = DNSMessage.parse(p)
