@@ -146,8 +146,10 @@ public enum LogAnalyzer {
         if opts.baseDate == nil {
             opts.baseDate = texts.lazy.compactMap { firstDate(in: $0) }.first
         }
+        // Display names the logs name anchor bare-name prints in the logs after them too.
+        var names = Set<String>()
         for (i, t) in texts.enumerated() {
-            let r = read(bytes: t, path: paths[i], input: firstInput + i, options: opts, directory: directory, engine: engine)
+            let r = read(bytes: t, path: paths[i], input: firstInput + i, options: opts, directory: directory, engine: engine, names: &names)
             result.merge(r)
         }
         result.events.sort { ($0.t, $0.evidence) < ($1.t, $1.evidence) }
@@ -180,39 +182,80 @@ public enum LogAnalyzer {
     /// Reads log bytes with a compiled engine (reuse one engine across inputs).
     public static func read(bytes: [UInt8], path: String, input: Int, options: LogOptions, directory: PeerDirectory,
                             engine: LogEngine) -> LogReadResult {
+        var names = Set<String>()
+        return read(bytes: bytes, path: path, input: input, options: options, directory: directory, engine: engine, names: &names)
+    }
+
+    /// Reads log bytes; `names` holds the display names earlier inputs named and gets this input's.
+    /// Display names the directory knows (from the capture) and `names` anchor bare-name app prints
+    /// (`KnownNameAnchor`). When this input's own lines name a peer that a line left unknown would
+    /// match, the input is read a second time with every name it taught, so the line is read whatever
+    /// the order of the lines: same input, same events.
+    static func read(bytes: [UInt8], path: String, input: Int, options: LogOptions, directory: PeerDirectory,
+                     engine: LogEngine, names: inout Set<String>) -> LogReadResult {
         var reader = InputReader(path: path, input: input, options: options)
         let entries = reader.entries(bytes)
         // JSON styles spread one entry over many physical lines: count entries (evidence keeps line numbers).
         let lines = reader.format == .logJSON ? entries.count : reader.lineCount
-        var result = LogReadResult(formats: [reader.format], lines: lines, entries: entries.count)
-        if reader.zoneless > 0 { result.zonelessInputs[input] = reader.zoneless }
+        var base = LogReadResult(formats: [reader.format], lines: lines, entries: entries.count)
+        if reader.zoneless > 0 { base.zonelessInputs[input] = reader.zoneless }
         if bytes.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 10 || $0 == 13 }) {
             reader.problems.add("log.empty", .warning, bytes.isEmpty ? "empty file: no log lines" : "no log lines (only blank lines)", nil)
         }
+        let seed = names.union(directory.entries.values.compactMap(\.displayName))
+        var pass = readEntries(entries, base: base, path: path, input: input, options: options, directory: directory, engine: engine,
+                               anchors: KnownNameAnchor.anchors(seed))
+        let taught = seed.union(pass.names)
+        if taught.count > seed.count {
+            let anchors = KnownNameAnchor.anchors(taught)
+            if pass.unknown.contains(where: { KnownNameAnchor.match(entries[$0].message, anchors: anchors) != nil }) {
+                pass = readEntries(entries, base: base, path: path, input: input, options: options, directory: directory, engine: engine,
+                                   anchors: anchors)
+            }
+        }
+        names.formUnion(pass.names)
+        var result = pass.result
+        result.problems += reader.problems.all
+        return result
+    }
+
+    /// One pass over an input's entries: the events, the entries left unknown (indexes) and the display
+    /// names the understood lines named.
+    private static func readEntries(_ entries: [LogEntry], base: LogReadResult, path: String, input: Int, options: LogOptions,
+                                    directory: PeerDirectory, engine: LogEngine,
+                                    anchors: [String]) -> (result: LogReadResult, unknown: [Int], names: Set<String>) {
+        var result = base
+        var unknown: [Int] = []
+        var names = Set<String>()
         var builder = EventBuilder(options: options)
         var hits = [Bool](repeating: false, count: engine.flat.count)
-        for e in entries {
-            guard let (source, m) = engine.match(e, hits: &hits) else {
-                result.unknownCounts[reader.format.rawValue, default: 0] += 1
+        for (i, e) in entries.enumerated() {
+            guard let (source, m) = engine.match(e, hits: &hits)
+                    ?? (anchors.isEmpty ? nil : KnownNameAnchor.match(e.message, anchors: anchors)) else {
+                unknown.append(i)
+                result.unknownCounts[result.format.rawValue, default: 0] += 1
                 if options.collectUnknown {
                     let first = e.message.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-                    result.unknownLines.append(UnknownLine(input: input, path: path, line: e.line, format: reader.format,
+                    result.unknownLines.append(UnknownLine(input: input, path: path, line: e.line, format: result.format,
                                                            text: String(first.prefix(300))))
                 }
                 continue
             }
             result.recognized[source, default: 0] += 1
-            for l in m.learn { directory.learn(peerID: l.peerID, displayName: l.displayName) }
+            for l in m.learn {
+                directory.learn(peerID: l.peerID, displayName: l.displayName)
+                if let n = l.displayName { names.insert(n) }
+            }
             // Any line naming both an idString and a display name teaches the directory.
             for h in [m.from, m.to] {
                 if let id = h.peerID, let n = h.displayName { directory.learn(peerID: id, displayName: n) }
+                if let n = h.displayName { names.insert(n) }
             }
             if let kind = m.kind { builder.add(kind: kind, match: m, entry: e, source: source) }
             builder.observe(m, entry: e)
         }
         result.events = builder.events.sorted { ($0.t, $0.evidence) < ($1.t, $1.evidence) }
-        result.problems += reader.problems.all
-        return result
+        return (result, unknown, names)
     }
 
     /// The date of the first dated line of a log (to date other logs' time-only lines).
