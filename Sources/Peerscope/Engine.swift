@@ -65,6 +65,10 @@ public final class Engine {
         }
     }
 
+    /// TCP data acknowledged or skipped over but never captured: one loss per connection (count =
+    /// bytes), read once the engine finished.
+    public var unseenDataLosses: [CaptureLoss] { packets.unseenDataLosses }
+
     private var lastTick: Nanos?
     private var lastT: Nanos = 0
     private var frameHadDiagnostic = false

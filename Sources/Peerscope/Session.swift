@@ -171,7 +171,7 @@ public final class AnalysisSession {
             run = RunResult(inputs: liveInputs, stats: engine.stats, diagnostics: engine.diagnostics,
                             events: engine.takeEvents(), complete: problems.isEmpty, inputProblems: problems,
                             directory: engine.directory, diagnosticCounts: engine.diagnosticCounts)
-            run.losses = liveLosses + engine.snaplenLosses(paths: liveInputs)
+            run.losses = liveLosses + engine.snaplenLosses(paths: liveInputs) + engine.unseenDataLosses
         } else if captures.isEmpty {
             engine.finish()
             run = RunResult(inputs: [], directory: engine.directory)
