@@ -235,7 +235,10 @@ public final class AnalysisSession {
         onStage?(.timelines(peers: timelines.peers.count, sessions: timelines.sessions.count,
                             entries: timelines.peers.reduce(0) { $0 + $1.entries.count }))
         // A finding resting on silence where the capture is known to have lost packets is uncertain.
-        let findings = CaptureQuality.qualify(DetectorSuite.run(timelines: timelines, config: detectors, end: endT), losses: t.losses)
+        // So is one resting on silence on a flow of which only one direction was captured.
+        let oneSided = CaptureQuality.oneSidedFlows(timelines)
+        let findings = CaptureQuality.qualify(DetectorSuite.run(timelines: timelines, config: detectors, end: endT), losses: t.losses,
+                                              flows: oneSided, timelines: timelines)
         onStage?(.findings(findings.count))
         var report = Report(inputs: t.inputs, complete: t.complete, inputProblems: t.inputProblems, stats: t.stats,
                             diagnostics: t.diagnostics, timelines: timelines, findings: findings, identities: t.identities,
@@ -243,7 +246,7 @@ public final class AnalysisSession {
         report.diagnosticTotals = t.diagnosticTotals
         // `complete` keeps its meaning (every input read to its end); what the capture missed is in
         // `captureLosses` and in the findings' confidence.
-        report.captureLosses = t.losses.sorted { ($0.start, $0.end, $0.reason.rawValue) < ($1.start, $1.end, $1.reason.rawValue) }
+        report.captureLosses = (t.losses + oneSided.map(\.loss)).sorted { ($0.start, $0.end, $0.reason.rawValue) < ($1.start, $1.end, $1.reason.rawValue) }
         return report
     }
 
