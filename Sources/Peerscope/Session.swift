@@ -171,7 +171,7 @@ public final class AnalysisSession {
             run = RunResult(inputs: liveInputs, stats: engine.stats, diagnostics: engine.diagnostics,
                             events: engine.takeEvents(), complete: problems.isEmpty, inputProblems: problems,
                             directory: engine.directory, diagnosticCounts: engine.diagnosticCounts)
-            run.losses = liveLosses + engine.snaplenLosses(paths: liveInputs) + engine.unseenDataLosses
+            run.losses = liveLosses + engine.snaplenLosses(paths: liveInputs) + engine.unseenDataLosses + engine.oneSidedLosses
         } else if captures.isEmpty {
             engine.finish()
             run = RunResult(inputs: [], directory: engine.directory)
@@ -237,8 +237,8 @@ public final class AnalysisSession {
         // A finding resting on silence where the capture is known to have lost packets is uncertain.
         // So is one resting on silence on a flow of which only one direction was captured.
         let oneSided = CaptureQuality.oneSidedFlows(timelines)
-        let findings = CaptureQuality.qualify(DetectorSuite.run(timelines: timelines, config: detectors, end: endT), losses: t.losses,
-                                              flows: oneSided, timelines: timelines)
+        let findings = CaptureQuality.qualify(DetectorSuite.run(timelines: timelines, config: detectors, end: endT),
+                                              losses: t.losses + oneSided, timelines: timelines)
         onStage?(.findings(findings.count))
         var report = Report(inputs: t.inputs, complete: t.complete, inputProblems: t.inputProblems, stats: t.stats,
                             diagnostics: t.diagnostics, timelines: timelines, findings: findings, identities: t.identities,
@@ -246,7 +246,7 @@ public final class AnalysisSession {
         report.diagnosticTotals = t.diagnosticTotals
         // `complete` keeps its meaning (every input read to its end); what the capture missed is in
         // `captureLosses` and in the findings' confidence.
-        report.captureLosses = (t.losses + oneSided.map(\.loss)).sorted { ($0.start, $0.end, $0.reason.rawValue) < ($1.start, $1.end, $1.reason.rawValue) }
+        report.captureLosses = (t.losses + oneSided).sorted { ($0.start, $0.end, $0.reason.rawValue) < ($1.start, $1.end, $1.reason.rawValue) }
         return report
     }
 

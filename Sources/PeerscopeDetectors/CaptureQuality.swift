@@ -4,12 +4,12 @@ import PeerscopeTimeline
 /// Capture quality inside the verdicts (issue #11): a finding whose judgement rests on silence
 /// (`Finding.silence`) inside a window with known packet loss is `uncertain`, with the reason.
 public enum CaptureQuality {
-    /// The findings with `confidence` and `caveats` set from `losses`. A loss of one flow (`flows`:
+    /// The findings with `confidence` and `caveats` set from `losses`. A loss of one flow (`flow` set:
     /// one-sided flows) touches only the findings whose evidence lies on that flow (`timelines` says
     /// which flow each piece of evidence is on); the other losses touch every finding in their window.
-    public static func qualify(_ findings: [Finding], losses: [CaptureLoss], flows: [OneSidedFlow] = [],
-                               timelines: Timelines? = nil) -> [Finding] {
-        let hiding = losses.filter(\.hidesPackets)
+    public static func qualify(_ findings: [Finding], losses: [CaptureLoss], timelines: Timelines? = nil) -> [Finding] {
+        let hiding = losses.filter { $0.hidesPackets && $0.flow == nil }
+        let flows = losses.filter { $0.hidesPackets && $0.flow != nil }
         guard !hiding.isEmpty || !flows.isEmpty else { return findings }
         var flowOf: [Evidence: FlowKey] = [:]
         if !flows.isEmpty, let timelines {
@@ -25,7 +25,7 @@ public enum CaptureQuality {
             var touching = hiding.filter { $0.overlaps(s.lowerBound, s.upperBound) }
             if !flows.isEmpty {
                 let on = Set(f.evidence.compactMap { flowOf[$0] })
-                touching += flows.filter { on.contains($0.flow) && $0.loss.overlaps(s.lowerBound, s.upperBound) }.map(\.loss)
+                touching += flows.filter { l in l.flow.map(on.contains) == true && l.overlaps(s.lowerBound, s.upperBound) }
             }
             guard !touching.isEmpty else { return f }
             var g = f
@@ -33,15 +33,6 @@ public enum CaptureQuality {
             g.caveats = touching.map(\.caveat)
             return g
         }
-    }
-
-    /// A flow of which only one direction was captured while the other side was evidently talking.
-    public struct OneSidedFlow: Sendable, Hashable {
-        /// The flow, endpoints in order (`FlowKey.unordered`).
-        public var flow: FlowKey
-        /// The loss: reason `oneSided`, the flow's first to last event, the source naming the
-        /// direction seen and the evidence that the other side sent.
-        public var loss: CaptureLoss
     }
 
     /// What a side sends only after hearing the other: an ICE check answered (the other side checked),
@@ -52,8 +43,10 @@ public enum CaptureQuality {
     public static let answerKinds: Set<EventKind> = [.iceSuccess, .dtlsChangeCipherSpec, .dtlsApplicationData, .gckDD, .gckLSAACK]
 
     /// UDP flows whose events all go one way although that side sent something only an answer to
-    /// the other side explains (`answerKinds`): the capture missed the other direction.
-    public static func oneSidedFlows(_ timelines: Timelines) -> [OneSidedFlow] {
+    /// the other side explains (`answerKinds`): the capture missed the other direction. Each is a
+    /// loss `oneSided` of that flow over its first to last event; the source names the direction
+    /// seen and the evidence that the other side sent.
+    public static func oneSidedFlows(_ timelines: Timelines) -> [CaptureLoss] {
         struct Seen {
             var senders: Set<Endpoint> = []
             var first: Nanos, last: Nanos
@@ -75,7 +68,7 @@ public enum CaptureQuality {
             guard let s = flows[key], s.senders.count == 1, let sender = s.senders.first, let answer = s.answer else { return nil }
             let other = sender == key.src ? key.dst : key.src
             let source = "udp \(sender) > \(other) seen, nothing from \(other); \(answer.kind.rawValue) at \(answer.evidence) answers it"
-            return OneSidedFlow(flow: key, loss: CaptureLoss(reason: .oneSided, start: s.first, end: s.last, count: 0, source: source))
+            return CaptureLoss(reason: .oneSided, start: s.first, end: s.last, count: 0, source: source, flow: key)
         }
     }
 }

@@ -69,11 +69,41 @@ final class TCPConn {
     @exclusivity(unchecked) var established = false
     @exclusivity(unchecked) var closed = false
     @exclusivity(unchecked) var closedAt: Nanos = 0
+    /// First capture time, segments seen per direction, and how far each direction's acknowledgement
+    /// moved from the first one seen (bytes the other direction sent): a direction never captured
+    /// while the other acknowledges its data is a one-sided flow.
+    @exclusivity(unchecked) var firstSeen: Nanos
+    @exclusivity(unchecked) var toServerSegments = 0
+    @exclusivity(unchecked) var toClientSegments = 0
+    @exclusivity(unchecked) var firstAckToServer: UInt32?
+    @exclusivity(unchecked) var firstAckToClient: UInt32?
+    @exclusivity(unchecked) var ackAdvanceToServer: Int64 = 0
+    @exclusivity(unchecked) var ackAdvanceToClient: Int64 = 0
 
     init(info: TCPConnectionInfo, frame: FrameInfo, t: Nanos) {
         self.info = info
         lastFrame = frame
         lastSeen = t
+        firstSeen = t
+    }
+
+    /// Counts a segment of direction `dir` and how far its acknowledgement moved.
+    func note(_ dir: TCPDirection, ack: UInt32?) {
+        if dir == .toServer {
+            toServerSegments &+= 1
+            if let a = ack {
+                let first = firstAckToServer ?? a
+                firstAckToServer = first
+                ackAdvanceToServer = max(ackAdvanceToServer, Int64(Int32(bitPattern: a &- first)))
+            }
+        } else {
+            toClientSegments &+= 1
+            if let a = ack {
+                let first = firstAckToClient ?? a
+                firstAckToClient = first
+                ackAdvanceToClient = max(ackAdvanceToClient, Int64(Int32(bitPattern: a &- first)))
+            }
+        }
     }
 }
 
@@ -132,6 +162,7 @@ extension PacketDecoder {
         c.lastSeen = cur.t
         c.lastFrame = cur
         let dir: TCPDirection = c.info.client == s ? .toServer : .toClient
+        c.note(dir, ack: ACK ? ackNumber : nil)
         if c.closed {
             if !payload.isEmpty || FIN { counters.tcpIgnored += 1 }
             return
@@ -423,17 +454,33 @@ extension PacketDecoder {
         }
     }
 
-    /// A connection's end: acknowledgements of data never seen sent become unseen data.
-    func judgeAcks(_ c: TCPConn) {
+    /// A connection's end: acknowledgements of data never seen sent become unseen data; a direction
+    /// never captured while the other acknowledged more than a SYN or FIN of it makes the connection
+    /// one-sided (an unanswered SYN acknowledges nothing, so it is not one).
+    func judgeLoss(_ c: TCPConn) {
         for h in [c.c2s, c.s2c] where h.ackedBeyond > h.highest {
             noteUnseen(c, bytes: h.ackedBeyond - h.highest, from: h.highestAt, to: h.ackedBeyondAt)
         }
         c.c2s.ackedBeyond = 0
         c.s2c.ackedBeyond = 0
+        guard oneSided[c.info.id] == nil else { return }
+        let seen: (TCPDirection, Int64)?
+        if c.toClientSegments == 0, c.toServerSegments > 0, c.ackAdvanceToServer > 1 {
+            seen = (.toServer, c.ackAdvanceToServer)
+        } else if c.toServerSegments == 0, c.toClientSegments > 0, c.ackAdvanceToClient > 1 {
+            seen = (.toClient, c.ackAdvanceToClient)
+        } else {
+            seen = nil
+        }
+        guard let (dir, acked) = seen else { return }
+        let (from, to) = dir == .toServer ? (c.info.client, c.info.server) : (c.info.server, c.info.client)
+        oneSided[c.info.id] = CaptureLoss(
+            reason: .oneSided, start: c.firstSeen, end: c.lastSeen, count: 0,
+            source: "tcp \(from) > \(to) seen, nothing from \(to); its acknowledgements moved \(acked) bytes", flow: FlowKey(.tcp, from, to))
     }
 
     func removeConn(_ key: FlowKey, _ c: TCPConn) {
-        judgeAcks(c)
+        judgeLoss(c)
         bufferedTotal -= c.c2s.buffered + c.s2c.buffered
         c.c2s.buffered = 0
         c.s2c.buffered = 0
@@ -492,7 +539,7 @@ extension PacketDecoder {
                 giveUp(c, .toServer, &c.c2s, frame: c.lastFrame)
                 giveUp(c, .toClient, &c.s2c, frame: c.lastFrame)
             }
-            judgeAcks(c)
+            judgeLoss(c)
         }
         conns.removeAll()
         bufferedTotal = 0

@@ -1,4 +1,4 @@
-import PeerscopeCore
+@testable import PeerscopeCore
 @testable import PeerscopePackets
 import XCTest
 
@@ -70,5 +70,38 @@ final class UnseenDataTests: XCTestCase {
         let (d2, _) = run([c.seg(true, seq: c.cISN &+ 300, ack: c.sISN &+ 21, flags: Build.ACK),
                            c.seg(false, seq: c.sISN &+ 21, ack: c.cISN &+ 301, flags: Build.ACK)])
         XCTAssertEqual(d2.unseenDataLosses, [])
+    }
+
+    // MARK: one-sided TCP
+
+    func testAConnectionSeenOneWayWhileItsAcksMoveIsOneSided() throws {
+        let c = Conversation()
+        // Only the client's segments: its acknowledgements take in 100 bytes the server sent, none captured.
+        let (d, _) = run([c.syn, c.ack, c.data(true, at: 0, pattern(40, seed: 1)),
+                          c.seg(true, seq: c.cISN &+ 41, ack: c.sISN &+ 101, flags: Build.ACK)])
+        let l = try XCTUnwrap(d.oneSidedLosses.first)
+        XCTAssertEqual(d.oneSidedLosses.count, 1)
+        XCTAssertEqual(l.reason, .oneSided)
+        XCTAssertEqual(l.source, "tcp 10.0.0.1:50000 > 10.0.0.2:7000 seen, nothing from 10.0.0.2:7000; its acknowledgements moved 100 bytes")
+        XCTAssertEqual(l.flow, FlowKey(.tcp, Endpoint(Build.ip("10.0.0.1"), 50000), Endpoint(Build.ip("10.0.0.2"), 7000)))
+        XCTAssertEqual(l.start, t(0))
+        XCTAssertEqual(l.end, t(3))
+        XCTAssertEqual(d.unseenDataLosses, [], "the direction never seen has no sequence space to have holes in")
+        // The trace keeps the flow.
+        XCTAssertEqual(EventTrace.loss(EventTrace.json(l)), l)
+    }
+
+    func testUnansweredSYNsAndBothDirectionsAreNotOneSided() {
+        let c = Conversation()
+        // A SYN sent again and again, never answered: the failure itself, not a capture that missed a side.
+        let (d, _) = run([c.syn, c.syn, c.syn])
+        XCTAssertEqual(d.oneSidedLosses, [])
+        // Both directions seen.
+        let (d2, _) = run([c.syn, c.synAck, c.ack, c.data(false, at: 0, pattern(100, seed: 1)),
+                           c.seg(true, seq: c.cISN &+ 1, ack: c.sISN &+ 101, flags: Build.ACK)])
+        XCTAssertEqual(d2.oneSidedLosses, [])
+        // One way, acknowledgements that never move (a client that only sends): nothing says the server spoke.
+        let (d3, _) = run([c.ack, c.data(true, at: 0, pattern(100, seed: 1)), c.data(true, at: 100, pattern(100, seed: 2))])
+        XCTAssertEqual(d3.oneSidedLosses, [])
     }
 }
