@@ -25,8 +25,17 @@ while let a = args.first {
     case "--frames": targetFrames = args.first.flatMap { Int($0) } ?? targetFrames; args = args.dropFirst()
     case "--keep": keepDir = args.first; args = args.dropFirst()
     case "--stages": stagesOf = args.first; args = args.dropFirst()
+    case "--live":
+        // Live capture: packets sent, seen and dropped per tool and rate (see LiveBench.swift).
+        var rates = [10_000, 50_000, 100_000], copies = 10
+        while let o = args.first, let v = args.dropFirst().first {
+            if o == "--rates" { rates = v.split(separator: ",").compactMap { Int($0) } } else if o == "--copies" { copies = Int(v) ?? copies } else { break }
+            args = args.dropFirst(2)
+        }
+        let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("peerscope").path
+        exit(LiveBench.run(rates: rates, copies: copies, peerscope: bin, samples: FileManager.default.currentDirectoryPath + "/Samples"))
     default:
-        print("usage: PeerscopeBench [--frames N] [--keep DIR]")
+        print("usage: PeerscopeBench [--frames N] [--keep DIR] | --stages FILE | --live [--rates 10000,50000,100000] [--copies 10]")
         exit(2)
     }
 }

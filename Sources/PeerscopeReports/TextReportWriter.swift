@@ -23,6 +23,15 @@ public enum TextReportWriter {
         }
         if r.stats.logLines > 0 { cap += ", \(r.stats.logLines) log lines" }
         out += cap + "\n"
+        if let live = r.stats.capture {
+            out += "live capture: stopped (\(live.stopReason)); " + (live.complete ? c.green("nothing lost") : c.yellow("\(live.lost) packet(s) lost")) + "\n"
+            for i in live.interfaces { out += "  \(clean(i.line))\n" }
+            for l in live.losses.prefix(5) {
+                out += "  lost: \(l.count) (\(l.reason.rawValue)\(l.source.map { " on " + clean($0) } ?? "")) between "
+                    + "\(CaptureTime.iso8601(l.start)) and \(CaptureTime.iso8601(l.end))\n"
+            }
+            if live.losses.count > 5 { out += "  ... \(live.losses.count - 5) more loss windows (JSON stats.capture.losses)\n" }
+        }
         let peers = r.timelines.peers
         let twins = sharedLabels(r)
         let shownPeers = peers.prefix(12).map { name($0.peer.ref, r, twins) } + (peers.count > 12 ? ["... \(peers.count - 12) more"] : [])

@@ -1,0 +1,79 @@
+import PeerscopeCore
+import PeerscopeDetectors
+import PeerscopeReports
+import PeerscopeTimeline
+
+/// Something `capture --follow` announces as the capture runs.
+public struct FollowNotice: Sendable {
+    public enum Kind: String, Sendable {
+        case finding
+        case peerAppeared = "peer-appeared"
+        case peerLeft = "peer-left"
+    }
+
+    public var kind: Kind
+    /// Capture time the notice is about (the finding's time, the peer's first or last sighting).
+    public var t: Nanos
+    /// One line for people.
+    public var text: String
+    /// One JSON object (a JSON Lines record): `type` and the notice's fields.
+    public var json: JSONValue
+}
+
+/// Runs the detectors over what a live capture has collected so far and reports what is new since
+/// the last look: findings (by their stable key), peers that appeared, peers that left (mDNS goodbye
+/// or expiry). Each look analyses the events kept so far (steady traffic is coalesced, so they grow
+/// with peers and sessions, not packets); `LiveCaptureFollow` spaces looks out so they never take more
+/// than about a fifth of the time.
+public final class LiveFollow {
+    private let options: AnalysisOptions
+    private var findings: Set<String> = []
+    private var peers: Set<PeerRef> = []
+    private var gone: Set<PeerRef> = []
+    private var eventsSeen = -1
+
+    public init(options: AnalysisOptions) {
+        self.options = options
+    }
+
+    /// What is new in `engine`'s events since the last call, in capture-time order.
+    public func look(_ engine: Engine) -> [FollowNotice] {
+        guard engine.events.count != eventsSeen else { return [] }
+        eventsSeen = engine.events.count
+        let events = engine.events.enumerated().sorted { a, b in
+            a.element.t != b.element.t ? a.element.t < b.element.t : a.offset < b.offset
+        }.map(\.element)
+        let end = max(engine.stats.lastT ?? .min, events.last?.t ?? .min)
+        let report = Report.analyze(inputs: options.captures, events: events, directory: engine.directory, stats: engine.stats,
+                                    config: options.detectors, end: end == .min ? nil : end)
+        var out: [FollowNotice] = []
+        for p in report.timelines.peers where !peers.contains(p.peer.ref) {
+            peers.insert(p.peer.ref)
+            let t = p.peer.firstSeen ?? end
+            out.append(FollowNotice(kind: .peerAppeared, t: t, text: "\(CaptureTime.iso8601(t))  peer appeared: \(p.peer.label)",
+                                    json: .object([("type", .string("peer-appeared")), ("t", .int(t)), ("time", .string(CaptureTime.iso8601(t))),
+                                                   ("peer", .string(p.peer.label))])))
+        }
+        for p in report.discovery.peers {
+            guard let t = p.gone else {
+                gone.remove(p.ref)
+                continue
+            }
+            guard !gone.contains(p.ref) else { continue }
+            gone.insert(p.ref)
+            let label = p.displayName ?? "\(p.ref)"
+            out.append(FollowNotice(kind: .peerLeft, t: t, text: "\(CaptureTime.iso8601(t))  peer left: \(label)",
+                                    json: .object([("type", .string("peer-left")), ("t", .int(t)), ("time", .string(CaptureTime.iso8601(t))),
+                                                   ("peer", .string(label))])))
+        }
+        for f in report.findings where !findings.contains(f.key) {
+            findings.insert(f.key)
+            var json: [(String, JSONValue)] = [("type", .string("finding"))]
+            if case .object(let members) = JSONReportWriter.finding(f) { json += members }
+            out.append(FollowNotice(kind: .finding, t: f.t,
+                                    text: "\(CaptureTime.iso8601(f.t))  \(f.severity.rawValue) \(f.kind): \(f.peer): \(f.message)",
+                                    json: .object(json)))
+        }
+        return out.sorted { $0.t < $1.t }
+    }
+}
