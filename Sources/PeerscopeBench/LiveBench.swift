@@ -129,8 +129,83 @@ enum LiveBench {
         for r in rows {
             print("| \(r.tool) | \(r.rate) | \(Int(r.achieved)) | \(r.sent) | \(r.seen) | \(r.dropped) |")
         }
+        capacity(peerscope: peerscope, inputs: inputs, dir: dir, a: a, b: b)
+        memory(peerscope: peerscope, dir: dir, a: a, b: b)
         print("load after: \(sh(["uptime"]).1.trimmingCharacters(in: .whitespacesAndNewlines))")
         return 0
+    }
+
+    /// What each kernel buffer size holds while the reader is not running (stopped with SIGSTOP
+    /// during a burst of every sample 100 times at full speed): the packets it kept, the rest dropped.
+    static func capacity(peerscope: String, inputs: [String], dir: String, a: String, b: String) {
+        let burst = "\(dir)/burst.pcap"
+        guard let total = try? ReplayFile.write(paths: inputs, copies: 100, to: burst) else { return }
+        print("")
+        print("buffer capacity: \(total)-packet burst at full speed while the reader is stopped")
+        print("| peerscope | kept | dropped by the kernel |")
+        print("|---|---|---|")
+        for args in [["-B", "2"], ["-B", "8"], ["-B", "32"], ["--immediate"]] {
+            let json = "\(dir)/cap.json"
+            guard let p = start(ns: b, [peerscope, "capture", "-i", "psbench1", "--filter", ""] + args + ["--format", "json", "-o", json],
+                                errPath: "\(dir)/cap.err") else { continue }
+            usleep(1_500_000)
+            kill(p.processIdentifier, SIGSTOP)
+            sh(["ip", "netns", "exec", a, "tcpreplay", "-q", "--preload-pcap", "--topspeed", "-i", "psbench0", burst])
+            kill(p.processIdentifier, SIGCONT)
+            usleep(1_500_000)
+            kill(p.processIdentifier, SIGINT)
+            p.waitUntilExit()
+            let i = ((try? String(contentsOfFile: json, encoding: .utf8)).flatMap { try? JSONParser.parse($0) })?["stats"]?["capture"]?["interfaces"]?.arrayValue?.first
+            print("| \(args.joined(separator: " ")) | \(i?["received"]?.int64Value ?? -1) | \(i?["kernelDropped"]?.int64Value ?? -1) |")
+        }
+    }
+
+    /// Peak resident memory of `pid` (VmHWM) and now (VmRSS), MiB.
+    static func rss(_ pid: Int32) -> (peak: Double, now: Double)? {
+        guard let s = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        func field(_ name: String) -> Double? {
+            guard let line = s.split(separator: "\n").first(where: { $0.hasPrefix(name) }) else { return nil }
+            return line.split(separator: " ").dropFirst().first.flatMap { Double($0) }.map { $0 / 1024 }
+        }
+        guard let p = field("VmHWM:"), let n = field("VmRSS:") else { return nil }
+        return (p, n)
+    }
+
+    /// Memory of `peerscope capture` while a healthy pair's 29-hour steady session (simulated) is
+    /// replayed at 50,000 packets/s: it should stay flat as the packets add up.
+    static func memory(peerscope: String, dir: String, a: String, b: String) {
+        let sim = "\(dir)/steady.pcapng", replay = "\(dir)/steady.pcap"
+        guard sh([peerscope, "simulate", "healthy-pair", "--steady", "104400", "--output", sim]).0 == 0,
+              let total = try? ReplayFile.write(paths: [sim], copies: 1, to: replay),
+              let p = start(ns: b, [peerscope, "capture", "-i", "psbench1", "--filter", "", "--format", "json", "-o", "\(dir)/steady.json"],
+                            errPath: "\(dir)/steady.err") else {
+            print("memory: could not prepare the steady capture")
+            return
+        }
+        usleep(1_500_000)
+        let sender = Process()
+        sender.executableURL = URL(fileURLWithPath: which("ip") ?? "/usr/sbin/ip")
+        sender.arguments = ["netns", "exec", a, "tcpreplay", "-q", "--preload-pcap", "--pps=50000", "-i", "psbench0", replay]
+        sender.standardOutput = FileHandle.nullDevice
+        sender.standardError = FileHandle.nullDevice
+        let started = Date()
+        try? sender.run()
+        var samples: [String] = []
+        while sender.isRunning {
+            usleep(1_000_000)
+            if let m = rss(p.processIdentifier) {
+                samples.append(String(format: "%.0fs %.1f", Date().timeIntervalSince(started), m.now))
+            }
+        }
+        usleep(1_500_000)
+        let peak = rss(p.processIdentifier)?.peak ?? 0
+        kill(p.processIdentifier, SIGINT)
+        p.waitUntilExit()
+        let err = (try? String(contentsOfFile: "\(dir)/steady.err", encoding: .utf8)) ?? ""
+        print("")
+        print("memory: healthy pair, 29 h steady session, \(total) packets at 50,000 packets/s; peerscope capture RSS (MiB) each second:")
+        print("  " + samples.joined(separator: ", "))
+        print(String(format: "  peak %.1f MiB; ", peak) + (err.split(separator: "\n").last { $0.contains("stopped") }.map(String.init) ?? ""))
     }
 
     static func sent(_ text: String) -> Int {

@@ -37,13 +37,15 @@ struct Capture: ParsableCommand {
         --decode prints each decoded message as a JSON line on standard output while capturing; standard \
         output then stays pure JSON Lines and the final report goes to standard error (or to --output).
 
-        Defaults, measured (a 16,410-packet burst replayed at full speed over a veth pair, about \
-        300,000 packets/s): kernel buffer 32 MiB (-B; libpcap's default 2 MiB held too little), snap \
-        length 65535 (the largest IP datagram; MPC sends nothing larger), immediate mode off. On Linux \
-        immediate mode makes libpcap use one fixed-size ring slot per packet (buffer / snaplen: about \
-        500 slots at 32 MiB) and lost most of such a burst; buffered delivery kept every packet and adds at \
-        most 100 ms of delay. Each interface's queue to the analysis holds 200,000 packets or 64 MiB \
-        (--queue-packets); beyond that packets are dropped and counted, never the kernel stalled.
+        Defaults, measured on a veth pair with every bundled sample replayed (PeerscopeBench --live): \
+        kernel buffer 32 MiB (-B), snap length 65535 (the largest IP datagram; MPC sends nothing \
+        larger), immediate mode off. With the reader stopped during a 164,100-packet burst the kernel \
+        kept 147,260 packets at 32 MiB, 38,129 at 8 MiB and 9,656 at libpcap's default 2 MiB. On Linux \
+        immediate mode gives each packet a fixed-size ring slot (buffer / snaplen: 512 slots at 32 MiB) \
+        and lost 11,358 of a 16,410-packet burst at full speed (8,461 at 100,000 packets/s), where \
+        buffered delivery lost none, adding at most 100 ms of delay. Each interface's queue to the \
+        analysis holds 200,000 packets or 64 MiB (--queue-packets); beyond that packets are dropped and \
+        counted, never the kernel stalled.
 
         Exit status: 0 when stopped by --duration, --count, SIGINT or SIGTERM (report written; drops, if \
         any, are in it); 3 when the capture could not start, when every interface went away (report \

@@ -339,6 +339,23 @@ public final class LiveCapture {
         return names
     }
 
+    /// Why an interface stopped delivering: `interface deleted` when libpcap no longer lists it,
+    /// `interface went down` when it is listed but not up, else `fallback`.
+    static func goneReason(_ name: String, fallback: String) -> String {
+        var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
+        var list: UnsafeMutablePointer<pcap_if_t>?
+        guard pcap_findalldevs(&list, &errbuf) == 0 else { return fallback }
+        defer { pcap_freealldevs(list) }
+        var cur = list
+        while let d = cur {
+            if let n = d.pointee.name, String(cString: n) == name {
+                return d.pointee.flags & UInt32(PCAP_IF_UP) == 0 ? "interface went down" : fallback
+            }
+            cur = d.pointee.next
+        }
+        return "interface deleted"
+    }
+
     static func string(_ buf: [CChar]) -> String {
         let bytes = buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
         return String(decoding: bytes, as: UTF8.self)

@@ -343,8 +343,8 @@ private final class Reader: @unchecked Sendable {
             }
             readCounters()
             if let e = ended {
-                let gone = !LiveCapture.interfaces().contains(name)
-                finish(ended: gone ? "interface deleted (\(e))" : e)
+                let why = LiveCapture.goneReason(name, fallback: e)
+                finish(ended: why == e ? e : "\(why) (\(e))")
                 return
             }
             let now = LiveCapture.monotonicNanos()
@@ -371,8 +371,7 @@ private final class Reader: @unchecked Sendable {
                 _ = try? capture.drain(max: Int.max) { batch.append($0) }
                 push(batch, emptyAt: nil)
                 readCounters()
-                let gone = !LiveCapture.interfaces().contains(name)
-                finish(ended: gone ? "interface deleted" : "the interface went down or reported an error")
+                finish(ended: LiveCapture.goneReason(name, fallback: "the capture descriptor reported an error"))
                 return
             }
         }

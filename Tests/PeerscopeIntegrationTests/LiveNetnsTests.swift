@@ -392,7 +392,36 @@ final class LiveNetnsTests: XCTestCase {
         try assertCleanStop(run, reason: "interface-gone")
         let report = try run.json()
         XCTAssertEqual(report["complete"], .bool(false))
-        XCTAssertNotNil(interfaces(report).first?["ended"]?.stringValue)
+        XCTAssertEqual(interfaces(report).first?["ended"]?.stringValue?.hasPrefix("interface deleted"), true, "\(interfaces(report))")
+    }
+
+    func testLinkDownStopsCleanly() throws {
+        let (run, status, _) = try stopped { lab, _ in
+            let (rc, out) = try NetnsLab.sh(["ip", "-n", lab.b, "link", "set", lab.receiver(0), "down"])
+            XCTAssertEqual(rc, 0, out)
+        }
+        XCTAssertEqual(status, 3, run.stderr)
+        try assertCleanStop(run, reason: "interface-gone")
+        XCTAssertEqual(interfaces(try run.json()).first?["ended"]?.stringValue?.hasPrefix("interface went down"), true, run.stderr)
+    }
+
+    func testAnyInterfaceOnLinux() throws {
+        let lab = try NetnsLab()
+        let dir = try CLI.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (file, frames) = try replayFile([Place.samples.appendingPathComponent("healthy-pair.pcapng").path], copies: 1, in: dir)
+        let run = try LiveRun(lab: lab, interfaces: ["any"], extra: ["--count", "\(frames)", "--duration", "30"])
+        _ = try lab.replay(file)
+        XCTAssertEqual(run.wait(), 0, run.stderr)
+        let report = try run.json()
+        XCTAssertEqual(report["stats"]?["frames"]?.int64Value, Int64(frames))
+        let linkTypes = (report["stats"]?["linkTypes"]?.objectValue ?? []).map(\.0)
+        XCTAssertTrue(linkTypes.allSatisfy { $0.hasPrefix("LINUX_SLL") }, "\(linkTypes)")
+        // The same peers as when the interface itself is captured.
+        let offline = try CLI.run(["analyze", "--format", "json", file])
+        let names = { (r: JSONValue) in Set((r["peers"]?.arrayValue ?? []).compactMap { $0["displayName"]?.stringValue }) }
+        XCTAssertEqual(names(report), names(try JSONParser.parse(offline.stdout)))
+        XCTAssertFalse(names(report).isEmpty)
     }
 
     func testFollowPrintsFindingsAndPeersWhileCapturing() throws {
