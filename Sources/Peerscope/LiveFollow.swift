@@ -66,10 +66,11 @@ public final class LiveFollow {
                                     json: .object([("type", .string("peer-left")), ("t", .int(t)), ("time", .string(CaptureTime.iso8601(t))),
                                                    ("peer", .string(label))])))
         }
-        for f in report.findings where !findings.contains(f.key) {
+        let marks = FindingMarks(report)
+        for (i, f) in report.findings.enumerated() where !findings.contains(f.key) {
             findings.insert(f.key)
             var json: [(String, JSONValue)] = [("type", .string("finding"))]
-            if case .object(let members) = JSONReportWriter.finding(f) { json += members }
+            if case .object(let members) = JSONReportWriter.finding(f, marks: marks, index: i) { json += members }
             out.append(FollowNotice(kind: .finding, t: f.t,
                                     text: "\(CaptureTime.iso8601(f.t))  \(f.severity.rawValue) \(f.kind): \(f.peer): \(f.message)",
                                     json: .object(json)))

@@ -1,13 +1,23 @@
 import ArgumentParser
 import Foundation
 import Peerscope
+import PeerscopeCapture
 import PeerscopeCore
 import PeerscopeDetectors
 import PeerscopeLogs
 import PeerscopeReports
 
 enum ReportFormat: String, ExpressibleByArgument, CaseIterable {
-    case text, json, sarif, junit, html
+    case text, json, sarif, junit, html, jsonl
+
+    /// File name ending of a report in this format.
+    var fileExtension: String {
+        switch self {
+        case .text: "txt"
+        case .junit: "xml"
+        default: rawValue
+        }
+    }
 }
 
 enum ColourChoice: String, ExpressibleByArgument, CaseIterable {
@@ -150,6 +160,11 @@ struct AnalysisArguments: ParsableArguments {
         }
     }
 
+    /// Every file this run reads: captures, logs, the config and patterns files.
+    func inputPaths(_ files: [String]) -> [String] {
+        files + logs + [config, patterns].compactMap { $0 }
+    }
+
     func requireInputs(_ files: [String]) throws {
         if files.isEmpty && logs.isEmpty { throw ValidationError("give at least one capture file or --log file") }
     }
@@ -158,7 +173,11 @@ struct AnalysisArguments: ParsableArguments {
     /// input at all can be read and `emptyReportOnFailure`, the result is an empty report that says
     /// so (`complete` false, the problem in `inputProblems`), for the caller to write before exiting 3.
     func analyze(_ files: [String], emptyReportOnFailure: Bool = false) throws -> Analysis {
-        let options = try analysisOptions(files: files)
+        try Self.analyze(try analysisOptions(files: files), emptyReportOnFailure: emptyReportOnFailure)
+    }
+
+    /// `analyze` for options already made (each capture of a fleet).
+    static func analyze(_ options: AnalysisOptions, emptyReportOnFailure: Bool) throws -> Analysis {
         do {
             return try PeerscopeAnalysis.analyze(options)
         } catch {
@@ -228,7 +247,7 @@ struct AnalysisArguments: ParsableArguments {
 
 /// Options for where and how the report goes.
 struct ReportArguments: ParsableArguments {
-    @Option(name: .shortAndLong, help: ArgumentHelp("Report format: text, json, sarif, junit or html.", valueName: "format"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("Report format: text, json, jsonl (JSON Lines: one record per session, timeline entry and finding), sarif, junit or html.", valueName: "format"))
     var format: ReportFormat = .text
 
     @Option(name: .shortAndLong, help: ArgumentHelp("Write the report to this file instead of standard output.", valueName: "file"))
@@ -243,27 +262,31 @@ struct ReportArguments: ParsableArguments {
     /// The severity at which a JUnit test case fails (`check` sets its --fail-on).
     var failAt: Severity = .warning
 
-    func render(_ report: Report) -> String {
+    func render(_ report: Report, marks: FindingMarks? = nil) -> String {
         switch format {
         case .text:
             let useColour = colour == .always || (colour == .auto && output == nil && standardOutputIsTerminal)
-            return TextReportWriter.render(report, colour: useColour, showAllTimeline: fullTimeline)
-        case .json: return JSONReportWriter.render(report)
-        case .sarif: return SARIFWriter.render(report)
-        case .junit: return JUnitWriter.render(report, failAt: failAt)
+            return TextReportWriter.render(report, colour: useColour, showAllTimeline: fullTimeline, marks: marks)
+        case .json: return JSONReportWriter.render(report, marks: marks)
+        case .jsonl: return JSONLinesWriter.render(report, marks: marks)
+        case .sarif: return SARIFWriter.render(report, marks: marks)
+        case .junit: return JUnitWriter.render(report, failAt: failAt, marks: marks)
         case .html: return HTMLReportWriter.render(report)
         }
     }
 
-    func write(_ report: Report) throws {
+    func write(_ report: Report, marks: FindingMarks? = nil) throws {
         let out = try OutputSink(path: output)
-        if format == .json {
+        switch format {
+        case .json:
             // Streamed: the JSON of a large capture is never one string in memory.
-            JSONReportWriter.write(report) { out.write(bytes: $0) }
-        } else {
-            out.write(render(report))
+            JSONReportWriter.write(report, marks: marks) { out.write(bytes: $0) }
+        case .jsonl:
+            JSONLinesWriter.write(report, marks: marks) { out.write(bytes: $0) }
+        default:
+            out.write(render(report, marks: marks))
         }
-        out.finish()
+        try out.finish()
     }
 
     /// The report on standard error (live capture with `--decode`, whose standard output is JSON Lines).
@@ -281,25 +304,43 @@ struct ReportArguments: ParsableArguments {
     }
 }
 
+/// Refuses (exit 2, naming both paths) outputs that resolve to an input or to each other, before
+/// anything is read or written.
+func guardOutputs(_ outputs: [(option: String, path: String?)], inputs: [String]) throws {
+    do {
+        try OutputGuard.check(outputs: outputs.compactMap { o in o.path.map { (o.option, $0) } }, inputs: inputs)
+    } catch {
+        throw CommandFailure(message: error.description, status: ExitStatus.usage)
+    }
+}
+
 /// Problems and unknown log lines, on standard error, after the report.
 func reportSideNotes(_ analysis: Analysis, showUnknown: Bool, showPayloads: Bool) {
-    for p in analysis.report.inputProblems { printError(p) }
+    FileHandle.standardError.write(Data(sideNotes(analysis, showUnknown: showUnknown, showPayloads: showPayloads).utf8))
+}
+
+/// The text `reportSideNotes` prints (each line ends in a newline).
+func sideNotes(_ analysis: Analysis, showUnknown: Bool, showPayloads: Bool) -> String {
+    var out = ""
+    func note(_ line: String) { out += "peerscope: \(line)\n" }
+    for p in analysis.report.inputProblems { note(p) }
     if let logs = analysis.logs {
         // Notes a reader of the report alone might miss: an empty log, times taken as UTC.
-        for d in logs.problems where d.id == "log.empty" || d.id == "log.time.no_zone" { printError(d.message) }
+        for d in logs.problems where d.id == "log.empty" || d.id == "log.time.no_zone" { note(d.message) }
         let unknown = logs.unknownCounts.values.reduce(0, +)
         if unknown > 0 {
             let byFormat = logs.unknownCounts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-            printError("\(unknown) log line(s) matched no log plugin (\(byFormat))" + (showUnknown ? ":" : "; --show-unknown lists them"))
+            note("\(unknown) log line(s) matched no log plugin (\(byFormat))" + (showUnknown ? ":" : "; --show-unknown lists them"))
             if showUnknown {
                 for l in logs.unknownLines {
                     var line = l
                     if !showPayloads { line.text = maskContents(l.text) }
-                    FileHandle.standardError.write(Data("  \(line)\n".utf8))
+                    out += "  \(line)\n"
                 }
             }
         }
     }
+    return out
 }
 
 /// An unknown log line with what may be message contents (chat text) masked, as reports do without

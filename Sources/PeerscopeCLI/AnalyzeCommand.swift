@@ -42,69 +42,12 @@ struct Analyze: ParsableCommand {
     func validate() throws { try analysis.requireInputs(files) }
 
     func run() throws {
+        try guardOutputs([("--output", report.output)], inputs: analysis.inputPaths(files))
         // With --output the report file is written even when no input could be read.
         let result = try analysis.analyze(files, emptyReportOnFailure: report.output != nil)
         try report.write(result.report)
         reportSideNotes(result, showUnknown: analysis.showUnknown, showPayloads: analysis.showPayloads)
         if !result.report.complete { throw ExitCode(ExitStatus.input) }
-    }
-}
-
-struct Check: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Analyse for CI: exit 1 when a finding at or above --fail-on exists.",
-        discussion: """
-        Runs the same analysis as `analyze` and exits with a status a CI job can trust:
-          0  no finding at or above --fail-on
-          1  at least one finding at or above --fail-on
-          2  usage error (bad option, unknown or out-of-range threshold or detector, missing or bad \
-             --config or --patterns file)
-          3  an input is missing, unreadable, not a capture, or truncated (files named *.pcap, \
-             *.pcapng, *.cap or *.gz are always read as captures; other text files as logs)
-        The report is still written (JSON by default; --format sarif or junit for code-hosting CI and \
-        test dashboards) to --output or standard output, whatever the status.
-
-        Severities, lowest first: info, warning, error, critical.
-
-        Examples:
-          peerscope check session.pcapng --fail-on error --output peerscope.json
-          peerscope check session.pcapng --log device.log --format sarif -o peerscope.sarif
-          peerscope check session.pcapng --format junit -o junit.xml --fail-on warning
-        """
-    )
-
-    @Argument(help: ArgumentHelp("Capture files (pcap or pcapng, optionally gzip-compressed); text files among them are read as logs.", valueName: "file"))
-    var files: [String] = []
-
-    @Option(name: .customLong("fail-on"), help: ArgumentHelp("Lowest severity that fails the check: info, warning, error, critical.", valueName: "severity"))
-    var failOn: Severity = .error
-
-    @OptionGroup var analysis: AnalysisArguments
-
-    @Option(name: .shortAndLong, help: ArgumentHelp("Report format: json (default), sarif, junit, text or html.", valueName: "format"))
-    var format: ReportFormat = .json
-
-    @Option(name: .shortAndLong, help: ArgumentHelp("Write the report to this file instead of standard output.", valueName: "file"))
-    var output: String?
-
-    func validate() throws { try analysis.requireInputs(files) }
-
-    func run() throws {
-        // The report is written whatever the status, even when no input could be read.
-        let result = try analysis.analyze(files, emptyReportOnFailure: true)
-        var args = ReportArguments()
-        args.format = format
-        args.output = output
-        args.colour = .never
-        args.failAt = failOn
-        try args.write(result.report)
-        reportSideNotes(result, showUnknown: analysis.showUnknown, showPayloads: analysis.showPayloads)
-        if !result.report.complete { throw ExitCode(ExitStatus.input) }
-        let failing = result.report.findings(atLeast: failOn)
-        if !failing.isEmpty {
-            printError("\(failing.count) finding(s) at or above \(failOn.rawValue)")
-            throw ExitCode(ExitStatus.findings)
-        }
     }
 }
 

@@ -98,7 +98,7 @@ struct Capture: ParsableCommand {
     @Option(help: ArgumentHelp("Stop after this many packets.", valueName: "n"))
     var count: UInt64?
 
-    @Option(help: ArgumentHelp("Also save what was captured to this pcapng file.", valueName: "file"))
+    @Option(help: ArgumentHelp("Also save what was captured to this pcapng file (an existing file needs --force or --append).", valueName: "file"))
     var write: String?
 
     @Option(help: ArgumentHelp("With --write: rotate through FILES files of MEGABYTES each, keeping the newest.", valueName: "files:megabytes"))
@@ -109,6 +109,12 @@ struct Capture: ParsableCommand {
 
     @Option(name: .customLong("queue-packets"), help: ArgumentHelp("Packets each interface may queue for the analysis before dropping (default 200000).", valueName: "n"))
     var queuePackets: Int = LiveGroupOptions.defaultQueuePackets
+
+    @Flag(help: "With --write: replace an existing file (the old one stays until the capture ends and the new file is complete).")
+    var force = false
+
+    @Flag(help: "With --write: add this capture as a new section at the end of an existing pcapng file (not with --ring).")
+    var append = false
 
     @Flag(help: "Print each decoded message as a JSON line while capturing (the final report then goes to standard error unless --output is given).")
     var decode = false
@@ -150,6 +156,9 @@ struct Capture: ParsableCommand {
         if follow && decode && report.output == nil {
             throw ValidationError("--follow and --decode both print to standard output; give one of them")
         }
+        if force && append { throw ValidationError("--force and --append exclude each other") }
+        if (force || append) && write == nil { throw ValidationError("--force and --append apply to --write FILE") }
+        if append && ring != nil { throw ValidationError("--append and --ring exclude each other (ring files always get new names)") }
     }
 
     func run() throws {
@@ -158,6 +167,22 @@ struct Capture: ParsableCommand {
             if let kind = PeerscopeAnalysis.captureSignature(l) {
                 throw CommandFailure(message: "\(l): given with --log but it is a \(kind) capture; analyse it with `peerscope analyze`",
                                      status: ExitStatus.usage)
+            }
+        }
+        try guardOutputs([("--write", write), ("--output", report.output)], inputs: analysis.inputPaths([]))
+        // The --write file is opened (a temporary file beside it) before the interfaces: a refusal
+        // (an existing file without --force or --append) comes before anything is captured.
+        var writer: LiveCaptureWriter?
+        if let write {
+            if append, let size = (try? FileManager.default.attributesOfItem(atPath: write))?[.size] as? Int, size > 0,
+               let problem = PcapngWriter.appendProblem(write) {
+                throw CommandFailure(message: OutputError.cannotAppend(path: write, reason: problem).description, status: ExitStatus.usage)
+            }
+            do {
+                writer = try LiveCaptureWriter(path: write, ring: ring.flatMap(LiveCaptureWriter.Ring.init(argument:)),
+                                               mode: append ? .append : force ? .replace : .createNew)
+            } catch {
+                throw CommandFailure(message: error.description, status: error.isRefusal ? ExitStatus.usage : ExitStatus.input)
             }
         }
         let buffer = Self.bufferBytes(bufferSize) ?? LiveCaptureOptions.defaultBufferSize
@@ -172,14 +197,10 @@ struct Capture: ParsableCommand {
             throw CommandFailure(message: error.description, status: ExitStatus.input)
         }
         for c in group.captures { if let w = c.warning { printError("\(c.options.interface): \(w)") } }
-        var writer: LiveCaptureWriter?
-        if let write {
-            do {
-                writer = try LiveCaptureWriter(path: write, ring: ring.flatMap(LiveCaptureWriter.Ring.init(argument:)),
-                                               interfaces: group.captures.map { .init(linkType: $0.linkType, name: $0.options.interface, snapLength: Int(snapLength)) })
-            } catch {
-                throw CommandFailure(message: error.description, status: ExitStatus.input)
-            }
+        do {
+            try writer?.declare(group.captures.map { .init(linkType: $0.linkType, name: $0.options.interface, snapLength: Int(snapLength)) })
+        } catch {
+            throw CommandFailure(message: error.description, status: ExitStatus.input)
         }
         let source = "live:" + interfaces.joined(separator: ",")
         var analysisOptions = try analysis.analysisOptions(captures: [])
@@ -225,7 +246,7 @@ struct Capture: ParsableCommand {
         }
         look()
         do { try writer?.close(stats: summary.stats, at: engine.stats.lastT ?? 0) } catch { writeError = writeError ?? error.description }
-        liveOut.finish()
+        try liveOut.finish()
         engine.finish()
         printError(summary.line)
         var stats = engine.stats

@@ -57,7 +57,7 @@ struct Decode: ParsableCommand {
                 if only.isEmpty || only.contains(m.plugin) { out.jsonLine(m.json(includeInput: multi)) }
             }
         } catch {
-            out.finish()
+            try out.finish()
             throw CommandFailure(message: error.description, status: ExitStatus.input)
         }
         if printDiagnostics {
@@ -76,7 +76,7 @@ struct Decode: ParsableCommand {
                 out.jsonLine(JSONValue.object(o))
             }
         }
-        out.finish()
+        try out.finish()
         for p in result.inputProblems { printError(p) }
         if !result.complete { throw ExitCode(ExitStatus.input) }
     }

@@ -1,26 +1,26 @@
 import Foundation
+import PeerscopeCapture
 import PeerscopeCore
 
 /// Buffered writing to standard output or a file; flushes in large blocks, or per line for live use.
+///
+/// A file is written through `OutputFile` (a temporary file renamed into place by `finish()`). The
+/// first write error sticks: later writes are dropped and `finish()` throws it (exit 3, naming the
+/// path and the system's reason). On standard output a closed pipe (`| head`) ends the program quietly;
+/// any other failure (a full disk behind `> file`) is an error like a file's.
 final class OutputSink {
-    private let handle: FileHandle
+    private let file: OutputFile?
     private var buffer: [UInt8] = []
     private let lineBuffered: Bool
-    private let closeOnFinish: Bool
+    private var failure: OutputError?
 
-    init(path: String?, lineBuffered: Bool = false) throws {
+    init(path: String?, lineBuffered: Bool = false, option: String = "--output") throws {
         if let path, path != "-" {
-            guard FileManager.default.createFile(atPath: path, contents: nil) else {
-                throw CommandFailure(message: "\(path): cannot create the output file", status: ExitStatus.input)
+            do { file = try OutputFile(path: path, option: option) } catch {
+                throw CommandFailure(message: error.description, status: error.isRefusal ? ExitStatus.usage : ExitStatus.input)
             }
-            guard let h = FileHandle(forWritingAtPath: path) else {
-                throw CommandFailure(message: "\(path): cannot open the output file for writing", status: ExitStatus.input)
-            }
-            handle = h
-            closeOnFinish = true
         } else {
-            handle = FileHandle.standardOutput
-            closeOnFinish = false
+            file = nil
         }
         self.lineBuffered = lineBuffered
         buffer.reserveCapacity(1 << 16)
@@ -36,7 +36,7 @@ final class OutputSink {
     /// UTF-8 bytes as they are.
     func write(bytes: [UInt8]) {
         if buffer.isEmpty && bytes.count >= 1 << 16 {
-            do { try handle.write(contentsOf: Data(bytes)) } catch { exit(0) }
+            put(bytes)
             return
         }
         buffer.append(contentsOf: bytes)
@@ -52,14 +52,56 @@ final class OutputSink {
 
     func flush() {
         guard !buffer.isEmpty else { return }
-        // The throwing write: a closed pipe (`| head`) must not trap.
-        do { try handle.write(contentsOf: Data(buffer)) } catch { exit(0) }
+        put(buffer)
         buffer.removeAll(keepingCapacity: true)
     }
 
-    func finish() {
+    private func put(_ bytes: [UInt8]) {
+        guard failure == nil else { return }
+        if let file {
+            do { try file.write(bytes) } catch { failure = error }
+        } else {
+            StandardOutput.write(bytes) { failure = $0 }
+        }
+    }
+
+    /// Flushes; a file is made complete (renamed into place). Throws the first write error.
+    func finish() throws {
         flush()
-        if closeOnFinish { try? handle.close() }
+        if let failure {
+            file?.discard()
+            throw CommandFailure(message: failure.description, status: ExitStatus.input)
+        }
+        do { try file?.commit() } catch {
+            throw CommandFailure(message: error.description, status: ExitStatus.input)
+        }
+    }
+}
+
+/// Raw writes to file descriptor 1 (no Foundation buffering, every error seen).
+enum StandardOutput {
+    /// Writes all of `bytes`; a broken pipe exits quietly (status 0: the reader chose to stop);
+    /// other errors go to `failed`.
+    static func write(_ bytes: [UInt8], failed: (OutputError) -> Void) {
+        bytes.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return }
+            var off = 0
+            while off < raw.count {
+                let n = Foundation.write(STDOUT_FILENO, base + off, raw.count - off)
+                if n < 0 {
+                    let e = errno
+                    if e == EINTR || e == EAGAIN { continue }
+                    if e == EPIPE { Foundation.exit(0) }
+                    failed(.writeFailed(path: "standard output", reason: OutputFile.describe(e)))
+                    return
+                }
+                if n == 0 {
+                    failed(.writeFailed(path: "standard output", reason: "the system accepted no bytes"))
+                    return
+                }
+                off += n
+            }
+        }
     }
 }
 

@@ -36,10 +36,15 @@ struct PeerscopeCommand: ParsableCommand {
           peerscope plugins
         """,
         version: "0.1.0",
-        subcommands: [Analyze.self, Check.self, Capture.self, Decode.self, Plugins.self, Simulate.self]
+        subcommands: [Analyze.self, Check.self, Diff.self, Capture.self, Decode.self, Plugins.self, Simulate.self]
     )
 
     static func main() {
+        // Write errors are seen as EPIPE (a closed pipe on standard output ends quietly; on a file
+        // or named pipe it is an error naming the path), never as a silent kill by SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
+        // Likewise a file size limit (`ulimit -f`) is a write error naming the file (EFBIG), not a kill.
+        signal(SIGXFSZ, SIG_IGN)
         do {
             var command = try parseAsRoot()
             try command.run()

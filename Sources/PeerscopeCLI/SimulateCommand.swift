@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PeerscopeCapture
 import PeerscopeSimulator
 
 extension CaptureFileFormat: ExpressibleByArgument {}
@@ -88,7 +89,21 @@ struct Simulate: ParsableCommand {
         let result = try Simulator.run(scenario, options: SimulationOptions(seed: seed, peers: peers, encrypted: encrypted, format: format,
                                                                               steadySeconds: steady))
         let expectedPath = expected ?? SimulationResult.defaultExpectedPath(forCapture: output)
-        do { try result.write(capturePath: output, logDirectory: logDir, expectedPath: expectedPath) } catch {
+        // No two of the files written may be one file (`--expected` onto the capture, a log onto either).
+        var outputs: [(option: String, path: String?)] = [("--output", output), ("--expected", expectedPath)]
+        if let logDir {
+            outputs += result.logs.map { ("--log-dir", (logDir as NSString).appendingPathComponent("\($0.slug).log")) }
+        }
+        try guardOutputs(outputs, inputs: [])
+        do throws(SimulationWriteError) {
+            try result.write(capturePath: output, logDirectory: logDir, expectedPath: expectedPath) { (bytes, path) throws(SimulationWriteError) in
+                do throws(OutputError) {
+                    try OutputFile.writeWhole(path: path, option: path == output ? "--output" : "--expected", bytes: bytes)
+                } catch {
+                    throw SimulationWriteError(path: path, reason: error.reason)
+                }
+            }
+        } catch {
             throw CommandFailure(message: error.description, status: ExitStatus.input)
         }
         print("\(scenario): \(result.frameCount) frames, \(result.capture.count) bytes, \(String(format: "%.1f", result.durationSeconds)) s -> \(output)")

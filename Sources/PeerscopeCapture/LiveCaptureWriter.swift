@@ -45,7 +45,8 @@ public final class LiveCaptureWriter {
     /// The path given (`--write`); in ring mode the base of the file names.
     public let path: String
     public let ring: Ring?
-    public let interfaces: [Interface]
+    /// The interfaces declared so far (each file describes them all).
+    public private(set) var interfaces: [Interface] = []
     /// The files currently kept, oldest first (one file unless in ring mode).
     public private(set) var files: [String] = []
     /// Frames written over all files.
@@ -54,11 +55,38 @@ public final class LiveCaptureWriter {
     private var current: PcapngWriter?
     private var sequence = 0
 
-    public init(path: String, ring: Ring? = nil, interfaces: [Interface]) throws(CaptureError) {
+    /// Opens the first file (through `OutputFile`: it appears under its name when closed). `mode`
+    /// applies to a single file (`--force`, `--append`); ring files are always new names. Throws the
+    /// refusal or failure of opening it, before any interface need be opened.
+    public init(path: String, ring: Ring? = nil, mode: OutputFile.Mode = .replace) throws(OutputError) {
         self.path = path
         self.ring = ring
-        self.interfaces = interfaces
-        try open()
+        sequence = 1
+        let name = ring == nil ? path : LiveCaptureWriter.ringName(base: path, number: 1, at: LiveCapture.realtimeNanos())
+        let file = try OutputFile(path: name, option: "--write", mode: ring == nil ? mode : .createNew)
+        do { current = try PcapngWriter(output: file) } catch {
+            throw .writeFailed(path: name, reason: LiveCaptureWriter.reason(error))
+        }
+        files = [name]
+    }
+
+    /// Convenience for a writer whose interfaces are known at once.
+    public convenience init(path: String, ring: Ring? = nil, interfaces: [Interface]) throws(CaptureError) {
+        do { try self.init(path: path, ring: ring) } catch { throw .writeFailed(path: path, reason: error.reason) }
+        try declare(interfaces)
+    }
+
+    /// Describes the capture's interfaces (before any frame): one interface block each, in this
+    /// file and in every later ring file.
+    public func declare(_ list: [Interface]) throws(CaptureError) {
+        interfaces += list
+        for i in list { current?.addInterface(linkType: i.linkType, name: i.name, snapLength: i.snapLength) }
+        try current?.flush()
+    }
+
+    static func reason(_ e: CaptureError) -> String {
+        if case .writeFailed(_, let r) = e { return r }
+        return e.description
     }
 
     /// The name of ring file `n` started at `t` (ns since the epoch, UTC).
@@ -74,15 +102,21 @@ public final class LiveCaptureWriter {
         return "\(stem)_\(padded)_\(stamp)\(ext)"
     }
 
-    private func open() throws(CaptureError) {
+    /// Closes the full ring file and starts the next, removing the oldest beyond `ring.files`.
+    private func rotate(_ ring: Ring) throws(CaptureError) {
+        try current?.close()
+        current = nil
         sequence += 1
-        let name = ring == nil ? path : LiveCaptureWriter.ringName(base: path, number: sequence, at: LiveCapture.realtimeNanos())
-        let w = try PcapngWriter(path: name)
+        let name = LiveCaptureWriter.ringName(base: path, number: sequence, at: LiveCapture.realtimeNanos())
+        let file: OutputFile
+        do { file = try OutputFile(path: name, option: "--write", mode: .replace) } catch {
+            throw .writeFailed(path: name, reason: error.reason)
+        }
+        let w = try PcapngWriter(output: file)
         for i in interfaces { w.addInterface(linkType: i.linkType, name: i.name, snapLength: i.snapLength) }
-        try w.flush()
         current = w
         files.append(name)
-        if let ring, files.count > ring.files {
+        if files.count > ring.files {
             for old in files.prefix(files.count - ring.files) { _ = unlink(old) }
             files.removeFirst(files.count - ring.files)
         }
@@ -91,11 +125,7 @@ public final class LiveCaptureWriter {
     /// Appends `frame`, starting the next ring file first when the current one is full.
     public func write(_ frame: RawFrame) throws(CaptureError) {
         guard let w = current else { throw .writeFailed(path: path, reason: "writer is closed") }
-        if let ring, w.framesWritten > 0, w.size >= ring.bytesPerFile {
-            try w.close()
-            current = nil
-            try open()
-        }
+        if let ring, w.framesWritten > 0, w.size >= ring.bytesPerFile { try rotate(ring) }
         guard let w = current else { return }
         try w.write(frame)
         framesWritten &+= 1

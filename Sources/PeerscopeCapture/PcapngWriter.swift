@@ -9,8 +9,10 @@ import PeerscopeCore
 /// Block per (link type, interface name) as they first appear, and Enhanced Packet Blocks with
 /// nanosecond timestamps (`if_tsresol` = 9).
 ///
-/// Output is buffered (1 MiB); call `flush()` to push it to the file and `close()` when done
-/// (`deinit` flushes and closes too, but cannot report errors).
+/// Output is buffered (1 MiB); call `flush()` to push it to the file and `close()` when done. The file
+/// is written through `OutputFile`: a new or replaced file appears only at `close()` (renamed from a
+/// temporary file in the same folder); a writer dropped without `close()` leaves the old file as it was.
+/// With `OutputFile.Mode.append` a new section is added at the end of an existing pcapng file.
 public final class PcapngWriter {
     private struct InterfaceKey: Hashable {
         var linkType: UInt32
@@ -22,18 +24,30 @@ public final class PcapngWriter {
     /// Frames written so far.
     public private(set) var framesWritten: UInt64 = 0
 
-    private var fd: Int32
+    private var file: OutputFile?
     private var written = 0
     private var out: [UInt8] = []
     private var interfaceIDs: [InterfaceKey: UInt32] = [:]
     private let flushThreshold = 1 << 20
 
-    /// Creates (or truncates) `path` and writes the section header.
-    public init(path: String, application: String = "peerscope") throws(CaptureError) {
-        self.path = path
-        let f = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard f >= 0 else { throw .writeFailed(path: path, reason: ByteSource.describe(errno: errno)) }
-        fd = f
+    /// Creates `path` (replacing it at `close()`) and writes the section header.
+    public convenience init(path: String, application: String = "peerscope") throws(CaptureError) {
+        let f: OutputFile
+        do { f = try OutputFile(path: path, option: "--write") } catch {
+            throw .writeFailed(path: path, reason: PcapngWriter.reason(error))
+        }
+        try self.init(output: f, application: application)
+    }
+
+    /// Writes a pcapng section to an opened output. For `.append` onto an existing file, the file must
+    /// already be pcapng (a new section starts after its last block).
+    public init(output: OutputFile, application: String = "peerscope") throws(CaptureError) {
+        self.path = output.path
+        file = output
+        if output.appendingToExisting, let problem = PcapngWriter.appendProblem(output.path) {
+            output.discard()
+            throw .writeFailed(path: output.path, reason: "cannot append: \(problem)")
+        }
         out.reserveCapacity(flushThreshold + 300_000)
         var body: [UInt8] = []
         PcapngWriter.u32(&body, 0x1A2B_3C4D)
@@ -48,10 +62,7 @@ public final class PcapngWriter {
     }
 
     deinit {
-        if fd >= 0 {
-            _ = try? flush()
-            posixClose(fd)
-        }
+        file?.discard()
     }
 
     /// Describes an interface before any of its frames (a live capture declares each of its
@@ -97,9 +108,23 @@ public final class PcapngWriter {
     /// Bytes written to the file plus those still buffered.
     public var size: Int { written &+ out.count }
 
+    /// Why a new section cannot be appended to the file at `path`, or nil when it can.
+    public static func appendProblem(_ path: String) -> String? {
+        guard let f = fopen(path, "rb") else { return "cannot read it to check its format" }
+        defer { fclose(f) }
+        var head = [UInt8](repeating: 0, count: 12)
+        let n = fread(&head, 1, 12, f)
+        guard n == 12, Array(head[0 ..< 4]) == [0x0A, 0x0D, 0x0D, 0x0A] else {
+            return "it is not a pcapng file (only pcapng files take another section)"
+        }
+        return nil
+    }
+
+    private static func reason(_ e: OutputError) -> String { e.reason }
+
     /// Appends `frame`, describing its interface first when it is new.
     public func write(_ frame: RawFrame) throws(CaptureError) {
-        guard fd >= 0 else { throw .writeFailed(path: path, reason: "writer is closed") }
+        guard file != nil else { throw .writeFailed(path: path, reason: "writer is closed") }
         let key = InterfaceKey(linkType: frame.info.linkType, name: frame.info.interfaceName)
         let id = interfaceIDs[key] ?? addInterface(linkType: key.linkType, name: key.name)
         let data = frame.data
@@ -122,34 +147,27 @@ public final class PcapngWriter {
 
     /// Writes buffered blocks to the file.
     public func flush() throws(CaptureError) {
-        guard fd >= 0 else { return }
-        var done = 0
-        let total = out.count
-        while done < total {
-            let n = out.withUnsafeBytes { raw -> Int in
-                guard let b = raw.baseAddress else { return 0 }
-                return posixWrite(fd, b + done, total &- done)
-            }
-            if n < 0 {
-                let e = errno
-                if e == EINTR { continue }
-                out.removeFirst(done)
-                throw .writeFailed(path: path, reason: ByteSource.describe(errno: e))
-            }
-            done &+= n
-            written &+= n
+        guard let file else { return }
+        do { try file.write(out) } catch {
+            throw .writeFailed(path: path, reason: PcapngWriter.reason(error))
         }
+        written &+= out.count
         out.removeAll(keepingCapacity: true)
     }
 
     /// Flushes and closes the file; later writes throw.
     public func close() throws(CaptureError) {
-        guard fd >= 0 else { return }
-        defer {
-            posixClose(fd)
-            fd = -1
+        guard let f = file else { return }
+        defer { file = nil }
+        do {
+            try flush()
+        } catch {
+            f.discard()
+            throw error
         }
-        try flush()
+        do { try f.commit() } catch {
+            throw .writeFailed(path: path, reason: PcapngWriter.reason(error))
+        }
     }
 
     private func block(_ type: UInt32, _ body: [UInt8]) {
@@ -182,5 +200,3 @@ public final class PcapngWriter {
 }
 
 // `close` and `write` are shadowed by the writer's own methods.
-@inline(__always) private func posixClose(_ fd: Int32) { _ = close(fd) }
-@inline(__always) func posixWrite(_ fd: Int32, _ p: UnsafeRawPointer, _ n: Int) -> Int { write(fd, p, n) }

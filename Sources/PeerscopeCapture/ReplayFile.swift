@@ -61,17 +61,8 @@ public enum ReplayFile {
                 n += 1
             }
         }
-        let fd = open(output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard fd >= 0 else { throw .writeFailed(path: output, reason: ByteSource.describe(errno: errno)) }
-        defer { close(fd) }
-        var done = 0
-        while done < out.count {
-            let w = out.withUnsafeBytes { raw -> Int in
-                guard let base = raw.baseAddress else { return -1 }
-                return posixWrite(fd, base + done, raw.count - done)
-            }
-            if w <= 0 { throw .writeFailed(path: output, reason: ByteSource.describe(errno: errno)) }
-            done += w
+        do { try OutputFile.writeWhole(path: output, option: "replay file", bytes: out) } catch {
+            throw .writeFailed(path: output, reason: error.reason)
         }
         return n
     }

@@ -80,6 +80,40 @@ public struct EventKind: RawRepresentable, Hashable, Sendable, Comparable, Codab
     public static let icmpUnreachable: EventKind = "icmp.unreachable"
     public static let sendError: EventKind = "channel.send_error"         // logs: DTLS send failed, SSLWrite failed...
     public static let checksumError: EventKind = "channel.checksum"       // a packet failing its CRC
+
+    // Seen on the wire only: checks and handshakes that got no answer
+    public static let iceUnanswered: EventKind = "ice.unanswered"         // STUN request unanswered (attr atEnd)
+    public static let dtlsStalled: EventKind = "dtls.stalled"             // DTLS handshake stopped (attr atEnd)
+
+    // Logs only (the packet plugins have no evidence for these)
+    public static let logPeerCreated: EventKind = "log.peer_created"          // local MCPeerID created
+    public static let logAdvertising: EventKind = "log.advertising"           // the local peer starts/stops advertising
+    public static let logSessionInit: EventKind = "log.session_init"          // attrs encryption
+    public static let logICEScheduled: EventKind = "log.ice_scheduled"        // ICE check started (timeout armed)
+    public static let logDTLSFailed: EventKind = "log.dtls_failed"            // DTLS handshake call failed
+    public static let logTimeoutIgnored: EventKind = "log.timeout_ignored"    // timer fired on a connected channel
+    public static let logChannelClosed: EventKind = "log.channel_closed"
+    public static let logCleanupTimeout: EventKind = "log.cleanup_timeout"    // "Timed out, enforcing clean up."
+    public static let logStaleIdentifier: EventKind = "log.stale_identifier"
+    public static let logMeshFailed: EventKind = "log.mesh_failed"
+    public static let logCertificateRejected: EventKind = "log.certificate_rejected"
+    public static let logSessionOpened: EventKind = "log.session_opened"
+    public static let logReconnectStart: EventKind = "log.reconnect_start"
+    public static let logSocketError: EventKind = "log.socket_error"
+    public static let logAppError: EventKind = "log.app_error"
+    public static let logSocketSetup: EventKind = "log.socket_setup"            // AWDL disabled: no socket for an interface
+    public static let logInvitationError: EventKind = "log.invitation_error"    // the invitation channel failed or got junk
+    public static let logInvitationData: EventKind = "log.invitation_data"      // an invitation Data frame (2100) arrived
+    public static let logSessionError: EventKind = "log.session_error"          // MCSession refused a call (wrong state)
+    public static let logPacketDropped: EventKind = "log.packet_dropped"        // GCK could not process a packet
+    public static let logInviting: EventKind = "log.inviting"                   // the app asks MPC to invite a peer
+
+    /// True when the kind is in `family` (`dtls`, `app`...): a cheap `family == x` without splitting.
+    @inlinable public func isIn(_ family: String) -> Bool {
+        let r = rawValue.utf8, f = family.utf8
+        guard r.count > f.count, r.starts(with: f) else { return false }
+        return r[r.index(r.startIndex, offsetBy: f.count)] == UInt8(ascii: ".")
+    }
 }
 
 /// What is known about a peer at the place an event was seen. Any field may be missing; the
@@ -169,15 +203,11 @@ public struct PeerEvent: Sendable, Hashable {
 /// any other event on the same flow (either direction) closes the flow's runs, so state changes are
 /// never hidden inside a run.
 public struct EventCoalescer {
-    public static let steadyKinds: Set<EventKind> = [.appKeepAlive, .gckHeartbeat, .gckData, .dtlsApplicationData]
+    /// The kinds the catalogue declares steady (`CoalescingRule.steady`).
+    public static let steadyKinds: Set<EventKind> = Set(EventCatalogue.defaultCoalescingGaps.keys)
 
-    /// The seeds' defaults: app keep-alives are judged on 6 s, session traffic on 15 s.
-    public static let defaultGaps: [EventKind: Nanos] = [
-        .appKeepAlive: 6 * CaptureTime.second,
-        .gckHeartbeat: 15 * CaptureTime.second,
-        .gckData: 15 * CaptureTime.second,
-        .dtlsApplicationData: 15 * CaptureTime.second,
-    ]
+    /// The catalogue's default gaps (the seeds': app keep-alives are judged on 6 s, session traffic on 15 s).
+    public static let defaultGaps: [EventKind: Nanos] = EventCatalogue.defaultCoalescingGaps
 
     private struct Signature: Hashable {
         var kind: EventKind

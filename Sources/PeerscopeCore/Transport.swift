@@ -105,3 +105,9 @@ public enum TransportUnit: Sendable {
         }
     }
 }
+
+/// The ports MPC uses.
+public enum MPCPorts {
+    /// GCK (and its ICE/DTLS) binds UDP 16402 down to 16384.
+    public static let gck: ClosedRange<UInt16> = 16384 ... 16402
+}

@@ -24,16 +24,6 @@ public struct ChannelErrorDetector: Detector {
 
     public init(config: DetectorConfig) {}
 
-    /// GCK binds 16402 down to 16384.
-    static let gckPorts: ClosedRange<UInt16> = 16384 ... 16402
-
-    /// Port numbers in a flow's text (`udp 192.0.2.1:16402 > [fe80::1]:16401`).
-    static func ports(in text: String) -> [UInt16] {
-        text.split(separator: " ").compactMap { tok in
-            guard let i = tok.lastIndex(of: ":") else { return nil }
-            return UInt16(tok[tok.index(after: i)...])
-        }
-    }
 
     /// Where an alert's channel lives: its session, else its flow (both directions).
     static func trafficScope(_ e: ResolvedEvent) -> String {
@@ -109,8 +99,8 @@ public struct ChannelErrorDetector: Detector {
 
             switch e.kind {
             case .dtlsAlert:
-                let level = squash(e.event.attrs["level"])
-                let desc = e.event.attrs["description"] ?? "unknown"
+                let level = squash(e.event[.level])
+                let desc = e.event[.description] ?? "unknown"
                 let key = "\(kind)|alert|\(scope)|\(squash(desc))"
                 if level == "encrypted" || squash(desc).hasPrefix("encrypted") {
                     // Level and description are inside the record: judged after the loop by what followed.
@@ -128,22 +118,22 @@ public struct ChannelErrorDetector: Detector {
 
             case .icmpUnreachable:
                 // The ICMP plugin gives `from` = the sender of the quoted packet, `to` = the destination
-                // it could not reach, and the quoted flow as text in attrs["quoted"].
-                let quoted = e.event.attrs["quoted"] ?? e.flow.map { "\($0)" } ?? ""
-                let ports = ChannelErrorDetector.ports(in: quoted)
-                let sessionFlow = ports.contains { ChannelErrorDetector.gckPorts.contains($0) }
+                // it could not reach, and the quoted flow as the event's flow (`quotedFlow`).
+                let quotedFlow = e.event.quotedFlow
+                let quoted = quotedFlow.map { "\($0)" } ?? ""
+                let sessionFlow = quotedFlow.map { MPCPorts.gck.contains($0.src.port) || MPCPorts.gck.contains($0.dst.port) } ?? false
                     || (e.flow.map { invitationFlows.contains($0.canonical) } ?? false)
-                    || e.event.attrs["invitation"] != nil
+                    || e.event[.invitation] != nil
                 let peer = e.to ?? e.from
                 let known: Bool = {
                     if case .id? = e.to { return e.session != nil }
                     return false
                 }()
                 guard sessionFlow || known else { break }
-                let what = e.event.attrs["summary"] ?? e.event.attrs["description"] ?? "unreachable"
+                let what = e.event[.summary] ?? e.event[.description] ?? "unreachable"
                 // The ICMP frame and the packet it quotes (the latest frame of the quoted flow).
                 var evidence = [e.evidence]
-                if !quoted.isEmpty, let q = lastUDPFrame.first(where: { "\($0.key)" == quoted })?.value {
+                if let quotedFlow, let q = lastUDPFrame[quotedFlow] {
                     // A run still going past the ICMP error: its first frame is the latest known before.
                     if q.last < e.evidence { evidence.insert(q.last, at: 0) } else if q.first < e.evidence { evidence.insert(q.first, at: 0) }
                 }
@@ -154,7 +144,7 @@ public struct ChannelErrorDetector: Detector {
 
             case .tcpReset:
                 let onInvitation = e.flow.map { invitationFlows.contains($0.canonical) } ?? false
-                guard onInvitation || e.event.attrs["invitation"] != nil else { break }
+                guard onInvitation || e.event[.invitation] != nil else { break }
                 if let p = e.pair, answeredPairs.contains(p) { break }
                 var d = ["case": "tcp-reset"]
                 let fromLog: Bool = { if case .logLine = e.evidence { true } else { false } }()
@@ -192,7 +182,7 @@ public struct ChannelErrorDetector: Detector {
 
             case .checksumError:
                 out.append(input.finding(kind, .warning, peer: e.from, t: e.t,
-                                         "\(input.label(e.from)) sent a packet that fails its checksum\(e.event.attrs["type"].map { " (\($0))" } ?? "")",
+                                         "\(input.label(e.from)) sent a packet that fails its checksum\(e.event[.type].map { " (\($0))" } ?? "")",
                                          evidence: [e.evidence], key: "\(kind)|checksum|\(scope)",
                                          details: ["case": "checksum"]))
 
@@ -216,7 +206,7 @@ public struct ChannelErrorDetector: Detector {
             case .encryptionIncompatible:
                 let peer = input.subject(e)
                 out.append(input.finding(kind, .error, peer: peer, t: e.t,
-                                         "\(input.label(peer)) has an incompatible encryption preference\((e.event.attrs["preference"] ?? e.event.attrs["encryption"]).map { " (\($0))" } ?? "")",
+                                         "\(input.label(peer)) has an incompatible encryption preference\((e.event[.preference] ?? e.event[.encryption]).map { " (\($0))" } ?? "")",
                                          evidence: [e.evidence], key: "\(kind)|encryption|\(scope)",
                                          details: ["case": "encryption", "outcome": "log"]))
 
@@ -248,7 +238,7 @@ public struct ChannelErrorDetector: Detector {
 
             case .permissionError:
                 out.append(input.finding(kind, .error, peer: e.from ?? e.to, t: e.t,
-                                         "local network permission or Bonjour service declaration missing\(e.event.attrs["code"].map { " (\($0))" } ?? "")",
+                                         "local network permission or Bonjour service declaration missing\(e.event[.code].map { " (\($0))" } ?? "")",
                                          evidence: [e.evidence], key: "\(kind)|permission|\(scope)",
                                          details: ["case": "permission"]))
             default: break
@@ -256,7 +246,7 @@ public struct ChannelErrorDetector: Detector {
 
             // Encryption preferences carried in the connection data.
             if e.kind == .inviteResponse || e.kind == .inviteConnect, let s = e.session, let from = e.from,
-               let pref = ChannelErrorDetector.encryption(e.event.attrs["encryption"]) {
+               let pref = ChannelErrorDetector.encryption(e.event[.encryption]) {
                 var m = encryption[s] ?? [:]
                 m[from] = (pref, e.evidence)
                 encryption[s] = m

@@ -111,7 +111,7 @@ public enum DetectorSuite {
     }
 
     /// GCK binds UDP 16402 down to 16384.
-    public static let mpcPorts: ClosedRange<UInt16> = 16384 ... 16402
+    public static let mpcPorts: ClosedRange<UInt16> = MPCPorts.gck
 
     /// True when the event itself shows MPC: a log line (MPC's or the app's), a GCK packet, the
     /// invitation channel, app messages (carried in GCK data), DTLS with MPC's 0xD0 prefix, or a
@@ -119,13 +119,10 @@ public enum DetectorSuite {
     public static func isMPCEvidence(_ e: ResolvedEvent) -> Bool {
         if case .logLine = e.evidence { return true }
         if ["gck", "invitation", "app"].contains(where: { e.kind.isIn($0) }) { return true }
-        if e.kind.isIn("dtls"), e.event.attrs["mpcPrefix"] != nil { return true }
+        if e.kind.isIn("dtls"), e.event[.mpcPrefix] != nil { return true }
         if let f = e.flow, f.proto == .udp, mpcPorts.contains(f.src.port), mpcPorts.contains(f.dst.port) { return true }
         // An ICMP error quoting such a flow.
-        if e.kind == .icmpUnreachable, let q = e.event.attrs["quoted"] {
-            let ports = ChannelErrorDetector.ports(in: q)
-            return ports.count == 2 && ports.allSatisfy { mpcPorts.contains($0) }
-        }
+        if let q = e.event.quotedFlow { return mpcPorts.contains(q.src.port) && mpcPorts.contains(q.dst.port) }
         return false
     }
 

@@ -8,7 +8,9 @@ import PeerscopeTimeline
 ///   waiting (no response within `duplicate-connection.invite-window`, 30 s);
 /// * two invitation channels (TCP connections to an advertised SRV port or carrying invitation
 ///   frames; other TCP traffic between the two is not counted) open at the same time between the same pair;
-/// * an invitation or a new handshake for a pair whose session was already established;
+/// * a new instance (invitation, ICE + GCK Hello, DTLS handshake) for a pair whose older instance
+///   still carried traffic after the new one began (`case` `overlap-traffic`; an older instance
+///   that went quiet was superseded: a reconnect, counted by `reconnect-storm`, not a duplicate);
 /// * two peer IDs with the same display name seen during overlapping periods, or
 ///   `discovery.conflict.*` events; logs saying a peer was "already in dictionary"/"already
 ///   connected", and the app ignoring a duplicate.
@@ -43,7 +45,7 @@ public struct DuplicateConnectionDetector: Detector {
     /// A TCP flow written client > server (the side that connected first): the event's own flow
     /// is the direction of the segment or frame that caused it.
     static func clientToServer(_ flow: FlowKey, _ e: ResolvedEvent) -> FlowKey {
-        if let server = e.event.attrs["server"], let client = e.event.attrs["client"] {
+        if let server = e.event[.server], let client = e.event[.client] {
             if flow.src.description == server && flow.dst.description == client { return flow.reversed }
             if flow.src.description == client && flow.dst.description == server { return flow }
         }
@@ -137,7 +139,7 @@ public struct DuplicateConnectionDetector: Detector {
                 case .invitationHello, .invitationAccept, .invite, .tcpOpened:
                     // A TCP connection counts once it is known to be an invitation channel: to an
                     // advertised SRV port, or carrying invitation frames (seen on a later event).
-                    if e.kind == .tcpOpened, e.event.attrs["invitation"] == nil { break }
+                    if e.kind == .tcpOpened, e.event[.invitation] == nil { break }
                     var chans = openChannels[pair] ?? [:]
                     if chans[c] == nil {
                         let directed = DuplicateConnectionDetector.clientToServer(flow, e)
@@ -168,21 +170,8 @@ public struct DuplicateConnectionDetector: Detector {
                         evidence: [ev0, e.evidence], key: "\(kind)|crossing|\(pair)|\(t0)", details: ["case": "crossing-invitations"])))
                 }
                 if pendingInvites[mine] == nil { pendingInvites[mine] = (e.t, e.evidence) }
-                if e.establishedBefore, let s = e.session, input.session(s)?.end.map({ $0 >= e.t }) ?? true {
-                    observations.append((pair, input.finding(
-                        kind, .warning, peer: from, t: e.t,
-                        "\(input.label(from)) invited \(input.label(to)) again while their session #\(s.number) was connected",
-                        evidence: [e.evidence], key: "\(kind)|while-connected|\(s)", details: ["case": "second-session"])))
-                }
             case .inviteResponse:
                 pendingInvites[Directed(from: to, to: from)] = nil
-            case .inviteConnect, .invitationHello:
-                if e.establishedBefore, let s = e.session, e.kind == .inviteConnect {
-                    observations.append((pair, input.finding(
-                        kind, .warning, peer: from, t: e.t,
-                        "\(input.label(from)) sent new connection data to \(input.label(to)) while their session #\(s.number) was connected",
-                        evidence: [e.evidence], key: "\(kind)|while-connected|\(s)", details: ["case": "second-session"])))
-                }
             case .tcpReset, .tcpRefused, .tcpClosed:
                 pendingInvites[Directed(from: from, to: to)] = nil
                 pendingInvites[Directed(from: to, to: from)] = nil
@@ -190,16 +179,18 @@ public struct DuplicateConnectionDetector: Detector {
             }
         }
 
-        // A new handshake superseded an established instance.
-        for inst in input.timelines.sessions where inst.endReason == "superseded by a new handshake" {
-            let next = input.timelines.sessions.first { $0.pair == inst.pair && $0.number == inst.number + 1 }
-            let peer = next?.originator ?? inst.pair.b
-            var ev: [Evidence] = [inst.startEvidence]
-            if let e = inst.endEvidence { ev.append(e) }
+        // A new instance began while the older one went on carrying traffic: two sessions alive at once.
+        // (One that went quiet when the new one began was superseded: a reconnect, not a duplicate.)
+        for inst in input.timelines.sessions {
+            guard let n = inst.supersededBy, let (ot, oev) = inst.overlap,
+                  let next = input.timelines.session(SessionKey(pair: inst.pair, number: n)) else { continue }
+            let peer = next.originator ?? inst.pair.b
             observations.append((inst.pair, input.finding(
-                kind, .warning, peer: peer, t: inst.end ?? inst.start,
-                "\(input.label(peer)) started a new session with \(input.label(inst.pair.other(peer))) while session #\(inst.number) was still connected",
-                evidence: ev, key: "\(kind)|superseded|\(inst.key)", details: ["case": "second-session"])))
+                kind, .warning, peer: peer, t: next.start,
+                "\(input.label(peer)) started session #\(n) with \(input.label(inst.pair.other(peer))) while session #\(inst.number) "
+                    + "was still carrying traffic (\(input.at(ot)), \(CaptureTime.duration(ot &- next.start)) after #\(n) began)",
+                evidence: [inst.startEvidence, next.startEvidence, oev], key: "\(kind)|overlap|\(inst.key)",
+                details: ["case": "overlap-traffic", "sessions": "\(inst.number),\(n)"])))
         }
         out.append(contentsOf: DuplicateConnectionDetector.incidents(observations, window: window))
 

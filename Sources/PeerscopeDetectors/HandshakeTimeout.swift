@@ -270,19 +270,19 @@ public struct HandshakeTimeoutDetector: Detector {
         case .iceTimeout: return .ice
         case .dtlsTimeout: return .dtls
         case .gckGivingUp:
-            let w = squash(e.event.attrs["wait"])
+            let w = squash(e.event[.wait])
             if w.contains("dtls") { return .dtls }
             if w.contains("hello") || w.contains("dd") || w.contains("lsa") { return .gck }
             if w.contains("ice") { return .ice }
             return nil  // "gave up" after whichever timeout came before: see `logFinding`
         case .gckTimeout:
-            let w = squash(e.event.attrs["wait"])
+            let w = squash(e.event[.wait])
             if w.contains("heartbeat") { return nil }
             if w.contains("dtls") { return .dtls }
             if w.contains("ice") { return .ice }
             return .gck
         case .appTimeout:
-            let what = squash(e.event.attrs["what"] ?? e.event.attrs["type"] ?? e.event.attrs["phase"] ?? e.event.attrs["timer"])
+            let what = squash(e.event[.what] ?? e.event[.type] ?? e.event[.phase] ?? e.event[.timer])
             return what.contains("keep") ? nil : .app
         default: return nil
         }
@@ -297,7 +297,7 @@ public struct HandshakeTimeoutDetector: Detector {
         let what = e.kind == .gckGivingUp ? "GCK gave up setting up the session (not connected in time)"
             : "\(phase?.what ?? "session setup") timed out"
         var d = ["phase": phaseName, "outcome": "log", "source": e.event.source]
-        if let c = e.event.attrs["channel"] { d["channel"] = c }
+        if let c = e.event[.channel] { d["channel"] = c }
         return input.finding(HandshakeTimeoutDetector.kind, .error, peer: peer, t: e.t,
                              "log: \(what) with \(input.label(peer))", evidence: [e.evidence],
                              key: "\(HandshakeTimeoutDetector.kind)|log|\(phaseName)|\(scope)", details: d)

@@ -110,7 +110,9 @@ public struct KeepaliveTimeoutDetector: Detector {
         var appGaps: [Direction: [Gap]] = [:]
         for inst in input.timelines.sessions {
             guard let established = inst.established else { continue }
-            let stop = inst.endOr(input.end)
+            // A superseded instance ended somewhere in the quiet after its last packet: silence there
+            // is the reconnect's (reconnect-storm), not a keep-alive verdict.
+            let stop = inst.isSuperseded ? (inst.quietSince ?? inst.lastT) : inst.endOr(input.end)
             let ended = inst.end != nil
             let dirs = [Direction(session: inst.key, from: inst.pair.a, to: inst.pair.b),
                         Direction(session: inst.key, from: inst.pair.b, to: inst.pair.a)]
@@ -250,8 +252,8 @@ public struct KeepaliveTimeoutDetector: Detector {
     }
 
     private func logFinding(_ e: ResolvedEvent, _ input: DetectorInput) -> Finding? {
-        let isHeartbeat = e.kind == .gckTimeout && squash(e.event.attrs["wait"]).contains("heartbeat")
-        let what = squash(e.event.attrs["what"] ?? e.event.attrs["type"] ?? e.event.attrs["phase"] ?? e.event.attrs["timer"])
+        let isHeartbeat = e.kind == .gckTimeout && squash(e.event[.wait]).contains("heartbeat")
+        let what = squash(e.event[.what] ?? e.event[.type] ?? e.event[.phase] ?? e.event[.timer])
         let isAppKeepAlive = e.kind == .appTimeout && what.contains("keep")
         guard isHeartbeat || isAppKeepAlive else { return nil }
         let peer = input.subject(e)

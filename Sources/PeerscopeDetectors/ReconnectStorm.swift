@@ -51,7 +51,9 @@ public struct ReconnectStormDetector: Detector {
             for (i, cur) in insts.enumerated() {
                 let target = cur.originator.map { pair.other($0) }
                 // The first instance is not a reconnect, but its end starts the back-off clock.
-                raw[pair, default: []].append((cur.start, cur.startEvidence, i == 0 ? nil : target, cur.end ?? cur.start))
+                // A superseded instance ended when the next began; its back-off ran from its last packet.
+                let end = cur.isSuperseded ? (cur.quietSince ?? cur.lastT) : (cur.end ?? cur.start)
+                raw[pair, default: []].append((cur.start, cur.startEvidence, i == 0 ? nil : target, end))
             }
         }
         var refusals: Set<Evidence> = []
@@ -87,7 +89,7 @@ public struct ReconnectStormDetector: Detector {
         for e in input.timelines.events where e.kind == .reconnectAttempt {
             guard let p = input.subject(e) else { continue }
             if !input.namesPeer(e) { unnamed.insert(p) }
-            let delay = e.event.attrs["delay"].flatMap { DetectorConfig.number($0) }.map { CaptureTime.nanos(seconds: $0) }
+            let delay = e.event[.delay].flatMap { DetectorConfig.number($0) }.map { CaptureTime.nanos(seconds: $0) }
             logAttempts[p, default: []].append(Attempt(t: e.t, evidence: e.evidence, by: p, delay: delay))
         }
         for (p, a) in logAttempts { groups["log|\(p)"] = (p, a) }
@@ -144,7 +146,7 @@ public struct DeclinedInvitationDetector: Detector {
         var out: [Finding] = []
         for e in input.timelines.events {
             switch e.kind {
-            case .inviteResponse where TimelineMapping.isAccepted(e.event.attrs) == false:
+            case .inviteResponse where e.event.accepted == false:
                 out.append(input.finding(
                     DeclinedInvitationDetector.kind, .warning, peer: e.from, t: e.t,
                     "\(input.label(e.from)) declined the invitation from \(input.label(e.to))",

@@ -161,10 +161,6 @@ public struct AppProgressLogPlugin: RuleListPlugin {
     ].map { f in LogRule(format: f) { _, _ in .consumed } }
 }
 
-extension EventKind {
-    public static let logInviting: EventKind = "log.inviting"   // the app asks MPC to invite a peer ("Inviting X")
-}
-
 public struct AppDiscoveryLogPlugin: RuleListPlugin {
     public init() {}
     static let id = "log-app-discovery"

@@ -5,14 +5,6 @@ import PeerscopeCore
 // invitation channel's framing, browser/advertiser bookkeeping. Lines that matter map to events
 // (§2.3); chatter is understood without an event so that it never counts as unknown.
 
-extension EventKind {
-    public static let logSocketSetup: EventKind = "log.socket_setup"            // AWDL disabled: no socket for an interface
-    public static let logInvitationError: EventKind = "log.invitation_error"    // the invitation channel failed or got junk
-    public static let logInvitationData: EventKind = "log.invitation_data"      // an invitation Data frame (2100) arrived
-    public static let logSessionError: EventKind = "log.session_error"          // MCSession refused a call (wrong state)
-    public static let logPacketDropped: EventKind = "log.packet_dropped"        // GCK could not process a packet
-}
-
 /// `remote [%@]` of the invitation channel lines: `idString+displayName`.
 func remoteHint(_ s: String) -> PeerHint {
     let t = s.trimmingSpaces

@@ -1,25 +1,6 @@
 import Foundation
 import PeerscopeCore
 
-/// Event kinds only logs produce (the packet plugins have no evidence for these).
-extension EventKind {
-    public static let logPeerCreated: EventKind = "log.peer_created"          // local MCPeerID created
-    public static let logAdvertising: EventKind = "log.advertising"           // the local peer starts/stops advertising
-    public static let logSessionInit: EventKind = "log.session_init"          // attrs encryption
-    public static let logICEScheduled: EventKind = "log.ice_scheduled"        // ICE check started (timeout armed)
-    public static let logDTLSFailed: EventKind = "log.dtls_failed"            // DTLS handshake call failed
-    public static let logTimeoutIgnored: EventKind = "log.timeout_ignored"    // timer fired on a connected channel
-    public static let logChannelClosed: EventKind = "log.channel_closed"
-    public static let logCleanupTimeout: EventKind = "log.cleanup_timeout"    // "Timed out, enforcing clean up."
-    public static let logStaleIdentifier: EventKind = "log.stale_identifier"
-    public static let logMeshFailed: EventKind = "log.mesh_failed"
-    public static let logCertificateRejected: EventKind = "log.certificate_rejected"
-    public static let logSessionOpened: EventKind = "log.session_opened"
-    public static let logReconnectStart: EventKind = "log.reconnect_start"
-    public static let logSocketError: EventKind = "log.socket_error"
-    public static let logAppError: EventKind = "log.app_error"
-}
-
 /// A plugin made of rules; the built-in plugins are small types over this.
 protocol RuleListPlugin: LogPlugin {
     static var id: String { get }

@@ -6,9 +6,9 @@ import PeerscopeTimeline
 /// `Schemas/peerscope.report.v1.schema.json`. Times are integer nanoseconds since the Unix epoch
 /// (`t`) with an ISO 8601 twin (`time`) where people read them.
 public enum JSONReportWriter {
-    public static func render(_ r: Report, pretty: Bool = true) -> String {
+    public static func render(_ r: Report, pretty: Bool = true, marks: FindingMarks? = nil) -> String {
         var out: [UInt8] = []
-        write(r, pretty: pretty) { out.append(contentsOf: $0) }
+        write(r, pretty: pretty, marks: marks) { out.append(contentsOf: $0) }
         return String(decoding: out, as: UTF8.self)
     }
 
@@ -19,8 +19,9 @@ public enum JSONReportWriter {
         case list(Int, (Int) -> JSONValue)
     }
 
-    private static func members(_ r: Report) -> [(String, Member)] {
-        [
+    private static func members(_ r: Report, _ m: FindingMarks) -> [(String, Member)] {
+        let ids = FindingIdentities(r)
+        var list: [(String, Member)] = [
             ("schema", .value(.string(Report.schemaID))),
             ("tool", .value(.object([("name", .string(Report.toolName)), ("version", .string(r.toolVersion))]))),
             ("inputs", .value(.array(r.inputs.map { .string($0) }))),
@@ -30,19 +31,56 @@ public enum JSONReportWriter {
             ("stats", .value(stats(r.stats))),
             ("diagnostics", .value(diagnostics(r))),
             ("discovery", .value(discovery(r))),
-            ("peers", .list(r.timelines.peers.count) { peer(r.timelines.peers[$0], r) }),
-            ("sessions", .list(r.timelines.sessions.count) { session(r.timelines.sessions[$0], r) }),
-            ("findings", .list(r.findings.count) { finding(r.findings[$0]) }),
+            ("peers", .list(r.timelines.peers.count) { peer(r.timelines.peers[$0], r, ids) }),
+            ("sessions", .list(r.timelines.sessions.count) { session(r.timelines.sessions[$0], r, ids) }),
+            ("findings", .list(r.findings.count) { finding(r.findings[$0], marks: m, index: $0) }),
             ("detectors", .value(.object([
                 ("run", .array(r.detectorsRun.map { .string($0) })),
                 ("thresholds", .object(r.thresholds.map { ($0.0, .double($0.1)) })),
             ]))),
         ]
+        // Only when a baseline or a suppression list was given (additive).
+        if m.hasBaseline || m.hasSuppressions { list.append(("ci", .value(ci(m)))) }
+        return list
+    }
+
+    /// The `ci` member: the baseline comparison and the suppression list's state.
+    static func ci(_ m: FindingMarks) -> JSONValue {
+        var members: [(String, JSONValue)] = []
+        if let states = m.baselineStates {
+            members.append(("baseline", .object([
+                ("file", str(m.baselineFile)),
+                ("new", .int(Int64(states.filter { $0 == .new }.count))),
+                ("unchanged", .int(Int64(states.filter { $0 == .unchanged }.count))),
+                ("absent", .array(m.absent.map(baselineFinding))),
+            ])))
+        }
+        if let today = m.today {
+            members.append(("suppressions", .object([
+                ("today", .string(today)),
+                ("suppressed", .int(Int64(m.suppressedBy.count))),
+                ("expired", .array(m.expired.map { s, n in
+                    .object(suppression(s).objectValue.map { $0 + [("wouldMatch", .int(Int64(n)))] } ?? [])
+                })),
+                ("unused", .array(m.unused.map(suppression))),
+            ])))
+        }
+        return .object(members)
+    }
+
+    public static func baselineFinding(_ b: BaselineFinding) -> JSONValue {
+        .object([("fingerprint", .string(b.fingerprint)), ("kind", .string(b.kind)), ("severity", .string(b.severity.rawValue)),
+                 ("peer", .string(b.peer)), ("message", .string(b.message))])
+    }
+
+    public static func suppression(_ s: Suppression) -> JSONValue {
+        .object([("origin", .string(s.origin)), ("fingerprint", str(s.fingerprint)), ("kind", str(s.kind)), ("peer", str(s.peer)),
+                 ("reason", .string(s.reason)), ("expires", str(s.expires))])
     }
 
     /// The whole document as one JSON value (for callers that want the tree; `write` streams).
-    public static func json(_ r: Report) -> JSONValue {
-        .object(members(r).map { key, m in
+    public static func json(_ r: Report, marks: FindingMarks? = nil) -> JSONValue {
+        .object(members(r, marks ?? FindingMarks(r)).map { key, m in
             switch m {
             case .value(let v): (key, v)
             case .list(let n, let make): (key, .array((0 ..< n).map(make)))
@@ -52,7 +90,8 @@ public enum JSONReportWriter {
 
     /// Writes the document as UTF-8 in pieces of about `chunk` bytes, byte for byte what `render`
     /// returns (with its final newline): a report of thousands of peers is never one string in memory.
-    public static func write(_ r: Report, pretty: Bool = true, chunk: Int = 1 << 20, to sink: ([UInt8]) -> Void) {
+    public static func write(_ r: Report, pretty: Bool = true, chunk: Int = 1 << 20, marks: FindingMarks? = nil,
+                             to sink: ([UInt8]) -> Void) {
         let indent: String? = pretty ? "  " : nil
         var out: [UInt8] = []
         out.reserveCapacity(min(chunk, 1 << 20) + 4096)
@@ -67,7 +106,7 @@ public enum JSONReportWriter {
             for _ in 0 ..< level { out.append(contentsOf: indent?.utf8 ?? "".utf8) }
         }
         out.append(0x7B)
-        for (i, (key, m)) in members(r).enumerated() {
+        for (i, (key, m)) in members(r, marks ?? FindingMarks(r)).enumerated() {
             if i > 0 { out.append(0x2C) }
             if pretty { newline(1) }
             JSONValue.escape(key, into: &out)
@@ -236,11 +275,12 @@ public enum JSONReportWriter {
 
     static func peerID(_ r: PeerRef?, _ rep: Report) -> JSONValue { str(rep.timelines.idString(r)) }
 
-    static func peer(_ p: PeerTimeline, _ r: Report) -> JSONValue {
+    static func peer(_ p: PeerTimeline, _ r: Report, _ ids: FindingIdentities) -> JSONValue {
         let info = p.peer
         return .object([
             ("ref", .string(info.ref.description)),
             ("label", .string(info.label)),
+            ("identity", .string(ids.identity(info.ref))),
             ("displayName", str(info.displayName)),
             ("peerID", str(info.idString)),
             ("participantID", str(info.participantHex)),
@@ -278,9 +318,15 @@ public enum JSONReportWriter {
         return .object(members)
     }
 
-    static func session(_ s: SessionInstance, _ r: Report) -> JSONValue {
+    /// A session's stable identity: its peers' identities, sorted, and its number within the pair.
+    static func sessionIdentity(_ s: SessionInstance, _ ids: FindingIdentities) -> String {
+        [ids.identity(s.pair.a), ids.identity(s.pair.b)].sorted().joined(separator: " ~ ") + " #\(s.number)"
+    }
+
+    static func session(_ s: SessionInstance, _ r: Report, _ ids: FindingIdentities) -> JSONValue {
         .object([
             ("id", .string(s.key.description)),
+            ("identity", .string(sessionIdentity(s, ids))),
             ("number", .int(Int64(s.number))),
             ("peers", .array([.string(r.timelines.label(s.pair.a)), .string(r.timelines.label(s.pair.b))])),
             ("peerIDs", .array([peerID(s.pair.a, r), peerID(s.pair.b, r)])),
@@ -303,8 +349,8 @@ public enum JSONReportWriter {
         ])
     }
 
-    public static func finding(_ f: Finding) -> JSONValue {
-        .object([
+    public static func finding(_ f: Finding, marks m: FindingMarks, index i: Int) -> JSONValue {
+        var members: [(String, JSONValue)] = [
             ("kind", .string(f.kind)),
             ("severity", .string(f.severity.rawValue)),
             ("peer", .string(f.peer)),
@@ -315,7 +361,14 @@ public enum JSONReportWriter {
             ("evidence", .array(f.evidence.map(evidence))),
             ("openAtEnd", .bool(f.openAtEnd)),
             ("key", .string(f.key)),
+            ("fingerprint", .string(m.fingerprints.indices.contains(i) ? m.fingerprints[i] : "")),
             ("details", .object(f.details.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
-        ])
+        ]
+        if let state = m.state(i) { members.append(("baselineState", .string(state.rawValue))) }
+        if let s = m.suppressedBy[i] {
+            members.append(("suppressed", .object([("reason", .string(s.reason)), ("origin", .string(s.origin)),
+                                                   ("expires", str(s.expires))])))
+        }
+        return .object(members)
     }
 }

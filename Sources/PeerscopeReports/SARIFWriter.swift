@@ -17,15 +17,20 @@ public enum SARIFWriter {
         }
     }
 
-    public static func render(_ r: Report, pretty: Bool = true) -> String {
-        let v = json(r)
+    public static func render(_ r: Report, pretty: Bool = true, marks: FindingMarks? = nil) -> String {
+        let v = json(r, marks: marks)
         return (pretty ? v.prettyText : v.jsonText) + "\n"
     }
 
-    public static func json(_ r: Report) -> JSONValue {
+    /// The key of `partialFingerprints` (see `FindingIdentities` for what goes into the value).
+    public static let fingerprintKey = "peerscopeFingerprint/v1"
+
+    public static func json(_ r: Report, marks: FindingMarks? = nil) -> JSONValue {
+        let m = marks ?? FindingMarks(r)
         let descriptors = DetectorSuite.all
         var kinds = descriptors.map(\.kind)
         for f in r.findings where !kinds.contains(f.kind) { kinds.append(f.kind) }
+        for b in m.absent where !kinds.contains(b.kind) { kinds.append(b.kind) }
         let rules: [JSONValue] = kinds.map { k in
             let d = descriptors.first { $0.kind == k }
             let worst = r.findings.filter { $0.kind == k }.map(\.severity).max() ?? .warning
@@ -42,7 +47,7 @@ public enum SARIFWriter {
             ])
         }
         let artifacts: [JSONValue] = r.inputs.map { .object([("location", .object([("uri", .string(uri($0)))]))]) }
-        let results: [JSONValue] = r.findings.map { f in
+        var results: [JSONValue] = r.findings.enumerated().map { i, f in
             var locs: [JSONValue] = []
             var frames: [String: [UInt64]] = [:]
             for e in f.evidence {
@@ -68,13 +73,22 @@ public enum SARIFWriter {
             if locs.isEmpty, !r.inputs.isEmpty {
                 locs.append(.object([("physicalLocation", .object([("artifactLocation", artifact(r, 0))]))]))
             }
-            return .object([
+            var result: [(String, JSONValue)] = [
                 ("ruleId", .string(f.kind)),
                 ("ruleIndex", .int(Int64(kinds.firstIndex(of: f.kind) ?? 0))),
                 ("level", .string(level(f.severity))),
                 ("message", .object([("text", .string("\(f.peer): \(f.message)"))])),
                 ("locations", .array(locs)),
-                ("partialFingerprints", .object([("peerscopeFindingKey/v1", .string(f.key))])),
+                ("partialFingerprints", .object([(fingerprintKey, .string(m.fingerprints.indices.contains(i) ? m.fingerprints[i] : ""))])),
+            ]
+            if let state = m.state(i) { result.append(("baselineState", .string(state.rawValue))) }
+            if let s = m.suppressedBy[i] {
+                result.append(("suppressions", .array([.object([
+                    ("kind", .string("external")), ("status", .string("accepted")), ("justification", .string(s.reason)),
+                    ("properties", .object([("origin", .string(s.origin)), ("expires", s.expires.map { .string($0) } ?? .null)])),
+                ])])))
+            }
+            result.append(
                 ("properties", .object([
                     ("peer", .string(f.peer)),
                     ("peerID", f.peerID.map { .string($0) } ?? .null),
@@ -83,8 +97,20 @@ public enum SARIFWriter {
                     ("severity", .string(f.severity.rawValue)),
                     ("openAtEnd", .bool(f.openAtEnd)),
                     ("evidence", .array(f.evidence.map { .string(r.describe($0)) })),
-                ])),
-            ])
+                ])))
+            return .object(result)
+        }
+        // Baseline findings this run no longer has: results with `baselineState` `absent`.
+        for b in m.absent {
+            results.append(.object([
+                ("ruleId", .string(b.kind)),
+                ("ruleIndex", .int(Int64(kinds.firstIndex(of: b.kind) ?? 0))),
+                ("level", .string(level(b.severity))),
+                ("message", .object([("text", .string("\(b.peer): \(b.message)"))])),
+                ("partialFingerprints", .object([(fingerprintKey, .string(b.fingerprint))])),
+                ("baselineState", .string(BaselineState.absent.rawValue)),
+                ("properties", .object([("peer", .string(b.peer)), ("severity", .string(b.severity.rawValue))])),
+            ]))
         }
         return .object([
             ("$schema", .string(schemaURI)),

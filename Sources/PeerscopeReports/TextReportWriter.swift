@@ -8,7 +8,7 @@ public enum TextReportWriter {
     /// Timeline entries shown per peer unless `showAllTimeline` (the first and last halves).
     public static let timelineLimit = 40
 
-    public static func render(_ r: Report, colour: Bool = false, showAllTimeline: Bool = false) -> String {
+    public static func render(_ r: Report, colour: Bool = false, showAllTimeline: Bool = false, marks: FindingMarks? = nil) -> String {
         var out = ""
         let c = Paint(on: colour)
 
@@ -109,15 +109,23 @@ public enum TextReportWriter {
         // Findings
         if !r.findings.isEmpty {
             out += "\n" + c.bold("Findings") + "\n"
-            for f in r.findings {
+            let m = marks ?? FindingMarks(r)
+            for (i, f) in r.findings.enumerated() {
                 let sev = c.severity(f.severity, f.severity.rawValue.uppercased())
                 out += "  \(sev) \(f.kind)  \(clean(f.peer))\(f.peerID.map { " (\($0))" } ?? "")  \(r.relative(f.t))"
-                    + (f.openAtEnd ? "  [open at end of input]" : "") + "\n"
+                    + (f.openAtEnd ? "  [open at end of input]" : "")
+                    + (m.state(i).map { "  [\($0 == .new ? "new" : "in baseline")]" } ?? "")
+                    + (m.suppressedBy[i] != nil ? "  [suppressed]" : "") + "\n"
                 out += "    \(clean(f.message))\n"
                 if !f.evidence.isEmpty {
                     let shown = f.evidence.prefix(8).map { r.describe($0) }.joined(separator: ", ")
                     out += "    evidence: \(shown)" + (f.evidence.count > 8 ? ", ... (\(f.evidence.count) in all)" : "") + "\n"
                 }
+                if let s = m.suppressedBy[i] { out += "    suppressed by \(clean(s.origin)): \(clean(s.reason))\n" }
+                if m.fingerprints.indices.contains(i) { out += "    fingerprint: \(m.fingerprints[i])\n" }
+            }
+            for b in m.absent {
+                out += "  gone since the baseline: \(b.kind)  \(clean(b.peer))  (fingerprint \(b.fingerprint))\n"
             }
         }
         return out
@@ -157,66 +165,9 @@ public enum TextReportWriter {
         return out
     }
 
-    /// The message an entry stands for where its state alone does not say (`gck-handshake DD`).
-    static func messageLabel(_ k: EventKind) -> String? {
-        switch k {
-        case .invitationHello: "Hello"
-        case .invitationAccept: "Accept"
-        case .invitationReceipt: "receipt"
-        case .tcpOpened: "TCP connected"
-        case .gckHello: "Hello"
-        case .gckDD: "DD"
-        case .gckLSA: "LSA"
-        case .gckLSAACK: "LSAACK"
-        case .dtlsChangeCipherSpec: "ChangeCipherSpec"
-        case .appChat: "chat"
-        case .gckData: "GCK data"
-        case .dtlsApplicationData: "DTLS data"
-        case .announced: "announced"
-        case .resolved: "resolved"
-        case .found: "found"
-        case .goodbye: "goodbye"
-        case .expired: "expired"
-        case .instanceConflict: "instance conflict"
-        case .nameConflict: "name conflict"
-        case .tcpRefused: "TCP refused"
-        case .tcpReset: "TCP reset"
-        case .tcpClosed: "TCP"
-        case .icmpUnreachable: "ICMP unreachable"
-        case .dtlsAlert: "DTLS alert"
-        case .checksumError: "bad checksum"
-        case .sendError: "send failed"
-        case .iceError: "ICE error"
-        case .encryptionIncompatible: "encryption mismatch"
-        case .permissionError: "permission denied"
-        case .inviteTimeout: "invitation"
-        case .iceTimeout: "ICE"
-        case .dtlsTimeout: "DTLS"
-        case .gckTimeout: "GCK"
-        case .gckGivingUp: "giving up"
-        case .appTimeout: "app"
-        case .reconnectAttempt: "reconnect"
-        case .connectionDecision: "connection decision"
-        case "log.advertising": "advertising"
-        case "log.peer_created": "peer ID created"
-        case "log.session_init", "log.session_opened": "session created"
-        case "log.reconnect_start": "reconnecting"
-        case "log.inviting": "inviting"
-        case "log.invitation_data": "invitation data"
-        case "log.invitation_error": "invitation error"
-        case "log.socket_setup": "socket set up"
-        case "log.socket_error": "socket error"
-        case "log.session_error": "session error"
-        case "log.packet_dropped": "packet dropped"
-        case "log.app_error": "app error"
-        case "log.timeout_ignored": "timeout ignored"
-        case "log.ice_scheduled": "ICE scheduled"
-        case .appDuplicateIgnored: "duplicate ignored"
-        case "ice.unanswered": "ICE checks unanswered"
-        case "dtls.stalled": "DTLS handshake stalled"
-        default: nil
-        }
-    }
+    /// The message an entry stands for where its state alone does not say (`gck-handshake DD`):
+    /// the kind's label in the event catalogue.
+    static func messageLabel(_ k: EventKind) -> String? { EventCatalogue.label(k) }
 
     /// A peer's label, with its peer ID when another peer shows the same name (two devices named
     /// alike, an app relaunched with a new MCPeerID).

@@ -17,8 +17,10 @@ extension SimulationResult {
     /// Writes the capture to `capturePath`, the device logs to `logDirectory/<device>.log` (when given),
     /// and the expected findings to `expectedPath` (when given). The log directory is created when
     /// missing; the parents of the capture and expected files only with `createParents` (a mistyped
-    /// output path is an error, not a new directory tree).
-    public func write(capturePath: String, logDirectory: String?, expectedPath: String?, createParents: Bool = false) throws(SimulationWriteError) {
+    /// output path is an error, not a new directory tree). `writeFile` writes one whole file (the
+    /// command line passes one that writes through a temporary file and renames it into place).
+    public func write(capturePath: String, logDirectory: String?, expectedPath: String?, createParents: Bool = false,
+                      writeFile: ((_ bytes: [UInt8], _ path: String) throws(SimulationWriteError) -> Void)? = nil) throws(SimulationWriteError) {
         let fm = FileManager.default
         func parent(_ path: String) throws(SimulationWriteError) {
             let dir = (path as NSString).deletingLastPathComponent
@@ -34,6 +36,7 @@ extension SimulationResult {
             }
         }
         func put(_ data: Data, _ path: String) throws(SimulationWriteError) {
+            if let writeFile { return try writeFile(Array(data), path) }
             do { try data.write(to: URL(fileURLWithPath: path)) } catch {
                 throw SimulationWriteError(path: path, reason: SimulationWriteError.reason(error))
             }

@@ -18,6 +18,8 @@ enum Scenarios {
         case "channel-error-reset": return channelErrorReset(w, encrypted: encrypted)
         case "reconnect-storm": return reconnectStorm(w, encrypted: encrypted)
         case "identity-collision": return identityCollision(w, encrypted: encrypted)
+        case "reconnect-same-ports": return reconnectSamePorts(w, encrypted: encrypted)
+        case "duplicate-beside-reconnect": return duplicateBesideReconnect(w, encrypted: encrypted)
         default: return []
         }
     }
@@ -380,6 +382,90 @@ enum Scenarios {
                     detail: "\(failed) failed re-invitations to \(b.name)'s stale port \(oldPort) (TCP SYN answered by RST) at back-off 0, 1, 2, 3, 4, 5, 5 s "
                         + "between \(LogTime.iso(firstAttempt)) and \(LogTime.iso(last)); attempt 8 reaches the relaunched app on port \(b.srvPort)"),
         ]
+    }
+
+    // MARK: reconnects on the same ports
+
+    /// A session between `l`'s devices runs from `t0` to `until` (GCK heartbeats and app keep-alives),
+    /// then `b` drops out of range: nothing more is seen of the session; `a`'s MPC reports Not
+    /// Connected a moment later. Returns the time `a` noticed.
+    static func dropOut(_ w: World, _ l: GCKLink, from t0: Int64, until: Int64, rtt: Int64) -> Int64 {
+        // App traffic starts a moment after GCK is up (keep-alive times jitter both ways).
+        _ = w.steady(t0 + w.ms(300), l, until: until, rtt: rtt, keepAlives: true, heartbeatPhase: 0.4)
+        let a = l.a, b = l.b
+        a.neighbors = max(0, a.neighbors - 1)
+        b.neighbors = max(0, b.neighbors - 1)
+        let tn = until + w.ms(400, spread: 40)
+        w.log(a, tn - w.ms(0.5), "GCKSession", "Disconnecting participant [\(b.pidHex)].")
+        w.stateChange(a, b, tn, from: "Connected", to: "Not Connected")
+        w.stateChange(b, a, tn + w.ms(3, spread: 1), from: "Connected", to: "Not Connected")
+        return tn
+    }
+
+    /// A new invitation and session for a pair whose sockets were closed: GCK binds from 16402 again,
+    /// so the new session uses the same UDP ports as the one before.
+    static func reinvite(_ w: World, at t: Int64, _ a: SimDevice, _ b: SimDevice, encrypted: Bool, rtt: Int64) -> (GCKLink, Int64)? {
+        a.nextUDPPort = 16402
+        b.nextUDPPort = 16402
+        w.app(a, t - w.ms(2), "Browser found \(b.name)")
+        let inv = w.invite(t, browser: a, advertiser: b, outcome: .accept, encrypted: encrypted, rtt: rtt)
+        guard let l = inv.link else { return nil }
+        return (l, w.establish(inv.end + w.ms(3, spread: 1), l, rtt: rtt))
+    }
+
+    static func reconnectSamePorts(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "en0", linkType: .ethernet, family: .v4, description: "Wi-Fi")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's iPhone", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.3)])
+        let rtt = w.rtt(iface)
+        guard var (l, t) = reinvite(w, at: w.at(1.5), a, b, encrypted: encrypted, rtt: rtt) else { return [] }
+        // Bob's device keeps dropping off the link; each time Alice's app re-invites it after a back-off
+        // one second longer than the last (0, 1, 2, 3, 4, 5 s).
+        var firstRetry: Int64?
+        var retries = 0
+        for attempt in 0 ... 6 {
+            let noticed = dropOut(w, l, from: t, until: t + w.ms(attempt == 6 ? 12_000 : 2_500, spread: 50), rtt: rtt)
+            if attempt == 6 {
+                w.app(a, noticed + w.ms(1), "User ended the chat")
+                break
+            }
+            let next = noticed + w.ms(Double(attempt) * 1000 + 20, spread: 5)
+            guard let (l2, t2) = reinvite(w, at: next, a, b, encrypted: encrypted, rtt: rtt) else { return [] }
+            if firstRetry == nil { firstRetry = next }
+            retries += 1
+            (l, t) = (l2, t2)
+        }
+        guard let first = firstRetry else { return [] }
+        return [finding("reconnect-storm", peer: b, observer: a, time: first, tolerance: 1, attempts: retries,
+                        detail: "\(b.name) drops out \(retries) times; \(a.name) re-invites it after 0, 1, 2, 3, 4, 5 s and each new session "
+                            + "uses UDP \(l.aPort)<->\(l.bPort) again: \(retries + 1) sessions, each superseding the last, no duplicate")]
+    }
+
+    static func duplicateBesideReconnect(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "en0", linkType: .ethernet, family: .v4, description: "Wi-Fi")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's iPad", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.3)])
+        let rtt = w.rtt(iface)
+        guard let (l1, t1) = reinvite(w, at: w.at(1.5), a, b, encrypted: encrypted, rtt: rtt) else { return [] }
+        // Session #1 goes quiet (Bob out of range); Alice re-invites on the same ports: #1 is superseded.
+        let noticed = dropOut(w, l1, from: t1, until: t1 + w.ms(4_000, spread: 50), rtt: rtt)
+        guard let (l2, t2) = reinvite(w, at: noticed + w.ms(1_020, spread: 5), a, b, encrypted: encrypted, rtt: rtt) else { return [] }
+        // While #2 runs, Bob's app (which also browses) invites Alice: a second session on other ports.
+        let tDup = t2 + w.ms(6_000, spread: 50)
+        let inv = w.invite(tDup, browser: b, advertiser: a, outcome: .accept, encrypted: encrypted, rtt: rtt, advertiserState: 2)
+        guard let l3 = inv.link else { return [] }
+        let t3 = w.establish(inv.end + w.ms(3, spread: 1), l3, rtt: rtt, announce: false)
+        let end = t3 + w.ms(4_000, spread: 50)
+        _ = w.steady(t2 + w.ms(300), l2, until: end, rtt: rtt, keepAlives: true, heartbeatPhase: 0.4)
+        _ = w.steady(t3, l3, until: end, rtt: rtt, keepAlives: false, heartbeatPhase: 0.7)
+        w.app(a, end + w.ms(100), "User ended the chat")
+        w.disconnect(end + w.ms(100), l3, by: a, rtt: rtt)
+        w.disconnect(end + w.ms(102), l2, by: a, rtt: rtt)
+        return [finding("duplicate-connection", peer: b, observer: a, time: tDup, tolerance: 1,
+                        detail: "\(b.name) invites \(a.name) while their second session (UDP \(l2.aPort)<->\(l2.bPort)) runs: a third session on "
+                            + "UDP \(l3.aPort)<->\(l3.bPort) carries heartbeats beside it; the first session, quiet when the second began, was superseded (no finding)")]
     }
 
     // MARK: declined invitation

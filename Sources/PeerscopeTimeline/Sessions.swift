@@ -69,6 +69,21 @@ public struct SessionInstance: Sendable, Hashable {
     public var history: String
     public var eventCount: Int
     public var lastT: Nanos
+    /// The instance of the pair that started while this one was still open (a new invitation, or a
+    /// fresh ICE + GCK Hello or DTLS handshake): this one ended `superseded` when it carried no
+    /// traffic after that one's first packet (beyond a short grace period), else both were alive.
+    public var supersededBy: Int?
+    /// Traffic this instance carried after its successor began (on a flow the successor never
+    /// used): the evidence that two instances were alive at once.
+    public var overlap: (t: Nanos, evidence: Evidence)? {
+        get { overlapT.flatMap { t in overlapEvidence.map { (t, $0) } } }
+        set { overlapT = newValue?.t; overlapEvidence = newValue?.evidence }
+    }
+    public var overlapT: Nanos?
+    /// For a superseded instance: its last packet (it ended somewhere in the quiet after it, which the
+    /// capture does not show; its successor's start is only the latest it can have ended).
+    public var quietSince: Nanos?
+    public var overlapEvidence: Evidence?
 
     public init(key: SessionKey, originator: PeerRef?, start: Nanos, evidence: Evidence) {
         self.key = key
@@ -82,7 +97,15 @@ public struct SessionInstance: Sendable, Hashable {
         history = ""
         eventCount = 0
         lastT = start
+        supersededBy = nil
+        overlapT = nil
+        overlapEvidence = nil
+        quietSince = nil
     }
+
+    /// The end reason of an instance that a newer one replaced while it had gone quiet.
+    public static let superseded = "superseded"
+    public var isSuperseded: Bool { endReason == SessionInstance.superseded }
 
     public func milestone(_ s: TimelineState) -> SessionMilestone? { milestones.first { $0.state == s } }
 

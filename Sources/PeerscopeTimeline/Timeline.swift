@@ -1,59 +1,5 @@
 import PeerscopeCore
 
-/// Where a peer is, as a timeline entry says it.
-public enum TimelineState: String, Sendable, Hashable, CaseIterable, Comparable {
-    case browsing, discovered, updated, lost
-    case invitationChannel = "invitation-channel"
-    case invited
-    case invitationAccepted = "invitation-accepted"
-    case invitationDeclined = "invitation-declined"
-    case connectionData = "connection-data"
-    case connecting
-    case iceChecks = "ice-checks"
-    case iceConnected = "ice-connected"
-    case secureHandshake = "secure-handshake"
-    case secureChannelUp = "secure-channel-up"
-    case gckHandshake = "gck-handshake"
-    case gckConnected = "gck-connected"
-    case connected
-    case appHandshake = "app-handshake"
-    case appHandshakeDone = "app-handshake-done"
-    case keepAlive = "keep-alive"
-    case heartbeat
-    case data
-    case timeout
-    case error
-    case disconnected
-    case channelClosed = "channel-closed"
-    case other
-
-    public static func < (a: TimelineState, b: TimelineState) -> Bool { a.rawValue < b.rawValue }
-
-    /// States whose repeats are folded into one entry (first/last/count per run).
-    public var aggregates: Bool {
-        switch self {
-        case .keepAlive, .heartbeat, .data, .iceChecks, .secureHandshake, .gckHandshake, .browsing, .discovered, .updated,
-             .other: true
-        default: false
-        }
-    }
-
-    /// A coarse group for colours and lanes.
-    public var category: String {
-        switch self {
-        case .browsing, .discovered, .updated, .lost: "discovery"
-        case .invitationChannel, .invited, .invitationAccepted, .invitationDeclined, .connectionData: "invitation"
-        case .connecting, .iceChecks, .iceConnected, .secureHandshake, .secureChannelUp, .gckHandshake: "handshake"
-        case .gckConnected, .connected, .appHandshake, .appHandshakeDone: "connected"
-        case .keepAlive, .heartbeat: "keepalive"
-        case .data: "data"
-        case .timeout, .error: "problem"
-        case .disconnected, .channelClosed: "disconnect"
-        case .other: "other"
-        }
-    }
-}
-
 /// One line of a peer's timeline. Repeated traffic (keep-alives, heartbeats, data, ICE checks,
 /// handshake messages) is folded: `t` is the first, `lastT` the last, `count` how many.
 public struct TimelineEntry: Sendable, Hashable {
@@ -101,15 +47,6 @@ public struct TimelineEntry: Sendable, Hashable {
     }
 }
 
-extension EventKind {
-    /// True when the kind is in `family` (`dtls`, `app`...): a cheap `family == x` without splitting.
-    @inlinable public func isIn(_ family: String) -> Bool {
-        let r = rawValue.utf8, f = family.utf8
-        guard r.count > f.count, r.starts(with: f) else { return false }
-        return r[r.index(r.startIndex, offsetBy: f.count)] == UInt8(ascii: ".")
-    }
-}
-
 /// How each event kind shows in a timeline.
 public enum TimelineMapping {
     /// Attribute keys safe to show as detail (names, states, codes; never payloads).
@@ -139,71 +76,14 @@ public enum TimelineMapping {
         return detail(attrs)
     }
 
-    public static func isAccepted(_ attrs: [String: String]) -> Bool? {
-        guard let v = attrs["accepted"] ?? attrs["accept"] else { return nil }
-        switch v.lowercased() {
-        case "true", "yes", "1": return true
-        case "false", "no", "0": return false
-        default: return nil
-        }
-    }
+    public static func isAccepted(_ attrs: [String: String]) -> Bool? { EventAttributes.isAccepted(attrs) }
 
     /// The target state of a `session.state` event: "connected", "connecting", "notconnected".
-    public static func targetState(_ attrs: [String: String]) -> String {
-        (attrs["to"] ?? attrs["state"] ?? "").lowercased().filter { $0.isLetter }
-    }
+    public static func targetState(_ attrs: [String: String]) -> String { EventAttributes.targetState(attrs) }
 
-    public static func classify(_ e: PeerEvent) -> (TimelineState, Character?) {
-        switch e.kind {
-        case .announced, .resolved, .found: return (.discovered, "V")
-        case .updated: return (.updated, "V")
-        case .goodbye, .expired, .lost: return (.lost, "L")
-        case .instanceConflict, .nameConflict: return (.error, "!")
-        case .browse: return (.browsing, nil)
-        case .invitationHello, .invitationAccept: return (.invitationChannel, "S")
-        case .invitationReceipt: return (.invitationChannel, nil)
-        case "ice.unanswered", "dtls.stalled": return (.timeout, nil)
-        case .tcpOpened:
-            // Only a connection to a known MPC endpoint (an advertised SRV port, an invitation-channel
-            // end) is an invitation channel; the rest of a device's TCP traffic (HTTPS...) is not.
-            return e.attrs["invitation"] != nil ? (.invitationChannel, "S") : (.other, nil)
-        case .invite: return (.invited, "I")
-        case .inviteResponse:
-            return isAccepted(e.attrs) == false ? (.invitationDeclined, "N") : (.invitationAccepted, "A")
-        case .inviteConnect: return (.connectionData, "C")
-        case .connectionDecision:
-            let d = (e.attrs["decision"] ?? "").lowercased()
-            return d.hasPrefix("decline") || d == "0" || d == "no" ? (.invitationDeclined, "N") : (.other, nil)
-        case .iceRequest: return (.iceChecks, "Q")
-        case .iceSuccess: return (.iceConnected, "J")
-        case .dtlsHandshake, .dtlsChangeCipherSpec: return (.secureHandshake, "E")
-        case .dtlsEstablished: return (.secureChannelUp, "U")
-        case .dtlsApplicationData, .gckData, .appChat, .appOther: return (.data, "D")
-        case .gckHello, .gckDD, .gckLSA, .gckLSAACK: return (.gckHandshake, "O")
-        case .gckHeartbeat: return (.heartbeat, "B")
-        case .appHandshake: return (.appHandshake, "W")
-        case .appHandshakeResponse: return (.appHandshakeDone, "H")
-        case .appKeepAlive: return (.keepAlive, "K")
-        case .inviteTimeout, .iceTimeout, .dtlsTimeout, .gckTimeout, .gckGivingUp, .appTimeout: return (.timeout, "T")
-        case .stateChange:
-            switch targetState(e.attrs) {
-            case "connected": return (.connected, "G")
-            case "connecting": return (.connecting, "P")
-            case "notconnected", "disconnected": return (.disconnected, "X")
-            default: return (.other, nil)
-            }
-        case .reconnectAttempt: return (.connecting, "P")
-        case .disconnected: return (.disconnected, "X")
-        case .tcpReset, .tcpRefused: return (.error, "R")
-        case .tcpClosed: return (.channelClosed, "F")
-        case .iceError, .dtlsAlert, .icmpUnreachable, .sendError, .checksumError, .encryptionIncompatible,
-             .permissionError:
-            return (.error, "!")
-        case "log.ice_scheduled": return (.iceChecks, nil)
-        case "log.channel_closed": return (.channelClosed, nil)
-        case "log.cleanup_timeout": return (.timeout, "T")
-        case "log.dtls_failed", "log.stale_identifier", "log.mesh_failed", "log.certificate_rejected": return (.error, "!")
-        default: return (.other, nil)
-        }
+    /// The state and history letter of an event, as the event catalogue declares them.
+    @inlinable public static func classify(_ e: PeerEvent) -> (TimelineState, Character?) {
+        let s = EventCatalogue.step(e)
+        return (s.state, s.letter)
     }
 }

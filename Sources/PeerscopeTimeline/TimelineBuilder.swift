@@ -92,6 +92,12 @@ public final class TimelineBuilder {
     /// Traffic after a finished instance opens a new one only when it comes this long after the end
     /// (stragglers of the old session attach to it instead).
     public var reopenGap: Nanos = 5 * CaptureTime.second
+    /// Packets of an instance in flight when its successor began: traffic this soon after the
+    /// successor's first packet does not keep the older instance alive.
+    public var supersedeGrace: Nanos = CaptureTime.second
+    /// A GCK Hello starts a new instance on an established pair when an ICE check came this shortly
+    /// before it and no other Hello came this shortly before it (a fresh ICE + GCK handshake).
+    public static let freshHandshakeWindow: Nanos = 3 * CaptureTime.second
     /// Tie log inputs to the peer that wrote them when the packets make it unambiguous.
     public var inferLogOwners = true
 
@@ -142,6 +148,18 @@ public final class TimelineBuilder {
         var ccsFrom: Set<PeerRef> = []
         var secure = false
         var dtlsStarted = false
+        /// UDP flows (canonical) the instance's packets used, with the last time and evidence on each.
+        var udpLast: [FlowKey: (t: Nanos, evidence: Evidence)] = [:]
+        /// Per UDP flow, the first packet after the successor began (beyond the grace period).
+        var firstAfterSuccessor: [FlowKey: (t: Nanos, evidence: Evidence)] = [:]
+        /// Invitation channels (canonical TCP flows) and invite IDs of the instance.
+        var inviteFlows: Set<FlowKey> = []
+        var inviteIDs: Set<String> = []
+        var lastICERequest: Nanos?
+        var lastGCKHello: Nanos?
+        /// Index of the instance that started while this one was open (see `SessionInstance.supersededBy`).
+        var successor: Int?
+        var predecessor: Int?
     }
 
     private var peers: [PeerRef: PeerWork] = [:]
@@ -149,29 +167,8 @@ public final class TimelineBuilder {
     private var latest: [PeerPair: Int] = [:]
     private var counts: [PeerPair: Int] = [:]
 
-    private enum Role { case start, traffic, attach }
-
-    private static let startKinds: Set<EventKind> = [
-        .invitationHello, .invitationAccept, .invite, .inviteConnect, .iceRequest, .dtlsHandshake, .gckHello,
-        .appHandshake,
-    ]
-    private static let trafficKinds: Set<EventKind> = [
-        .inviteResponse, .iceSuccess, .dtlsChangeCipherSpec, .dtlsEstablished, .dtlsApplicationData, .gckDD, .gckLSA,
-        .gckLSAACK, .gckHeartbeat, .gckData, .appHandshakeResponse, .appKeepAlive, .appChat, .appOther,
-    ]
-
-    private func role(_ e: PeerEvent) -> Role {
-        if TimelineBuilder.startKinds.contains(e.kind) { return .start }
-        if TimelineBuilder.trafficKinds.contains(e.kind) { return .traffic }
-        if e.kind == .stateChange {
-            switch TimelineMapping.targetState(e.attrs) {
-            case "connecting": return .start
-            case "connected": return .traffic
-            default: return .attach
-            }
-        }
-        return .attach
-    }
+    /// What the event does to its pair's session, as the event catalogue declares it.
+    private func role(_ e: PeerEvent) -> SessionRole { EventCatalogue.role(e) }
 
     public func finish(at end: Nanos? = nil) -> Timelines {
         // Normalised in place (the list can be large: no second copy).
@@ -209,6 +206,7 @@ public final class TimelineBuilder {
             info.endpoints = w.endpoints.sorted()
             return PeerTimeline(peer: info, entries: w.entries, history: w.history.text, sessions: w.sessions)
         }
+        settleSuperseded()
         let instances = sessions.map { w -> SessionInstance in
             var s = w.instance
             s.history = w.history.text
@@ -275,7 +273,7 @@ public final class TimelineBuilder {
                 // An ICMP error names the quoted packet's two ends; the step is the reporter's (the
                 // unreachable host, or a router between them).
                 var by = f
-                if e.kind == .icmpUnreachable, let rep = e.attrs["reporter"].flatMap({ IPAddress($0) }),
+                if e.kind == .icmpUnreachable, let rep = e[.reporter],
                    let r = resolver.resolve(PeerHint(address: rep), at: e.t) {
                     by = r
                 }
@@ -433,6 +431,59 @@ public final class TimelineBuilder {
         return sessions.count - 1
     }
 
+    /// Opens the pair's next instance while `si` is still open: `si` is judged at the end (see
+    /// `settleSuperseded`).
+    private func openSuccessor(of si: Int, _ pair: PeerPair, _ e: PeerEvent, originator: PeerRef) -> Int {
+        let n = open(pair, e, originator: originator, beforeInput: false)
+        sessions[si].successor = n
+        sessions[n].predecessor = si
+        sessions[si].instance.supersededBy = sessions[n].instance.number
+        return n
+    }
+
+    /// An instance whose successor began while it was open ends `superseded` at the successor's start
+    /// when it carried no traffic after that start (beyond `supersedeGrace`) on a flow the successor
+    /// did not use; otherwise both were alive at once and it keeps its own end (`overlap` says when).
+    private func settleSuperseded() {
+        for w in sessions {
+            guard let n = w.successor else { continue }
+            let next = sessions[n]
+            let after = next.instance.start &+ supersedeGrace
+            let alive = w.udpLast.filter { f, last in last.t > after && next.udpLast[f] == nil }
+                .map { f, last in (key: f, value: w.firstAfterSuccessor[f] ?? last) }
+            if let first = alive.min(by: { x, y in
+                x.value.t != y.value.t ? x.value.t < y.value.t : x.key.description < y.key.description
+            }) {
+                // The earliest packet of the older instance's traffic after the successor began.
+                w.instance.overlap = (first.value.t, first.value.evidence)
+            } else if w.instance.end == nil || w.instance.end.map({ $0 > next.instance.start }) == true {
+                w.instance.end = next.instance.start
+                w.instance.endReason = SessionInstance.superseded
+                w.instance.quietSince = min(w.udpLast.values.map(\.t).max() ?? w.instance.lastT, next.instance.start)
+                w.instance.endEvidence = next.instance.startEvidence
+            }
+        }
+    }
+
+    /// True when `e` begins a new instance of a pair whose instance `w` is open and established: a
+    /// new invitation (another invitation channel, another invite ID), a fresh ICE + GCK Hello, a
+    /// DTLS ClientHello, or a state change to connecting.
+    private func startsNewInstance(_ e: PeerEvent, _ w: SessionWork) -> Bool {
+        switch e.kind {
+        case .invite, .invitationHello:
+            if let f = e.flow, f.proto == .tcp { return !w.inviteFlows.contains(f.canonical) }
+            if let id = e.attrs["inviteID"] { return !w.inviteIDs.isEmpty && !w.inviteIDs.contains(id) }
+            return false
+        case .gckHello:
+            guard w.instance.milestone(.gckConnected) != nil, let ice = w.lastICERequest else { return false }
+            let window = TimelineBuilder.freshHandshakeWindow
+            return e.t &- ice <= window && (w.lastGCKHello.map { e.t &- $0 > window } ?? true)
+        case .dtlsHandshake: return TimelineBuilder.isClientHello(e)
+        case .stateChange: return e.targetState == "connecting"
+        default: return false
+        }
+    }
+
     private func close(_ si: Int, at e: PeerEvent, reason: String) {
         guard sessions[si].instance.end == nil else { return }
         sessions[si].instance.end = e.t
@@ -441,7 +492,7 @@ public final class TimelineBuilder {
     }
 
     private static func isClientHello(_ e: PeerEvent) -> Bool {
-        (e.attrs["message"] ?? "").lowercased().filter { $0.isLetter }.contains("clienthello")
+        (e[.message] ?? "").lowercased().filter { $0.isLetter }.contains("clienthello")
     }
 
     private func instanceIndex(for pair: PeerPair, _ e: PeerEvent, originator: PeerRef) -> Int? {
@@ -451,6 +502,18 @@ public final class TimelineBuilder {
             case .start: return open(pair, e, originator: originator, beforeInput: false)
             case .traffic: return open(pair, e, originator: originator, beforeInput: true)
             case .attach: return nil
+            }
+        }
+        // Packets on a UDP flow that only an older, still open instance of the pair used are its own
+        // (a duplicate session on other ports); the newest instance takes a flow once it uses it.
+        // A handshake packet on such a flow belongs to the newest instance while that one is being set
+        // up (a reconnect on the same ports); once it is up, it is the older one's recurring check.
+        if let f = e.flow, f.proto == .udp, sessions[si].predecessor != nil, sessions[si].udpLast[f.canonical] == nil,
+           self.role(e) != .start || sessions[si].instance.established != nil, !startsNewInstance(e, sessions[si]) {
+            var older = sessions[si].predecessor
+            while let prev = older {
+                if sessions[prev].instance.end == nil, sessions[prev].udpLast[f.canonical] != nil { return prev }
+                older = sessions[prev].predecessor
             }
         }
         let inst = sessions[si].instance
@@ -464,12 +527,7 @@ public final class TimelineBuilder {
             }
         }
         if role == .start, inst.established != nil {
-            let restart = (e.kind == .dtlsHandshake && TimelineBuilder.isClientHello(e))
-                || (e.kind == .stateChange && TimelineMapping.targetState(e.attrs) == "connecting")
-            if restart {
-                close(si, at: e, reason: "superseded by a new handshake")
-                return open(pair, e, originator: originator, beforeInput: false)
-            }
+            if startsNewInstance(e, sessions[si]) { return openSuccessor(of: si, pair, e, originator: originator) }
             if e.kind == .invite || e.kind == .inviteConnect || e.kind == .invitationHello {
                 sessions[si].instance.overlappingAttempts.append(e.evidence)
             }
@@ -494,6 +552,24 @@ public final class TimelineBuilder {
         if w.instance.eventCount == 0 { w.instance.originator = from }
         w.instance.eventCount &+= e.count
         w.instance.lastT = max(w.instance.lastT, e.lastT)
+        if let f = e.flow {
+            let c = f.canonical
+            if f.proto == .udp, case .frame = e.evidence {
+                if w.udpLast[c].map({ e.lastT >= $0.t }) ?? true { w.udpLast[c] = (e.lastT, e.lastEvidence ?? e.evidence) }
+                if let n = w.successor, w.firstAfterSuccessor[c] == nil {
+                    let after = sessions[n].instance.start &+ supersedeGrace
+                    if e.t > after {
+                        w.firstAfterSuccessor[c] = (e.t, e.evidence)
+                    } else if e.lastT > after {
+                        w.firstAfterSuccessor[c] = (e.lastT, e.lastEvidence ?? e.evidence)
+                    }
+                }
+            }
+            if f.proto == .tcp, e.kind.isIn("invitation") { w.inviteFlows.insert(c) }
+        }
+        if e.kind.isIn("invitation"), let id = e.attrs["inviteID"] { w.inviteIDs.insert(id) }
+        if e.kind == .iceRequest { w.lastICERequest = e.lastT }
+        if e.kind == .gckHello { w.lastGCKHello = e.lastT }
         if e.kind.isIn("dtls") { w.instance.encrypted = true }
         if e.kind == .dtlsHandshake || e.kind == .dtlsChangeCipherSpec || e.kind == .dtlsEstablished { w.dtlsStarted = true }
         if TimelineBuilder.gckKinds.contains(e.kind) {
@@ -523,25 +599,25 @@ public final class TimelineBuilder {
         switch e.kind {
         case .disconnected: close(si, at: e, reason: "disconnected")
         case .stateChange:
-            let target = TimelineMapping.targetState(e.attrs)
+            let target = e.targetState
             if target == "notconnected" || target == "disconnected" { close(si, at: e, reason: "disconnected") }
-        case .inviteResponse where TimelineMapping.isAccepted(e.attrs) == false: close(si, at: e, reason: "declined")
+        case .inviteResponse where e.accepted == false: close(si, at: e, reason: "declined")
         case .connectionDecision where state == .invitationDeclined: close(si, at: e, reason: "declined")
         case .inviteTimeout: close(si, at: e, reason: "invitation timed out")
         case .icmpUnreachable: close(si, at: e, reason: "peer unreachable (ICMP)")
         case .dtlsAlert:
             // A fatal alert or close_notify ends the secure channel. An unreadable (encrypted) alert is
             // one of those in practice: the other warnings are not sent by MPC's DTLS.
-            let level = (e.attrs["level"] ?? "").lowercased()
-            let description = e.attrs["description"] ?? level
+            let level = (e[.level] ?? "").lowercased()
+            let description = e[.description] ?? level
             if description == "close_notify" {
                 close(si, at: e, reason: "closed (DTLS close_notify)")
             } else if level == "fatal" || level == "encrypted" {
                 close(si, at: e, reason: level == "encrypted" ? "DTLS alert (encrypted)" : "DTLS alert (\(description))")
             }
         case .iceTimeout, .dtlsTimeout, .gckGivingUp, .gckTimeout:
-            let st = (e.attrs["state"] ?? "").lowercased().filter { $0.isLetter }
-            let wait = (e.attrs["wait"] ?? "").lowercased()
+            let st = (e[.state] ?? "").lowercased().filter { $0.isLetter }
+            let wait = (e[.wait] ?? "").lowercased()
             let alreadyUp = st == "connected" || st == "dtlsconnected"
             if sessions[si].instance.established == nil, !alreadyUp, !(e.kind == .gckTimeout && wait.contains("heartbeat")) {
                 close(si, at: e, reason: "handshake gave up")

@@ -321,16 +321,16 @@ final class DuplicateConnectionTests: XCTestCase {
         XCTAssertTrue(single.findings().of("duplicate-connection").isEmpty)
     }
 
-    func testInviteWhileConnected() {
+    /// Issue #11: an invitation while a session is up is not by itself a duplicate (the session may have
+    /// died without a word on the wire, and this is the reconnect); only traffic on both instances at once
+    /// is (`SessionInstanceTests`).
+    func testInviteWhileConnectedAloneIsNoDuplicate() {
         let s = Script()
         s.connect(A, B, at: 0)
         s.repeating(.gckHeartbeat, from: 1, to: 12, every: 5, A, B)
         s.repeating(.gckHeartbeat, from: 1, to: 12, every: 5, B, A)
         s.packet(.invite, 10, A, B)
-        let f = s.findings().of("duplicate-connection")
-        XCTAssertEqual(f.count, 1)
-        XCTAssertEqual(f.first?.details["case"], "second-session")
-        XCTAssertEqual(f.first?.peer, "Alice")
+        XCTAssertEqual(s.findings().of("duplicate-connection").map(\.message), [])
     }
 
     func testTwoInvitationChannelsAtOnce() throws {
@@ -458,9 +458,9 @@ final class ChannelErrorTests: XCTestCase {
         let a = try XCTUnwrap(IPAddress("192.0.2.1")), b = try XCTUnwrap(IPAddress("192.0.2.2"))
         let s = Script()
         s.packet(.icmpUnreachable, 1, PeerHint(address: a), PeerHint(address: b),
-                 attrs: ["summary": "port unreachable", "quoted": "udp 192.0.2.1:16402 > 192.0.2.2:16401"])
+                 attrs: ["summary": "port unreachable"], flow: FlowKey(.udp, Endpoint(a, 16402), Endpoint(b, 16401)))
         s.packet(.icmpUnreachable, 2, PeerHint(address: a), PeerHint(address: b),
-                 attrs: ["summary": "port unreachable", "quoted": "udp 192.0.2.1:5000 > 192.0.2.2:53"])
+                 attrs: ["summary": "port unreachable"], flow: FlowKey(.udp, Endpoint(a, 5000), Endpoint(b, 53)))
         let f = s.findings().of("channel-error")
         XCTAssertEqual(f.count, 1, "the DNS flow is not a session flow")
         XCTAssertEqual(f.first?.severity, .error)

@@ -126,9 +126,8 @@ final class JoinedLateTests: XCTestCase {
         s.packet(.gckData, 1.0, A, B, flow: flow)
         let quotedFrame = s.packet(.gckData, 1.9, A, B, flow: flow)
         s.packet(.gckData, 1.95, B, A, flow: FlowKey(.udp, Endpoint(b, 16401), Endpoint(a, 16402)))
-        let icmp = s.packet(.icmpUnreachable, 2, A, B, attrs: [
-            "reporter": "192.0.2.20", "summary": "port unreachable", "quoted": "udp 192.0.2.12:16402 > 192.0.2.20:16401",
-        ])
+        // The ICMP event's flow is the quoted packet's.
+        let icmp = s.packet(.icmpUnreachable, 2, A, B, attrs: ["reporter": "192.0.2.20", "summary": "port unreachable"], flow: flow)
         var refused: [Evidence] = []
         for i in 0 ..< 3 { refused.append(s.packet(.tcpRefused, 3 + Double(i), B, A)) }
         let f = try XCTUnwrap(s.findings(end: 10).of("channel-error").first { $0.details["case"] == "icmp-unreachable" })

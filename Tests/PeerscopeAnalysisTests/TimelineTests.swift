@@ -198,17 +198,21 @@ final class TimelineTests: XCTestCase {
     }
 
     func testLegendCoversEveryLetterTheMappingProduces() {
-        let kinds: [EventKind] = [.announced, .resolved, .updated, .goodbye, .expired, .found, .lost, .nameConflict,
-                                  .invitationHello, .invite, .inviteResponse, .inviteConnect, .inviteTimeout, .iceRequest,
-                                  .iceSuccess, .iceError, .iceTimeout, .dtlsHandshake, .dtlsChangeCipherSpec, .dtlsEstablished,
-                                  .dtlsAlert, .dtlsApplicationData, .gckHello, .gckHeartbeat, .gckData, .gckTimeout,
-                                  .appHandshake, .appHandshakeResponse, .appKeepAlive, .appChat, .disconnected, .reconnectAttempt,
-                                  .tcpReset, .tcpClosed, .icmpUnreachable, .sendError, .checksumError]
+        // Every catalogued kind, with the attribute values that change its step.
         let legend = Set(HistoryBuilder.legend.map(\.letter))
-        for k in kinds {
-            let e = PeerEvent(kind: k, t: 0, evidence: .frame(input: 0, frame: 1), source: "t")
-            if let l = TimelineMapping.classify(e).1 { XCTAssertTrue(legend.contains(l), "\(k) -> \(l)") }
+        let variants: [[String: String]] = [[:], ["accepted": "false"], ["decision": "declines"], ["invitation": "srv"],
+                                            ["to": "Connected"], ["to": "Connecting"], ["to": "Not Connected"]]
+        var letters: Set<Character> = []
+        for spec in EventCatalogue.entries {
+            for attrs in variants {
+                let e = PeerEvent(kind: spec.kind, t: 0, evidence: .frame(input: 0, frame: 1), source: "t", attrs: attrs)
+                if let l = TimelineMapping.classify(e).1 {
+                    XCTAssertTrue(legend.contains(l), "\(spec.kind) -> \(l)")
+                    letters.insert(l)
+                }
+            }
         }
+        XCTAssertEqual(letters, legend, "every legend letter is some kind's")
         XCTAssertTrue(HistoryBuilder.trafficLetters.isSubset(of: legend))
     }
 
@@ -220,17 +224,22 @@ final class TimelineTests: XCTestCase {
         s.connect(A, B, at: 20)
         s.connect(A, B, at: 40)
         let tl = s.timelines()
-        // The third connect comes while #2 is established: no disconnect seen, ICE alone does not restart.
+        // The third connect comes while #2 is established, with no disconnect seen: a fresh ICE check and
+        // GCK Hello start #3, and #2 (no traffic after it) ends superseded where #3 began (issue #11).
         let sessions = tl.sessions
-        XCTAssertEqual(sessions.map(\.number), [1, 2])
+        XCTAssertEqual(sessions.map(\.number), [1, 2, 3])
         XCTAssertEqual(sessions[0].endReason, "disconnected")
         XCTAssertEqual(sessions[0].end, Script.at(11))
-        XCTAssertNil(sessions[1].end)
+        XCTAssertEqual(sessions[1].endReason, "superseded")
+        XCTAssertEqual(sessions[1].end, Script.at(40.02))
+        XCTAssertEqual(sessions[1].supersededBy, 3)
+        XCTAssertNil(sessions[1].overlap)
+        XCTAssertNil(sessions[2].end)
         XCTAssertNotNil(sessions[0].established)
         XCTAssertNotNil(sessions[1].established)
         let alice = try XCTUnwrap(tl.timeline(.id(0x0123_4567_89AB_CDEF)))
-        XCTAssertEqual(Set(alice.entries.compactMap { $0.session?.number }), [1, 2])
-        XCTAssertEqual(alice.sessions.count, 2)
+        XCTAssertEqual(Set(alice.entries.compactMap { $0.session?.number }), [1, 2, 3])
+        XCTAssertEqual(alice.sessions.count, 3)
     }
 
     func testNewDTLSHandshakeOnEstablishedSessionStartsNewInstance() {
@@ -241,7 +250,7 @@ final class TimelineTests: XCTestCase {
         s.packet(.dtlsHandshake, 5, B, A, attrs: ["message": "ClientHello"])
         let tl = s.timelines()
         XCTAssertEqual(tl.sessions.count, 2)
-        XCTAssertEqual(tl.sessions[0].endReason, "superseded by a new handshake")
+        XCTAssertEqual(tl.sessions[0].endReason, "superseded")
         XCTAssertEqual(tl.sessions[1].originator, .id(0x0FED_CBA9_8765_4321))
     }
 

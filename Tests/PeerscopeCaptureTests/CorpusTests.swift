@@ -12,13 +12,11 @@ final class CorpusTests: XCTestCase {
     }
 
     static func sharedDir() -> String? {
-        if let env = ProcessInfo.processInfo.environment["PEERSCOPE_SHARED"], !env.isEmpty {
-            return env
-        }
         // Package root is three levels up from Tests/<Target>/<File>.swift.
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let shared = root.appendingPathComponent("../shared").standardized.path
+        var shared = root.appendingPathComponent("../shared").standardized.path
+        if let env = ProcessInfo.processInfo.environment["PEERSCOPE_SHARED"], !env.isEmpty { shared = env }
         return FileManager.default.fileExists(atPath: shared + "/corpus/MANIFEST.md") ? shared : nil
     }
 

@@ -62,7 +62,14 @@ final class WriterTests: XCTestCase {
         for (i, t) in times.enumerated() {
             try w.write(frame(UInt64(i + 1), t: t, lt: 1, name: "lo", data: Synth.payload(i, 40 + i)))
         }
-        try w.flush()  // readable after a flush, before close
+        try w.flush()
+        // Until close the frames are in a temporary file beside the target (readable while capturing);
+        // the target appears, complete, only at close.
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path))
+        let temp = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasPrefix(".lp.pcapng.peerscope-") })
+        XCTAssertGreaterThan(try XCTUnwrap(FileManager.default.attributesOfItem(atPath: dir.path + "/" + temp)[.size] as? Int), 100)
+        try w.close()
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), ["lp.pcapng"])
         var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE))
         let p = try XCTUnwrap(pcap_open_offline_with_tstamp_precision(path, UInt32(PCAP_TSTAMP_PRECISION_NANO), &errbuf))
         defer { pcap_close(p) }
@@ -73,7 +80,6 @@ final class WriterTests: XCTestCase {
             got.append(Int64(h.ts.tv_sec) * 1_000_000_000 + Int64(h.ts.tv_usec))
         }
         XCTAssertEqual(got, times)
-        try w.close()
     }
 
     func testUnwritablePathIsAClearError() {

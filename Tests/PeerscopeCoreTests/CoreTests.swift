@@ -235,3 +235,47 @@ final class JSONWriterTests: XCTestCase {
         """)
     }
 }
+
+/// Issue 14: the event catalogue is the one place kinds are declared.
+final class EventCatalogueCoreTests: XCTestCase {
+    func testStepsRolesAndCoalescingComeFromTheCatalogue() {
+        let ev = Evidence.frame(input: 0, frame: 1)
+        func event(_ k: EventKind, _ attrs: [String: String] = [:]) -> PeerEvent {
+            PeerEvent(kind: k, t: 0, evidence: ev, source: "t", attrs: attrs)
+        }
+        XCTAssertEqual(EventCatalogue.step(event(.gckDD)), TimelineStep(.gckHandshake, "O"))
+        XCTAssertEqual(EventCatalogue.step(event(.inviteResponse, ["accepted": "no"])), TimelineStep(.invitationDeclined, "N"))
+        XCTAssertEqual(EventCatalogue.step(event(.inviteResponse, ["accepted": "true"])), TimelineStep(.invitationAccepted, "A"))
+        XCTAssertEqual(EventCatalogue.step(event(.tcpOpened)), .other, "a TCP connection that is no invitation channel")
+        XCTAssertEqual(EventCatalogue.step(event("user.lobby")), .other)
+        XCTAssertEqual(EventCatalogue.role(event(.stateChange, ["to": "Connecting"])), .start)
+        XCTAssertEqual(EventCatalogue.role(event(.stateChange, ["to": "Connected"])), .traffic)
+        XCTAssertEqual(EventCatalogue.role(event(.disconnected)), .attach)
+        XCTAssertEqual(EventCatalogue.label(.gckLSAACK), "LSAACK")
+        XCTAssertEqual(EventCoalescer.steadyKinds, [.appKeepAlive, .gckHeartbeat, .gckData, .dtlsApplicationData])
+        XCTAssertEqual(EventCoalescer.defaultGaps[.appKeepAlive], 6 * CaptureTime.second)
+        XCTAssertEqual(EventCoalescer.defaultGaps[.gckHeartbeat], 15 * CaptureTime.second)
+    }
+
+    func testEachKindIsDeclaredOnceInItsFamily() {
+        var seen: Set<EventKind> = []
+        for spec in EventCatalogue.entries {
+            XCTAssertTrue(seen.insert(spec.kind).inserted, "\(spec.kind) twice")
+            XCTAssertTrue(spec.kind.isIn(spec.family), "\(spec.kind) in \(spec.family)")
+            XCTAssertFalse(spec.summary.isEmpty, "\(spec.kind) has a one-line meaning")
+        }
+        XCTAssertEqual(EventCatalogue.byKind.count, EventCatalogue.entries.count)
+    }
+
+    func testTypedAttributes() {
+        var e = PeerEvent(kind: .icmpUnreachable, t: 0, evidence: .frame(input: 0, frame: 1), source: "t",
+                          attrs: ["reporter": "192.0.2.1", "accepted": "yes"])
+        XCTAssertEqual(e[.reporter], IPAddress("192.0.2.1"))
+        XCTAssertEqual(e[.accepted], true)
+        e[.atEnd] = false
+        XCTAssertEqual(e.attrs["atEnd"], "false")
+        e.attrs["reporter"] = "not an address"
+        XCTAssertNil(e[.reporter], "a value that is not of the type reads as absent")
+        XCTAssertNil(e.quotedFlow, "no flow")
+    }
+}

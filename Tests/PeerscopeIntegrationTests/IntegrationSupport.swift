@@ -8,10 +8,8 @@ enum Place {
 
     /// `../shared` beside the package (or `PEERSCOPE_SHARED`), nil when absent.
     static var shared: URL? {
-        if let env = ProcessInfo.processInfo.environment["PEERSCOPE_SHARED"] {
-            return URL(fileURLWithPath: env)
-        }
-        let u = packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
+        var u = packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
+        if let env = ProcessInfo.processInfo.environment["PEERSCOPE_SHARED"], !env.isEmpty { u = URL(fileURLWithPath: env) }
         return FileManager.default.fileExists(atPath: u.path) ? u : nil
     }
 

@@ -166,10 +166,8 @@ func endpoint(_ s: String, _ port: UInt16) -> Endpoint {
 
 /// `../shared` beside the package root, or `PEERSCOPE_SHARED`.
 func sharedDirectory() -> URL? {
-    if let env = ProcessInfo.processInfo.environment["PEERSCOPE_SHARED"] {
-        return URL(fileURLWithPath: env)
-    }
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let dir = root.deletingLastPathComponent().appendingPathComponent("shared")
+    var dir = root.deletingLastPathComponent().appendingPathComponent("shared")
+    if let env = ProcessInfo.processInfo.environment["PEERSCOPE_SHARED"], !env.isEmpty { dir = URL(fileURLWithPath: env) }
     return FileManager.default.fileExists(atPath: dir.path) ? dir : nil
 }

@@ -129,8 +129,8 @@ final class ICMPErrorPluginTests: XCTestCase {
         XCTAssertEqual(e.to.displayName, "Antani")
         XCTAssertEqual(e.attrs["summary"], "port unreachable")
         XCTAssertEqual(e.attrs["reporter"], b.address.description)
-        XCTAssertEqual(e.attrs["quoted"], quoted.description)
-        XCTAssertEqual(e.flow, quoted)
+        XCTAssertEqual(e.quotedFlow, quoted, "the quoted flow, typed")
+        XCTAssertNil(e.attrs["quoted"], "not as text")
         XCTAssertEqual(h.messages.map(\.type), ["unreachable"])
         XCTAssertTrue(h.diagnostics.isEmpty)
     }

@@ -12,10 +12,8 @@ enum TestSupport {
 
     /// `../shared`, or `PEERSCOPE_SHARED`.
     static func sharedDirectory() throws -> URL {
-        if let env = ProcessInfo.processInfo.environment["PEERSCOPE_SHARED"], !env.isEmpty {
-            return URL(fileURLWithPath: env)
-        }
-        let url = packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
+        var url = packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
+        if let env = ProcessInfo.processInfo.environment["PEERSCOPE_SHARED"], !env.isEmpty { url = URL(fileURLWithPath: env) }
         guard FileManager.default.fileExists(atPath: url.path) else { throw XCTSkip("../shared not found; set PEERSCOPE_SHARED") }
         return url
     }

@@ -1,11 +1,5 @@
 import PeerscopeCore
 
-extension EventKind {
-    /// A DTLS handshake that started but neither completed nor failed with an alert: no progress for
-    /// `DTLSPlugin.stallTimeout` of capture time, or unfinished when the capture ended (attr `atEnd`).
-    public static let dtlsStalled: EventKind = "dtls.stalled"
-}
-
 /// DTLS records, plain or with MPC's one-byte `0xD0` prefix: record headers, handshake messages while
 /// in the clear, ChangeCipherSpec, alerts, application data sizes; DTLS 1.3 unified headers recognised.
 /// Per flow it follows the handshake: started, established (CCS and encrypted Finished both ways, or
@@ -14,7 +8,7 @@ public final class DTLSPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "dtls",
         summary: "DTLS records (plain or 0xD0-prefixed): handshake, CCS, alerts, application data sizes; DTLS 1.3 unified headers",
-        claims: [.udpPorts(16384 ... 16402), .udpHeuristic],
+        claims: [.udpPorts(MPCPorts.gck), .udpHeuristic],
         messageTypes: ["record", "dtls13-record"]
     )
 

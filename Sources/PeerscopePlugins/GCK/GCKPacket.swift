@@ -4,7 +4,7 @@ import PeerscopeCore
 /// `0xC0|n, type, u16 length, u16 flags, u16 CRC-16/ARC (field zeroed), u32 source, u32 destination`.
 struct GCKHeader {
     static let size = 16
-    static let mpcPorts: ClosedRange<UInt16> = 16384 ... 16402
+    static let mpcPorts: ClosedRange<UInt16> = MPCPorts.gck
 
     static let hello: UInt8 = 1
     static let dd: UInt8 = 2

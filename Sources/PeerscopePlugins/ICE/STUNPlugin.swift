@@ -1,11 +1,5 @@
 import PeerscopeCore
 
-extension EventKind {
-    /// An ICE connectivity check (STUN request) that got no response within `STUNPlugin.checkTimeout`
-    /// of capture time, or before the capture ended (attr `atEnd`). Seen on the wire, not in logs.
-    public static let iceUnanswered: EventKind = "ice.unanswered"
-}
-
 /// ICE connectivity checks: STUN Binding requests, success and error responses (RFC 5389/8489),
 /// with MPC's binary USERNAME and Apple-private attributes. Requests and responses are matched by
 /// transaction ID per flow; checks left unanswered are reported when they expire and at `finish`.
@@ -13,7 +7,7 @@ public final class STUNPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "stun",
         summary: "ICE connectivity checks (STUN Binding request/success/error; other STUN methods generically)",
-        claims: [.udpPorts(16384 ... 16402), .udpHeuristic],
+        claims: [.udpPorts(MPCPorts.gck), .udpHeuristic],
         messageTypes: ["binding-request", "binding-success", "binding-error", "binding-indication", "stun"]
     )
 

@@ -1,7 +1,8 @@
 import PeerscopeCore
 
 /// ICMP and ICMPv6 errors. Destination/port unreachable for a flow becomes `.icmpUnreachable` with
-/// `from` = the peer that sent the quoted packet and `to` = the destination it could not reach.
+/// `from` = the peer that sent the quoted packet and `to` = the destination it could not reach; the
+/// event's flow is the quoted packet's (`PeerEvent.quotedFlow`).
 public final class ICMPErrorPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "icmp-error",
@@ -26,7 +27,6 @@ public final class ICMPErrorPlugin: DecoderPlugin {
                      "type": String(info.type), "code": String(info.code)]
         var from = PeerHint.unknown, to = PeerHint.unknown
         if let q = info.quoted {
-            attrs["quoted"] = q.description
             attrs["proto"] = q.proto.rawValue
             from = ctx.directory.hint(for: q.src)
             to = ctx.directory.hint(for: q.dst)
