@@ -227,25 +227,11 @@ public final class LiveCapture {
 
         while reason == nil {
             // Drain what is buffered, in bounded batches so a flood cannot starve the stop checks.
-            var batch = 0
-            var more = false
-            while batch < 512 {
-                var hdr: UnsafeMutablePointer<pcap_pkthdr>?
-                var data: UnsafePointer<UInt8>?
-                let rc = pcap_next_ex(pcap, &hdr, &data)
-                if rc == 0 { break }
-                if rc == PCAP_ERROR_BREAK { reason = .requested; break }
-                if rc < 0 {
-                    throw .live(interface: options.interface, message: LiveCapture.string(pcap_geterr(pcap)))
-                }
-                batch += 1
-                guard let h = hdr?.pointee else { continue }
-                onFrame(frame(h, data))
-                delivered &+= 1
-                if let c = options.count, delivered >= c { reason = .count; break }
-            }
-            if reason != nil { break }
-            more = batch == 512
+            let room = options.count.map { c in Int(clamping: c &- delivered) } ?? 512
+            let batch = try drain(max: min(512, room)) { onFrame($0) }
+            delivered &+= UInt64(batch)
+            if let c = options.count, delivered >= c { reason = .count; break }
+            let more = batch == 512
 
             var timeout: Int32 = more ? 0 : 1000
             if let deadline {
