@@ -39,10 +39,10 @@ struct Capture: ParsableCommand {
 
         Defaults, measured on a veth pair with every bundled sample replayed (PeerscopeBench --live): \
         kernel buffer 32 MiB (-B), snap length 65535 (the largest IP datagram; MPC sends nothing \
-        larger), immediate mode off. With the reader stopped during a 164,100-packet burst the kernel \
-        kept 147,260 packets at 32 MiB, 38,129 at 8 MiB and 9,656 at libpcap's default 2 MiB. On Linux \
+        larger), immediate mode off. With the reader stopped during a 207,400-packet burst the kernel \
+        kept 152,558 packets at 32 MiB, 38,702 at 8 MiB and 9,766 at libpcap's default 2 MiB. On Linux \
         immediate mode gives each packet a fixed-size ring slot (buffer / snaplen: 512 slots at 32 MiB) \
-        and lost 11,358 of a 16,410-packet burst at full speed (8,461 at 100,000 packets/s), where \
+        and lost 14,648 of a 20,740-packet burst at full speed (1,943 at 100,000 packets/s), where \
         buffered delivery lost none, adding at most 100 ms of delay. Each interface's queue to the \
         analysis holds 200,000 packets or 64 MiB (--queue-packets); beyond that packets are dropped and \
         counted, never the kernel stalled.

@@ -33,7 +33,7 @@ final class CaptureOptionsTests: XCTestCase {
         let r = try CLI.run(["capture", "--help"])
         XCTAssertEqual(r.status, 0)
         let help = r.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        for needle in ["kernel buffer 32 MiB (-B)", "kept 147,260 packets at 32 MiB", "snap length 65535", "immediate mode off", "Exit status: 0 when stopped by --duration, --count, SIGINT or SIGTERM",
+        for needle in ["kernel buffer 32 MiB (-B)", "kept 152,558 packets at 32 MiB", "snap length 65535", "immediate mode off", "Exit status: 0 when stopped by --duration, --count, SIGINT or SIGTERM",
                        "3 when the capture could not start, when every interface went away", "--ring FILES:MEGABYTES", "--follow"] {
             XCTAssertTrue(help.contains(needle), "help lacks \(needle)")
         }
