@@ -31,6 +31,7 @@ public final class LiveFollow {
     private var peers: Set<PeerRef> = []
     private var gone: Set<PeerRef> = []
     private var eventsSeen = -1
+    private var lookedAt: Nanos = .min
 
     public init(options: AnalysisOptions) {
         self.options = options
@@ -38,8 +39,11 @@ public final class LiveFollow {
 
     /// What is new in `engine`'s events since the last call, in capture-time order.
     public func look(_ engine: Engine) -> [FollowNotice] {
-        guard engine.events.count != eventsSeen else { return [] }
+        // Something new, or capture time moved on (a silence may now be long enough to judge).
+        let now = engine.stats.lastT ?? .min
+        guard engine.events.count != eventsSeen || now &- lookedAt >= CaptureTime.second else { return [] }
         eventsSeen = engine.events.count
+        lookedAt = now
         let events = engine.events.enumerated().sorted { a, b in
             a.element.t != b.element.t ? a.element.t < b.element.t : a.offset < b.offset
         }.map(\.element)
