@@ -254,6 +254,8 @@ struct Capture: ParsableCommand {
         var run = RunResult(inputs: [source], stats: stats, diagnostics: engine.diagnostics,
                             events: engine.takeEvents(), complete: writeError == nil && summary.stats.complete,
                             directory: engine.directory, diagnosticCounts: engine.diagnosticCounts)
+        // The loss windows, for the verdicts: findings resting on silence inside one are uncertain.
+        run.losses = summary.stats.losses
         for i in summary.stats.interfaces where i.lost > 0 || i.ended != nil {
             run.inputProblems.append("live:" + i.line)
         }
