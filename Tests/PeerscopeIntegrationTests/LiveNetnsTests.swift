@@ -117,7 +117,7 @@ final class LiveRun {
     let errURL: URL
     let outURL: URL
 
-    init(lab: NetnsLab, interfaces: [String], extra: [String]) throws {
+    init(lab: NetnsLab, interfaces: [String], extra: [String], write: String? = nil) throws {
         let bin = try CLI.requireBinary()
         dir = try CLI.tempDir()
         report = dir.appendingPathComponent("live.json")
@@ -128,7 +128,7 @@ final class LiveRun {
         _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
         process.executableURL = URL(fileURLWithPath: NetnsLab.which("ip") ?? "/usr/sbin/ip")
         process.arguments = ["netns", "exec", lab.b, bin.path, "capture"] + interfaces.flatMap { ["-i", $0] }
-            + ["--filter", "", "--format", "json", "--output", report.path, "--write", pcapng.path] + extra
+            + ["--filter", "", "--format", "json", "--output", report.path, "--write", write ?? pcapng.path] + extra
         process.standardOutput = try FileHandle(forWritingTo: outURL)
         process.standardError = try FileHandle(forWritingTo: errURL)
         process.standardInput = FileHandle.nullDevice
@@ -470,5 +470,33 @@ final class LiveNetnsTests: XCTestCase {
         XCTAssertTrue(followedKeys.contains { $0.hasPrefix("channel-error") }, "\(followedKeys)")
         let appeared = all.filter { $0["type"] == .string("peer-appeared") }.count
         XCTAssertEqual(appeared, report["peers"]?.arrayValue?.count)
+    }
+
+    func testRingRotatesTheWrittenCapture() throws {
+        let lab = try NetnsLab()
+        let dir = try CLI.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (file, frames) = try replayFile(samples, copies: 10, in: dir)
+        let base = dir.appendingPathComponent("ring.pcapng").path
+        let run = try LiveRun(lab: lab, interfaces: [lab.receiver(0)],
+                              extra: ["--count", "\(frames)", "--duration", "60", "--ring", "2:1"], write: base)
+        _ = try lab.replay(file)
+        XCTAssertEqual(run.wait(), 0, run.stderr)
+        // ~3.5 MB through 1 MiB files: only the newest two are kept, each whole, with later frames.
+        let kept = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("ring_") }.sorted()
+        XCTAssertEqual(kept.count, 2, "\(kept)")
+        let all = try frameBytes(file)
+        var seen: [[UInt8]] = []
+        for name in kept {
+            XCTAssertNotNil(name.range(of: #"^ring_\d{5}_\d{14}\.pcapng$"#, options: .regularExpression), name)
+            seen += try frameBytes(dir.appendingPathComponent(name).path)
+            if let tshark = NetnsLab.which("tshark") {
+                let (rc, out) = try NetnsLab.sh([tshark, "-r", dir.appendingPathComponent(name).path, "-T", "fields", "-e", "frame.number"])
+                XCTAssertEqual(rc, 0, out)
+            }
+        }
+        XCTAssertGreaterThan(seen.count, 1000)
+        XCTAssertLessThan(seen.count, frames)
+        XCTAssertEqual(seen, Array(all.suffix(seen.count)), "the kept files hold the last frames, in order")
     }
 }
