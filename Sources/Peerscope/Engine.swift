@@ -4,7 +4,7 @@ import PeerscopePackets
 import PeerscopePlugins
 
 /// Settings for one pass through capture -> packets -> plugins.
-public struct EngineOptions {
+public struct EngineOptions: Sendable {
     public var decode: DecodeOptions
     public var packets: PacketOptions
     /// The decoder plugins, in dispatch order.
@@ -47,7 +47,8 @@ public final class Engine {
     /// The first `diagnosticsKeptPerID` diagnostics of each id, in order.
     public private(set) var diagnostics: [Diagnostic] = []
     /// Every diagnostic counted by id.
-    public private(set) var diagnosticCounts: [String: Int] = [:]
+    public var diagnosticCounts: [String: Int] { limiter.totals }
+    private var limiter: DiagnosticLimiter
     public private(set) var events: [PeerEvent] = []
     private var coalescer: EventCoalescer
     /// Occurrences folded into earlier events by the coalescer.
@@ -61,6 +62,7 @@ public final class Engine {
     public init(options: EngineOptions = EngineOptions(), onMessage: @escaping (DecodedMessage) -> Void = { _ in }) {
         self.options = options
         coalescer = EventCoalescer(gaps: options.coalesceGaps)
+        limiter = DiagnosticLimiter(keptPerID: options.diagnosticsKeptPerID)
         context = PluginContext(directory: PeerDirectory(), options: options.decode)
         pipeline = PluginPipeline(plugins: options.plugins, context: context)
         packets = PacketDecoder(options: options.packets)
@@ -82,9 +84,7 @@ public final class Engine {
     /// Record a diagnostic from any layer (also used for input problems).
     public func record(_ d: Diagnostic) {
         frameHadDiagnostic = true
-        let n = diagnosticCounts[d.id, default: 0]
-        diagnosticCounts[d.id] = n + 1
-        if n < options.diagnosticsKeptPerID { diagnostics.append(d) }
+        if limiter.admit(d.id) { diagnostics.append(d) }
     }
 
     /// Feed one frame (frames must come in capture order across all inputs).

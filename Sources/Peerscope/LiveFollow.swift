@@ -26,30 +26,23 @@ public struct FollowNotice: Sendable {
 /// with peers and sessions, not packets); `LiveCaptureFollow` spaces looks out so they never take more
 /// than about a fifth of the time.
 public final class LiveFollow {
-    private let options: AnalysisOptions
     private var findings: Set<String> = []
     private var peers: Set<PeerRef> = []
     private var gone: Set<PeerRef> = []
     private var eventsSeen = -1
     private var lookedAt: Nanos = .min
 
-    public init(options: AnalysisOptions) {
-        self.options = options
-    }
+    public init() {}
 
-    /// What is new in `engine`'s events since the last call, in capture-time order.
-    public func look(_ engine: Engine) -> [FollowNotice] {
+    /// What is new in `session`'s live analysis since the last call, in capture-time order.
+    public func look(_ session: AnalysisSession) -> [FollowNotice] {
         // Something new, or capture time moved on (a silence may now be long enough to judge).
-        let now = engine.stats.lastT ?? .min
-        guard engine.events.count != eventsSeen || now &- lookedAt >= CaptureTime.second else { return [] }
-        eventsSeen = engine.events.count
+        let now = session.liveLastT ?? .min
+        guard session.liveEventCount != eventsSeen || now &- lookedAt >= CaptureTime.second else { return [] }
+        eventsSeen = session.liveEventCount
         lookedAt = now
-        let events = engine.events.enumerated().sorted { a, b in
-            a.element.t != b.element.t ? a.element.t < b.element.t : a.offset < b.offset
-        }.map(\.element)
-        let end = max(engine.stats.lastT ?? .min, events.last?.t ?? .min)
-        let report = Report.analyze(inputs: options.captures, events: events, directory: engine.directory, stats: engine.stats,
-                                    config: options.detectors, end: end == .min ? nil : end)
+        let report = session.provisionalReport()
+        let end = max(now, report.timelines.end)
         var out: [FollowNotice] = []
         for p in report.timelines.peers where !peers.contains(p.peer.ref) {
             peers.insert(p.peer.ref)

@@ -174,18 +174,21 @@ func stages(_ path: String) {
     func rss() -> String { currentRSS().map { fmt($0, 1) + " MiB" } ?? "-" }
     print("stages of analyze on \(path) (resident memory after each)")
     var t = now()
-    let engine = Engine(options: PeerscopeAnalysis.engineOptions(AnalysisOptions(captures: [path])))
-    guard let run = try? PeerscopeRun.run(paths: [path], engine: engine) else { print("cannot read \(path)"); return }
-    print("  engine: \(run.stats.frames) frames -> \(run.events.count) events kept (\(engine.foldedEvents) folded into runs) in \(fmt(now() - t, 2)) s; \(rss())")
-    t = now()
-    let builder = TimelineBuilder(directory: run.directory)
-    builder.add(contentsOf: run.events)
-    let timelines = builder.finish(at: run.stats.lastT)
-    let entries = timelines.peers.reduce(0) { $0 + $1.entries.count }
-    print("  timelines: \(timelines.peers.count) peers, \(timelines.sessions.count) sessions, \(entries) entries in \(fmt(now() - t, 2)) s; \(rss())")
-    t = now()
-    let findings = DetectorSuite.run(timelines: timelines, config: .defaults, end: run.stats.lastT)
-    print("  detectors: \(findings.count) findings in \(fmt(now() - t, 2)) s; \(rss())")
+    let session = AnalysisSession(AnalysisOptions(captures: [path]))
+    session.onStage = { stage in
+        switch stage {
+        case .decoded(let frames, let events, let folded):
+            print("  engine: \(frames) frames -> \(events) events kept (\(folded) folded into runs) in \(fmt(now() - t, 2)) s; \(rss())")
+        case .logsRead(let lines, let events):
+            print("  logs: \(lines) lines -> \(events) events in \(fmt(now() - t, 2)) s; \(rss())")
+        case .timelines(let peers, let sessions, let entries):
+            print("  timelines: \(peers) peers, \(sessions) sessions, \(entries) entries in \(fmt(now() - t, 2)) s; \(rss())")
+        case .findings(let n):
+            print("  detectors: \(n) findings in \(fmt(now() - t, 2)) s; \(rss())")
+        }
+        t = now()
+    }
+    guard (try? session.finish()) != nil else { print("cannot read \(path)"); return }
 }
 if let stagesOf {
     stages(stagesOf)

@@ -59,6 +59,9 @@ struct AnalysisArguments: ParsableArguments {
     @Flag(name: .customLong("show-payloads"), help: "Include message contents (chat text) where messages are shown. Off by default.")
     var showPayloads = false
 
+    @Option(name: .customLong("events"), help: ArgumentHelp("Analyse an event trace written by `peerscope decode --events` instead of captures and logs (the same report as analysing them).", valueName: "file"))
+    var eventTrace: String?
+
     func validate() throws {
         if let f = logFormat, LogFormat(name: f) == nil {
             throw ValidationError("unknown log format '\(f)'; one of \(LogFormat.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -162,75 +165,59 @@ struct AnalysisArguments: ParsableArguments {
 
     /// Every file this run reads: captures, logs, the config and patterns files.
     func inputPaths(_ files: [String]) -> [String] {
-        files + logs + [config, patterns].compactMap { $0 }
+        files + logs + [config, patterns, eventTrace].compactMap { $0 }
     }
 
     func requireInputs(_ files: [String]) throws {
-        if files.isEmpty && logs.isEmpty { throw ValidationError("give at least one capture file or --log file") }
+        if eventTrace != nil {
+            if !files.isEmpty || !logs.isEmpty { throw ValidationError("--events analyses an event trace alone, without captures or logs") }
+            return
+        }
+        if files.isEmpty && logs.isEmpty { throw ValidationError("give at least one capture file, --log file or --events trace") }
     }
 
     /// Runs the analysis of `files` (and --log files); unreadable input becomes exit status 3. When no
     /// input at all can be read and `emptyReportOnFailure`, the result is an empty report that says
     /// so (`complete` false, the problem in `inputProblems`), for the caller to write before exiting 3.
     func analyze(_ files: [String], emptyReportOnFailure: Bool = false) throws -> Analysis {
-        try Self.analyze(try analysisOptions(files: files), emptyReportOnFailure: emptyReportOnFailure)
+        try Self.finish(try session(files: files), emptyReportOnFailure: emptyReportOnFailure)
     }
 
-    /// `analyze` for options already made (each capture of a fleet).
-    static func analyze(_ options: AnalysisOptions, emptyReportOnFailure: Bool) throws -> Analysis {
+    /// Finishes `session`; unreadable input becomes exit status 3 (or, with `emptyReportOnFailure`,
+    /// an empty report that says so).
+    static func finish(_ session: AnalysisSession, emptyReportOnFailure: Bool) throws -> Analysis {
         do {
-            return try PeerscopeAnalysis.analyze(options)
+            return try session.finish()
         } catch {
             guard emptyReportOnFailure else { throw CommandFailure(message: error.description, status: ExitStatus.input) }
-            var o = options
-            o.captures = options.captures + options.logs
-            o.logs = []
-            let engine = Engine(options: PeerscopeAnalysis.engineOptions(o))
-            engine.finish()
-            let run = RunResult(inputs: o.captures,
-                                diagnostics: [Diagnostic(id: "input.unreadable", severity: .error, message: error.description)],
-                                complete: false, inputProblems: [error.description], directory: engine.directory,
-                                diagnosticCounts: ["input.unreadable": 1])
             do {
-                return try PeerscopeAnalysis.finish(engine: engine, run: run, options: o)
+                return try session.unreadableAnalysis(error)
             } catch {
                 throw CommandFailure(message: error.description, status: ExitStatus.input)
             }
         }
     }
 
-    /// File name endings that say "capture": such a file is read as a capture whatever its bytes, so
-    /// a text file named `x.pcapng` is "not a capture file" (exit 3), never a log.
-    static let captureExtensions = [".pcap", ".pcapng", ".cap", ".gz"]
-
-    static func hasCaptureExtension(_ path: String) -> Bool {
-        let p = path.lowercased()
-        return captureExtensions.contains { p.hasSuffix($0) }
+    /// Options for one capture of a fleet (`check --fleet`): these settings, `captures` and the --log files.
+    func analysisOptions(captures: [String]) throws -> AnalysisOptions {
+        let c = try configuration()
+        return AnalysisOptions(captures: captures, logs: logs, engine: c.engine, logOptions: c.logOptions, detectors: c.detectors)
     }
 
-    /// Options for `files` given on the command line: files named like captures are captures; text
-    /// files among the others are taken as logs.
-    func analysisOptions(files: [String]) throws -> AnalysisOptions {
-        let (classified, autoLogs) = PeerscopeAnalysis.classify(files.filter { !Self.hasCaptureExtension($0) })
-        let classifiedCaptures = Set(classified)
-        let captures = files.filter { Self.hasCaptureExtension($0) || classifiedCaptures.contains($0) }
-        var o = try analysisOptions(captures: captures)
+    /// A session over `files` given on the command line (named like captures, or sorted by their
+    /// bytes into captures and logs) and the `--log` files; notes go to standard error.
+    func session(files: [String]) throws -> AnalysisSession {
+        let session = AnalysisSession(try configuration())
+        session.add(files)
+        if let eventTrace { session.addEventTrace(eventTrace) }
         // A capture given with --log is read as the capture it is (reading its bytes as text lines would
         // skip nearly all of them as binary and find nothing).
-        var explicitLogs: [String] = []
-        for l in o.logs {
-            if let kind = PeerscopeAnalysis.captureSignature(l) {
-                printError("\(l): given with --log but it is a \(kind) capture; reading it as a capture")
-                if !o.captures.contains(l) { o.captures.append(l) }
-            } else {
-                explicitLogs.append(l)
-            }
-        }
-        o.logs = autoLogs + explicitLogs
-        return o
+        for note in session.addLogs(logs) { printError(note) }
+        return session
     }
 
-    func analysisOptions(captures: [String]) throws -> AnalysisOptions {
+    /// The analysis settings these options ask for (a bad patterns file or threshold: exit 2).
+    func configuration() throws -> AnalysisSession.Configuration {
         var logOptions = LogOptions()
         logOptions.format = logFormat.flatMap { LogFormat(name: $0) }
         logOptions.baseDate = date.flatMap { LogDate(parsing: $0) }
@@ -238,8 +225,7 @@ struct AnalysisArguments: ParsableArguments {
         logOptions.timeZone = tz.flatMap { Self.timeZone(parsing: $0) }
         if let patterns { try Self.checkPatterns(patterns) }
         logOptions.collectUnknown = showUnknown
-        return AnalysisOptions(
-            captures: captures, logs: logs,
+        return AnalysisSession.Configuration(
             engine: EngineOptions(decode: DecodeOptions(showPayloads: showPayloads, wantsMessages: false)),
             logOptions: logOptions, detectors: try detectorConfig())
     }

@@ -134,6 +134,7 @@ struct Capture: ParsableCommand {
     }
 
     func validate() throws {
+        if analysis.eventTrace != nil { throw ValidationError("--events is for `analyze` and `check`, not a live capture") }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
         if count == 0 { throw ValidationError("--count must be positive") }
         if snapLength < 64 || snapLength > 262_144 { throw ValidationError("--snaplen must be between 64 and 262144") }
@@ -202,18 +203,19 @@ struct Capture: ParsableCommand {
         } catch {
             throw CommandFailure(message: error.description, status: ExitStatus.input)
         }
-        let source = "live:" + interfaces.joined(separator: ",")
-        var analysisOptions = try analysis.analysisOptions(captures: [])
-        analysisOptions.captures = [source]
+        var configuration = try analysis.configuration()
         let liveOut = try OutputSink(path: nil, lineBuffered: true)
-        analysisOptions.engine.decode.wantsMessages = decode
-        let engine = Engine(options: PeerscopeAnalysis.engineOptions(analysisOptions)) { m in liveOut.jsonLine(m.json(includeInput: false)) }
-        let follower = follow ? LiveFollow(options: analysisOptions) : nil
+        configuration.engine.decode.wantsMessages = decode
+        let session = AnalysisSession(configuration) { m in liveOut.jsonLine(m.json(includeInput: false)) }
+        // One input for all interfaces: the frames are merged by time and numbered in that order.
+        _ = session.addLiveInput("live:" + interfaces.joined(separator: ","))
+        session.addLogs(analysis.logs)   // captures given with --log were refused above
+        let follower = follow ? LiveFollow() : nil
         var nextLook = Int64.min
         func look() {
             guard let follower else { return }
             let started = DispatchTime.now().uptimeNanoseconds
-            for n in follower.look(engine) {
+            for n in follower.look(session) {
                 if report.format == .json { liveOut.jsonLine(n.json) } else { liveOut.line(n.text) }
             }
             // Looks take at most about a fifth of the time, and come at most once a second.
@@ -239,29 +241,21 @@ struct Capture: ParsableCommand {
             }
             if Int64(now) >= nextLook { look() }
         }) { frame in
-            engine.process(frame)
+            session.feed(frame)
             if let w = writer, writeError == nil {
                 do { try w.write(frame) } catch { writeError = "\(error)" }
             }
         }
         look()
-        do { try writer?.close(stats: summary.stats, at: engine.stats.lastT ?? 0) } catch { writeError = writeError ?? error.description }
+        do { try writer?.close(stats: summary.stats, at: session.liveLastT ?? 0) } catch { writeError = writeError ?? error.description }
         try liveOut.finish()
-        engine.finish()
         printError(summary.line)
-        var stats = engine.stats
-        stats.capture = summary.stats
-        var run = RunResult(inputs: [source], stats: stats, diagnostics: engine.diagnostics,
-                            events: engine.takeEvents(), complete: writeError == nil && summary.stats.complete,
-                            directory: engine.directory, diagnosticCounts: engine.diagnosticCounts)
-        // The loss windows, for the verdicts: findings resting on silence inside one are uncertain.
-        run.losses = summary.stats.losses
-        for i in summary.stats.interfaces where i.lost > 0 || i.ended != nil {
-            run.inputProblems.append("live:" + i.line)
-        }
-        if let writeError { run.inputProblems.append(writeError) }
+        // Counts, loss windows (the verdicts judge findings resting on silence inside one) and why it stopped.
+        session.noteLiveCapture(summary.stats)
+        for i in summary.stats.interfaces where i.lost > 0 || i.ended != nil { session.noteInputProblem("live:" + i.line) }
+        if let writeError { session.noteInputProblem(writeError) }
         let result: Analysis
-        do { result = try PeerscopeAnalysis.finish(engine: engine, run: run, options: analysisOptions) } catch {
+        do { result = try session.finish() } catch {
             throw CommandFailure(message: error.description, status: ExitStatus.input)
         }
         if decode && report.output == nil {

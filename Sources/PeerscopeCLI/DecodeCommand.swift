@@ -17,8 +17,16 @@ struct Decode: ParsableCommand {
         packets are printed only with --diagnostics, as JSON lines on standard output with "plugin": \
         "diagnostic" (after the messages); decoding goes on where it can.
 
+        With --events it writes the event stream instead: what analysis reads after decoding (a \
+        `peerscope.events/1` header with inputs, counts and diagnostics, one `identity` line per peer \
+        the inputs identified, one `event` line per peer event, logs among the files included). \
+        `peerscope analyze --events FILE` gives the report analysing the inputs gives (with default \
+        thresholds, which also decide how steady traffic is folded). The stream carries no message \
+        contents unless --show-payloads is given, so it can be shared instead of a capture.
+
         Examples:
           peerscope decode Samples/healthy-pair.pcapng
+          peerscope decode --events Samples/keepalive-timeout.pcapng Samples/logs/keepalive-timeout/*.log -o trace.events.jsonl
           peerscope decode Samples/healthy-pair.pcapng --plugin mdns --plugin stun
           peerscope decode a.pcapng b.pcapng.gz | jq -c 'select(.type == "heartbeat")'
         """
@@ -33,6 +41,12 @@ struct Decode: ParsableCommand {
     @Flag(name: .customLong("show-payloads"), help: "Include message contents (chat text) in the output.")
     var showPayloads = false
 
+    @Flag(name: .customLong("events"), help: "Write the event stream (identity facts and peer events, JSON Lines) that `analyze --events` reads, instead of the messages.")
+    var events = false
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("Write to this file instead of standard output.", valueName: "file"))
+    var output: String?
+
     @Flag(name: .customLong("diagnostics"), help: "Also print each diagnostic (malformed input) as a JSON line with \"plugin\": \"diagnostic\".")
     var printDiagnostics = false
 
@@ -45,6 +59,9 @@ struct Decode: ParsableCommand {
     }
 
     func run() throws {
+        try guardOutputs([("--output", output)], inputs: files)
+        if events { return try writeEvents() }
+        if output != nil { throw ValidationError("--output goes with --events (messages go to standard output)") }
         let out = try OutputSink(path: nil)
         let only = Set(plugins)
         let multi = files.count > 1
@@ -79,5 +96,21 @@ struct Decode: ParsableCommand {
         try out.finish()
         for p in result.inputProblems { printError(p) }
         if !result.complete { throw ExitCode(ExitStatus.input) }
+    }
+
+    /// `--events`: the inputs decoded up to the event trace, written as JSON Lines.
+    func writeEvents() throws {
+        let session = AnalysisSession(AnalysisSession.Configuration(
+            engine: EngineOptions(decode: DecodeOptions(showPayloads: showPayloads, wantsMessages: false))))
+        session.add(files)
+        let decoded: AnalysisSession.Decoded
+        do { decoded = try session.decode() } catch {
+            throw CommandFailure(message: error.description, status: ExitStatus.input)
+        }
+        let out = try OutputSink(path: output)
+        decoded.trace.write(payloads: showPayloads) { out.jsonLine($0) }
+        try out.finish()
+        for p in decoded.trace.inputProblems { printError(p) }
+        if !decoded.trace.complete { throw ExitCode(ExitStatus.input) }
     }
 }

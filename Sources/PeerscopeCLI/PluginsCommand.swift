@@ -54,6 +54,10 @@ struct Plugins: ParsableCommand {
                         ("summary", .string(d.summary)),
                         ("claims", .array(d.claims.map { .string($0.description) })),
                         ("messageTypes", .array(d.messageTypes.map { .string($0) })),
+                        ("diagnostics", .array(d.diagnostics.map { x in
+                            .object([("id", .string(x.fullID(plugin: d.id))), ("severity", .string(x.severity.rawValue)),
+                                      ("meaning", .string(x.meaning))])
+                        })),
                     ])
                 })),
                 ("logPlugins", .array(logPlugins.map(logJSON))),
@@ -80,6 +84,7 @@ struct Plugins: ParsableCommand {
             print("  \(id(d.id))  \(d.summary)")
             print("  \(pad)  binds: \(d.claims.map(\.description).joined(separator: ", "))")
             if !d.messageTypes.isEmpty { print("  \(pad)  types: \(d.messageTypes.joined(separator: ", "))") }
+            for x in d.diagnostics { print("  \(pad)  diagnostic \(x.fullID(plugin: d.id)) (\(x.severity.rawValue)): \(x.meaning)") }
         }
         print("")
         print("Log plugins (\(logPlugins.count)), in matching order:")

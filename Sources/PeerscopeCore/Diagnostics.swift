@@ -66,3 +66,33 @@ public struct Diagnostic: Sendable, Hashable {
         return (s.isEmpty ? "" : s + ": ") + "\(id): \(message)"
     }
 }
+
+/// The one per-id limit on kept diagnostics, shared by every stage (packets, plugins, logs, the
+/// engine): the first `keptPerID` of each id are kept, the rest only counted, and the true total
+/// per id is always known, so a flood of one malformed thing gives a few named lines and a count.
+public struct DiagnosticLimiter: Sendable {
+    public let keptPerID: Int
+    /// Every diagnostic counted by id, past the limit too.
+    public private(set) var totals: [String: Int] = [:]
+
+    public init(keptPerID: Int) { self.keptPerID = keptPerID }
+
+    /// Counts one diagnostic of `id`; true when it is within the limit (keep it), false when it is
+    /// only counted (the caller need not even build its message).
+    public mutating func admit(_ id: String) -> Bool {
+        let n = totals[id, default: 0] &+ 1
+        totals[id] = n
+        return n <= keptPerID
+    }
+
+    /// The ids past the limit, in id order: how many were not kept, and how many there were in all.
+    public var overflow: [(id: String, notKept: Int, total: Int)] {
+        totals.keys.sorted().compactMap { id in
+            let n = totals[id] ?? 0
+            return n > keptPerID ? (id, n - keptPerID, n) : nil
+        }
+    }
+
+    /// Forgets the counts (a new unit of input).
+    public mutating func reset() { totals.removeAll() }
+}

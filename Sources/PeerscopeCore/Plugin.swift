@@ -37,13 +37,43 @@ public struct PluginDescriptor: Sendable, Hashable {
     public var claims: [Claim]
     /// The `type` values its decoded messages carry.
     public var messageTypes: [String]
+    /// The diagnostics it may report, like Wireshark's expert info: `peerscope plugins` lists them.
+    public var diagnostics: [DiagnosticSpec]
 
-    public init(id: String, summary: String, claims: [Claim], messageTypes: [String]) {
+    public init(id: String, summary: String, claims: [Claim], messageTypes: [String], diagnostics: [DiagnosticSpec] = []) {
         self.id = id
         self.summary = summary
         self.claims = claims
         self.messageTypes = messageTypes
+        self.diagnostics = diagnostics
     }
+
+    /// The full diagnostic ids it declares (`<plugin>.<problem>`, or as written for absolute ids).
+    public var diagnosticIDs: [String] { diagnostics.map { $0.fullID(plugin: id) } }
+
+    /// True when the plugin declares the diagnostic `fullID` (a declared `prefix.*` covers `prefix.NAME`).
+    public func declares(diagnostic fullID: String) -> Bool {
+        diagnosticIDs.contains { d in d == fullID || (d.hasSuffix(".*") && fullID.hasPrefix(d.dropLast())) }
+    }
+}
+
+/// A diagnostic a plugin declares: its problem name, severity and a one-line meaning.
+public struct DiagnosticSpec: Sendable, Hashable {
+    /// The problem (`no_quoted_flow`; `hello.*` for a family of them); the diagnostic id is
+    /// `<plugin>.<problem>` unless `absolute` (ids shared by a protocol family, `gck.bad_crc`).
+    public var problem: String
+    public var severity: Severity
+    public var meaning: String
+    public var absolute: Bool
+
+    public init(_ problem: String, _ severity: Severity = .warning, _ meaning: String, absolute: Bool = false) {
+        self.problem = problem
+        self.severity = severity
+        self.meaning = meaning
+        self.absolute = absolute
+    }
+
+    public func fullID(plugin: String) -> String { absolute ? problem : "\(plugin).\(problem)" }
 }
 
 public enum ProbeResult: Sendable, Equatable {

@@ -247,23 +247,19 @@ public enum LogAnalyzer {
 /// Diagnostics with a cap per id, so a binary file gives a few named lines and a count, not a flood.
 struct DiagnosticSink {
     var list: [Diagnostic] = []
-    var counts: [String: Int] = [:]
-    let cap = 20
+    var limiter = DiagnosticLimiter(keptPerID: 20)
     let path: String
 
     mutating func add(_ id: String, _ severity: Severity, _ message: String, _ evidence: Evidence?, offset: Int? = nil) {
-        counts[id, default: 0] += 1
-        if counts[id, default: 0] <= cap {
+        if limiter.admit(id) {
             list.append(Diagnostic(id: id, severity: severity, message: "\(path): \(message)", evidence: evidence, offset: offset))
         }
     }
 
     var all: [Diagnostic] {
-        var out = list
-        for (id, n) in counts.sorted(by: { $0.key < $1.key }) where n > cap {
-            out.append(Diagnostic(id: id, severity: .info, message: "\(path): \(n - cap) more \(id) not listed"))
+        list + limiter.overflow.map { o in
+            Diagnostic(id: o.id, severity: .info, message: "\(path): \(o.notKept) more \(o.id) not listed")
         }
-        return out
     }
 }
 

@@ -153,9 +153,7 @@ extension PacketDecoder {
     private func expired(_ key: FragKey, _ buf: FragBuffer, _ why: String) {
         let id = (key.v6 ? "ipv6" : "ipv4") + ".frag.incomplete"
         counters.diagnostics += 1
-        let n = diagCounts[id, default: 0] &+ 1
-        diagCounts[id] = n
-        guard n <= options.maxDiagnosticsPerID else {
+        guard diagLimiter.admit(id) else {
             counters.diagnosticsSuppressed += 1
             return
         }

@@ -29,7 +29,7 @@ public final class PacketDecoder {
     @exclusivity(unchecked) var nextSweep: Nanos = .min
 
     @exclusivity(unchecked) var reportedLinkTypes: Set<UInt32> = []
-    @exclusivity(unchecked) var diagCounts: [String: Int] = [:]
+    @exclusivity(unchecked) var diagLimiter: DiagnosticLimiter
     @exclusivity(unchecked) var pktapNameBytes: [UInt8] = []
     @exclusivity(unchecked) var pktapName: String?
 
@@ -44,6 +44,7 @@ public final class PacketDecoder {
 
     public init(options: PacketOptions = .init()) {
         self.options = options
+        diagLimiter = DiagnosticLimiter(keptPerID: options.maxDiagnosticsPerID)
         out.reserveCapacity(16)
     }
 
@@ -106,9 +107,7 @@ public final class PacketDecoder {
     /// not even built) and summed up by `finish` as `packets.diagnostics_suppressed`.
     func diag(_ id: String, _ severity: Severity, _ message: @autoclosure () -> String, _ offset: Int?) {
         counters.diagnostics += 1
-        let n = diagCounts[id, default: 0] &+ 1
-        diagCounts[id] = n
-        guard n <= options.maxDiagnosticsPerID else {
+        guard diagLimiter.admit(id) else {
             counters.diagnosticsSuppressed += 1
             return
         }
@@ -118,12 +117,12 @@ public final class PacketDecoder {
 
     /// One diagnostic per id whose reports were capped.
     func reportSuppressed() {
-        for (id, n) in diagCounts.sorted(by: { $0.key < $1.key }) where n > options.maxDiagnosticsPerID {
+        for (id, notKept, n) in diagLimiter.overflow {
             diags.append(Diagnostic(id: "packets.diagnostics_suppressed", severity: .info,
-                                    message: "\(n - options.maxDiagnosticsPerID) more \(id) diagnostics not reported (\(n) in all)",
+                                    message: "\(notKept) more \(id) diagnostics not reported (\(n) in all)",
                                     evidence: nil, offset: nil, t: now))
         }
-        diagCounts.removeAll()
+        diagLimiter.reset()
     }
 
     // MARK: link layers

@@ -164,6 +164,9 @@ public final class PluginPipeline {
         }
     }
 
+    /// What the pipeline itself may report, under the id of the plugin handing a payload on.
+    public static let diagnostics = [DiagnosticSpec("handoff.depth", .warning, "payloads nested too deep; the inner one is skipped")]
+
     private func handOff(carrier: String, key: String?, payload: Bytes, outer: PluginInput, parent: String) {
         guard let claimants = carriedBy[carrier], handOffDepth < maxHandOffDepth else {
             if handOffDepth >= maxHandOffDepth {

@@ -43,7 +43,7 @@ public struct DiscoverySection: Sendable {
 
     static func looksLikeService(_ s: String) -> Bool { s.hasPrefix("_") && (s.contains("._tcp") || s.contains("._udp")) }
 
-    public init(timelines: Timelines, directory: PeerDirectory?) {
+    public init(timelines: Timelines, identities: PeerIdentities?) {
         var services: [String: Service] = [:]
         var serviceInstances: [String: Set<String>] = [:]
         var peers: [PeerRef: Peer] = [:]
@@ -114,9 +114,9 @@ public struct DiscoverySection: Sendable {
             peers[ref] = p
         }
         // The directory knows addresses and ports of discovered peers that attrs may not carry.
-        if let directory {
+        if let identities {
             for (ref, var p) in peers {
-                guard case .id(let id) = ref, let entry = directory.entries[id] else { continue }
+                guard case .id(let id) = ref, let entry = identities.entries[id] else { continue }
                 var addrs = Set(p.addresses)
                 for a in entry.addresses { addrs.insert("\(a)") }
                 p.addresses = addrs.sorted()

@@ -27,7 +27,7 @@ public struct Report: Sendable {
 
     public init(inputs: [String], complete: Bool = true, inputProblems: [String] = [], stats: CaptureStats = CaptureStats(),
                 diagnostics: [Diagnostic] = [], timelines: Timelines, findings: [Finding],
-                directory: PeerDirectory? = nil, config: DetectorConfig = .defaults,
+                identities: PeerIdentities? = nil, config: DetectorConfig = .defaults,
                 toolVersion: String = Report.defaultToolVersion) {
         self.toolVersion = toolVersion
         self.inputs = inputs
@@ -37,25 +37,9 @@ public struct Report: Sendable {
         self.diagnostics = diagnostics
         self.timelines = timelines
         self.findings = findings
-        discovery = DiscoverySection(timelines: timelines, directory: directory)
+        discovery = DiscoverySection(timelines: timelines, identities: identities)
         thresholds = DetectorSuite.effectiveThresholds(config)
         detectorsRun = DetectorSuite.kinds.filter { config.isEnabled($0) }
-    }
-
-    /// Timelines, detectors and the report in one call: what `peerscope analyze` needs.
-    public static func analyze(inputs: [String], events: consuming [PeerEvent], directory: PeerDirectory,
-                               stats: CaptureStats = CaptureStats(), diagnostics: [Diagnostic] = [],
-                               complete: Bool = true, inputProblems: [String] = [],
-                               config: DetectorConfig = .defaults, end: Nanos? = nil,
-                               toolVersion: String = Report.defaultToolVersion) -> Report {
-        let builder = TimelineBuilder(directory: directory)
-        builder.add(contentsOf: consume events)
-        let endT = end ?? stats.lastT
-        let timelines = builder.finish(at: endT)
-        let findings = DetectorSuite.run(timelines: timelines, config: config, end: endT)
-        return Report(inputs: inputs, complete: complete, inputProblems: inputProblems, stats: stats,
-                      diagnostics: diagnostics, timelines: timelines, findings: findings, directory: directory,
-                      config: config, toolVersion: toolVersion)
     }
 
     // MARK: derived views

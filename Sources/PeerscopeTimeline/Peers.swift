@@ -92,10 +92,16 @@ public struct PeerResolver: Sendable {
     /// Who wrote each log input, when it could be inferred (see `inferLogOwners`).
     public var logOwners: [Int: PeerRef] = [:]
 
-    /// Learns from the directory and from every hint that carries a peer ID, so a log line naming
-    /// only a participant resolves even when the packet that named the peer ID came later.
+    /// A resolver over what `directory` knows now.
     public init(directory: PeerDirectory, events: [PeerEvent] = []) {
-        for (id, e) in directory.entries {
+        self.init(identities: directory.identities, events: events)
+    }
+
+    /// Learns from the identity facts and from every hint that carries a peer ID, so a log line naming
+    /// only a participant resolves even when the packet that named the peer ID came later.
+    public init(identities: PeerIdentities, events: [PeerEvent] = []) {
+        for e in identities.sorted {
+            let id = e.peerID
             participants[e.participantID] = id
             if let n = e.displayName, !n.isEmpty { names[n, default: []].insert(id) }
             for ep in e.endpoints { endpoints[ep] = id }

@@ -61,7 +61,7 @@ public struct Timelines: Sendable {
     }
 
     public static let empty = Timelines(peers: [], sessions: [], events: [], start: nil, end: 0,
-                                        resolver: PeerResolver(directory: PeerDirectory()))
+                                        resolver: PeerResolver(identities: PeerIdentities()))
 
     public func timeline(_ r: PeerRef) -> PeerTimeline? { index[r].map { peers[$0] } }
     public func peer(_ r: PeerRef) -> PeerInfo? { index[r].map { peers[$0].peer } }
@@ -101,11 +101,17 @@ public final class TimelineBuilder {
     /// Tie log inputs to the peer that wrote them when the packets make it unambiguous.
     public var inferLogOwners = true
 
-    private let directory: PeerDirectory
+    /// What decoding learnt about peers (the only identity input besides the events).
+    private let identities: PeerIdentities
     private var pending: [PeerEvent] = []
 
-    public init(directory: PeerDirectory) {
-        self.directory = directory
+    public init(identities: PeerIdentities) {
+        self.identities = identities
+    }
+
+    /// A builder over what `directory` knows now.
+    public convenience init(directory: PeerDirectory) {
+        self.init(identities: directory.identities)
     }
 
     public func add(_ e: PeerEvent) { pending.append(e) }
@@ -184,7 +190,7 @@ public final class TimelineBuilder {
             events = order.map { events[$0] }
         }
         pending = []
-        var resolver = PeerResolver(directory: directory, events: events)
+        var resolver = PeerResolver(identities: identities, events: events)
         resolver.identifyLogOwners(events)
         if inferLogOwners { resolver.inferLogOwners(events) }
         var resolved: [ResolvedEvent] = []
@@ -194,7 +200,7 @@ public final class TimelineBuilder {
         }
         let endT = max(end ?? Nanos.min, events.last?.t ?? 0)
         let peerTimelines = peers.values.map { w -> PeerTimeline in
-            if case .id(let id) = w.info.ref, let entry = directory.entries[id] {
+            if case .id(let id) = w.info.ref, let entry = identities.entries[id] {
                 if w.info.displayName == nil, let n = entry.displayName, !n.isEmpty { w.info.displayName = n }
                 w.addresses.formUnion(entry.addresses)
                 w.endpoints.formUnion(entry.endpoints)

@@ -110,10 +110,16 @@ final class Script {
         stats.linkTypes = ["EN10MB": frame]
         stats.plugins = ["test": frame]
         stats.logLines = UInt64(line)
-        return Report.analyze(inputs: ["capture.pcapng", "device.log"], events: events, directory: directory,
-                              stats: stats, diagnostics: [Diagnostic(id: "gck.header.short", message: "short header",
-                                                                      evidence: .frame(input: 0, frame: 1), offset: 3)],
-                              config: config, end: end.map(Script.at))
+        // The report model from timelines and findings (what an analysis session does).
+        let endT = end.map(Script.at) ?? stats.lastT
+        let b = TimelineBuilder(directory: directory)
+        b.add(contentsOf: events)
+        let tl = b.finish(at: endT)
+        return Report(inputs: ["capture.pcapng", "device.log"], stats: stats,
+                      diagnostics: [Diagnostic(id: "gck.header.short", message: "short header",
+                                               evidence: .frame(input: 0, frame: 1), offset: 3)],
+                      timelines: tl, findings: DetectorSuite.run(timelines: tl, config: config, end: endT),
+                      identities: directory.identities, config: config)
     }
 }
 

@@ -279,3 +279,18 @@ final class EventCatalogueCoreTests: XCTestCase {
         XCTAssertNil(e.quotedFlow, "no flow")
     }
 }
+
+final class DiagnosticLimiterTests: XCTestCase {
+    func testKeepsTheFirstOfEachIDAndCountsTheTrueTotal() {
+        var l = DiagnosticLimiter(keptPerID: 2)
+        let admitted = ["a", "a", "b", "a", "a", "b", "c"].map { l.admit($0) }
+        XCTAssertEqual(admitted, [true, true, true, false, false, true, true])
+        XCTAssertEqual(l.totals, ["a": 4, "b": 2, "c": 1])
+        XCTAssertEqual(l.overflow.map(\.id), ["a"])
+        XCTAssertEqual(l.overflow.first?.notKept, 2)
+        XCTAssertEqual(l.overflow.first?.total, 4)
+        l.reset()
+        XCTAssertTrue(l.overflow.isEmpty)
+        XCTAssertTrue(l.admit("a"))
+    }
+}

@@ -10,7 +10,16 @@ public final class AppJSONPlugin: DecoderPlugin {
         summary: "App JSON framing: objects from GCK Data, UDP datagrams, TCP (newline-delimited or u32 length-prefixed)",
         claims: [.carried("gck.data"), .udpHeuristic, .tcpHeuristic],
         messageTypes: []
-    )
+    ,
+        diagnostics: [
+            DiagnosticSpec("invalid", .warning, "a frame that is not valid JSON"),
+            DiagnosticSpec("not_object", .warning, "JSON that is not an object"),
+            DiagnosticSpec("truncated", .warning, "a message cut short at the end of the stream"),
+            DiagnosticSpec("incomplete", .info, "bytes left over when the stream ended"),
+            DiagnosticSpec("oversize", .warning, "a message larger than the framing allows"),
+            DiagnosticSpec("garbage", .warning, "bytes between messages that start none"),
+            DiagnosticSpec("stream.unknown", .info, "a stream whose framing could not be told"),
+        ])
 
     /// Largest object (or length-prefixed message) kept; bigger ones are skipped with a diagnostic.
     public static let maxMessage = 256 * 1024

@@ -10,7 +10,16 @@ public final class DTLSPlugin: DecoderPlugin {
         summary: "DTLS records (plain or 0xD0-prefixed): handshake, CCS, alerts, application data sizes; DTLS 1.3 unified headers",
         claims: [.udpPorts(MPCPorts.gck), .udpHeuristic],
         messageTypes: ["record", "dtls13-record"]
-    )
+    ,
+        diagnostics: [
+            DiagnosticSpec("record.invalid", .warning, "a record header that is not DTLS"),
+            DiagnosticSpec("record.length", .warning, "a record length past the datagram"),
+            DiagnosticSpec("record.truncated", .warning, "a record cut short"),
+            DiagnosticSpec("handshake.truncated", .warning, "a handshake message header cut short"),
+            DiagnosticSpec("alert.length", .warning, "an alert record that is not 2 bytes"),
+            DiagnosticSpec("cid.unknown", .info, "a DTLS 1.3 record with a connection ID never negotiated"),
+            DiagnosticSpec("empty", .info, "an empty datagram on a DTLS flow"),
+        ])
 
     public static let stallTimeout: Nanos = 10 * CaptureTime.second
     /// Event attribute set ("D0") on records that carried MPC's one-byte prefix: MPC evidence.

@@ -9,7 +9,21 @@ public final class MDNSPlugin: DecoderPlugin {
         summary: "mDNS / DNS-SD: service browsing, announcements, SRV/TXT/addresses, MPC peer IDs and display names",
         claims: [.udpPorts(5353 ... 5353)],
         messageTypes: ["query", "response"]
-    )
+    ,
+        diagnostics: [
+            DiagnosticSpec("header.short", .warning, "fewer than 12 bytes: no DNS header"),
+            DiagnosticSpec("header.opcode", .warning, "an undefined opcode: not a DNS message"),
+            DiagnosticSpec("header.empty", .warning, "zero counts but bytes follow: not a DNS message"),
+            DiagnosticSpec("count.overrun", .warning, "the header counts more records than the message holds"),
+            DiagnosticSpec("question.truncated", .warning, "a question cut short"),
+            DiagnosticSpec("record.truncated", .warning, "a record cut short"),
+            DiagnosticSpec("name.*", .warning, "a malformed name (truncated, loop, bad pointer, too long, bad label type)"),
+            DiagnosticSpec("rdata.*", .warning, "record data of the wrong length or running past the record"),
+            DiagnosticSpec("txt.overrun", .warning, "a TXT string past its record"),
+            DiagnosticSpec("nsec.bitmap", .warning, "a malformed NSEC type bitmap"),
+            DiagnosticSpec("opt.overrun", .warning, "an EDNS option past its record"),
+            DiagnosticSpec("trailing", .info, "bytes after the last record"),
+        ])
 
     let tracker = DiscoveryTracker()
 

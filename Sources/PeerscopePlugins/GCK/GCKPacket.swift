@@ -80,6 +80,20 @@ struct GCKHeader {
 
 /// What every GCK plugin does before looking at its body: header, length and CRC checks, hints.
 enum GCKDecoding {
+    /// What every GCK plugin may report (ids shared by the family, not prefixed by the plugin).
+    static let diagnostics: [DiagnosticSpec] = [
+        DiagnosticSpec("gck.truncated", .warning, "a packet shorter than the GCK header", absolute: true),
+        DiagnosticSpec("gck.length", .warning, "the header's length disagrees with the datagram", absolute: true),
+        DiagnosticSpec("gck.bad_crc", .warning, "a packet failing its CRC (GCK drops it)", absolute: true),
+        DiagnosticSpec("gck.dd.body", .warning, "a DD body that cannot be read", absolute: true),
+        DiagnosticSpec("gck.lsa.body", .warning, "an LSA body that cannot be read", absolute: true),
+        DiagnosticSpec("gck.lsaack.body", .warning, "an LSAACK body that is not 2 bytes", absolute: true),
+        DiagnosticSpec("gck.heartbeat.body", .warning, "a Heartbeat body that is not 4 bytes", absolute: true),
+        DiagnosticSpec("gck.data.inner", .warning, "a Data body too short for its inner header", absolute: true),
+        DiagnosticSpec("gck.data.participants", .warning, "a Data packet's participant list past its body", absolute: true),
+        DiagnosticSpec("gck.unknown_type", .info, "a packet of an unknown GCK type", absolute: true),
+    ]
+
     /// Message types every GCK plugin may emit besides its own.
     static let truncatedType = "truncated"
     static let badCRCType = "bad-crc"

@@ -5,7 +5,8 @@ private let gckClaims: [Claim] = [.udpPorts(GCKHeader.mpcPorts), .udpHeuristic]
 /// GCK Hello (type 1, 34 bytes observed). The 18-byte body is not understood; shown as hex.
 public final class GCKHelloPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-hello", summary: "GCK session Hello (OSPF-like type 1)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("hello"))
+        id: "gck-hello", summary: "GCK session Hello (OSPF-like type 1)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("hello"),
+        diagnostics: GCKDecoding.diagnostics)
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.hello } }
 
@@ -62,7 +63,8 @@ struct GCKNodeBody {
 /// GCK Database Description (type 2): `u16 nodeCount` then node records (see `GCKNodeRecord`).
 public final class GCKDDPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-dd", summary: "GCK session DD, database description (type 2)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("dd"))
+        id: "gck-dd", summary: "GCK session DD, database description (type 2)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("dd"),
+        diagnostics: GCKDecoding.diagnostics)
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.dd } }
 
@@ -93,7 +95,8 @@ public final class GCKDDPlugin: DecoderPlugin {
 /// `0000 0001`, and logs show "LSA SN=0") then node records.
 public final class GCKLSAPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-lsa", summary: "GCK session LSA, link state advertisement (type 3)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("lsa"))
+        id: "gck-lsa", summary: "GCK session LSA, link state advertisement (type 3)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("lsa"),
+        diagnostics: GCKDecoding.diagnostics)
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.lsa } }
 
@@ -123,7 +126,8 @@ public final class GCKLSAPlugin: DecoderPlugin {
 /// GCK LSA acknowledgement (type 4, 18 bytes): `u16 sn`.
 public final class GCKLSAACKPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-lsaack", summary: "GCK session LSAACK (type 4)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("lsaack"))
+        id: "gck-lsaack", summary: "GCK session LSAACK (type 4)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("lsaack"),
+        diagnostics: GCKDecoding.diagnostics)
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.lsaack } }
 
@@ -147,7 +151,8 @@ public final class GCKLSAACKPlugin: DecoderPlugin {
 /// `0002 0001` and `0000 0001`; which half is the "SN" the logs print is a reading).
 public final class GCKHeartbeatPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-heartbeat", summary: "GCK session Heartbeat, keep-alive (type 8)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("heartbeat"))
+        id: "gck-heartbeat", summary: "GCK session Heartbeat, keep-alive (type 8)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("heartbeat"),
+        diagnostics: GCKDecoding.diagnostics)
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.heartbeat } }
 
@@ -176,7 +181,8 @@ public final class GCKHeartbeatPlugin: DecoderPlugin {
 public final class GCKDataPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "gck-data", summary: "GCK session Data (type 5): reliable-delivery header, app payload handed on as gck.data",
-        claims: gckClaims, messageTypes: GCKDecoding.messageTypes("data", "ack", "control"))
+        claims: gckClaims, messageTypes: GCKDecoding.messageTypes("data", "ack", "control"),
+        diagnostics: GCKDecoding.diagnostics)
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.data } }
 
@@ -230,7 +236,8 @@ public final class GCKDataPlugin: DecoderPlugin {
 public final class GCKOtherPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "gck-other", summary: "GCK session packets of other types (10 data-like, unknown)", claims: gckClaims,
-        messageTypes: GCKDecoding.messageTypes("type-10", "unknown"))
+        messageTypes: GCKDecoding.messageTypes("type-10", "unknown"),
+        diagnostics: GCKDecoding.diagnostics)
     public init() {}
     public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { !GCKHeader.known.contains($0) } }
 

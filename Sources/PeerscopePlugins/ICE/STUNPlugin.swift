@@ -9,7 +9,14 @@ public final class STUNPlugin: DecoderPlugin {
         summary: "ICE connectivity checks (STUN Binding request/success/error; other STUN methods generically)",
         claims: [.udpPorts(MPCPorts.gck), .udpHeuristic],
         messageTypes: ["binding-request", "binding-success", "binding-error", "binding-indication", "stun"]
-    )
+    ,
+        diagnostics: [
+            DiagnosticSpec("header", .warning, "not a STUN header"),
+            DiagnosticSpec("length", .warning, "the header's attribute length disagrees with the datagram"),
+            DiagnosticSpec("attribute.truncated", .warning, "an attribute cut short"),
+            DiagnosticSpec("bad_fingerprint", .warning, "FINGERPRINT does not match the message"),
+            DiagnosticSpec("fingerprint.length", .warning, "FINGERPRINT not 4 bytes"),
+        ])
 
     /// How long a check may wait for its response (MPC's ICE connection timeout is 10 s per channel).
     public static let checkTimeout: Nanos = 10 * CaptureTime.second

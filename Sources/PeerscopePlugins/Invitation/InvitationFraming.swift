@@ -127,7 +127,28 @@ public final class InvitationFramingPlugin: DecoderPlugin {
         id: "mpc-invitation",
         summary: "MPC invitation channel framing (Hello/Accept/Data, receipts, CRC32)",
         claims: [.tcpHeuristic],
-        messageTypes: ["hello", "accept", "data", "receipt"])
+        messageTypes: ["hello", "accept", "data", "receipt"],
+        diagnostics: [
+            DiagnosticSpec("bad_crc", .warning, "a frame failing its CRC"),
+            DiagnosticSpec("frame_too_large", .warning, "a frame larger than the channel allows"),
+            DiagnosticSpec("buffer_overflow", .warning, "more unframed bytes than the buffer holds; the stream is dropped"),
+            DiagnosticSpec("gap", .warning, "bytes missing from the stream (capture loss)"),
+            DiagnosticSpec("resync", .info, "framing found again after junk"),
+            DiagnosticSpec("resync_failed", .warning, "no frame found after junk; the stream is dropped"),
+            DiagnosticSpec("stopped", .info, "the stream is no longer decoded"),
+            DiagnosticSpec("truncated", .info, "a frame cut short when the stream ended"),
+            DiagnosticSpec("unknown_type", .warning, "a frame header of an unknown type"),
+            DiagnosticSpec("bad_flags", .warning, "a frame header with impossible flags"),
+            DiagnosticSpec("oversize", .warning, "a frame header with an impossible length"),
+            DiagnosticSpec("bad_sequence", .warning, "a frame header out of sequence"),
+            DiagnosticSpec("hello.*", .warning, "a Hello body that cannot be read (short, bad name, bad ID...)"),
+            DiagnosticSpec("accept.body", .warning, "an Accept body that cannot be read"),
+            DiagnosticSpec("receipt.body", .warning, "a receipt body that cannot be read"),
+            DiagnosticSpec("receipt.unmatched", .info, "a receipt for no message seen"),
+            DiagnosticSpec("data.bad_plist", .warning, "a Data frame whose plist cannot be read"),
+            DiagnosticSpec("data.no_message_id", .warning, "a Data frame without a MessageID"),
+            DiagnosticSpec("data.unknown_message_id", .info, "a Data frame of an unknown MessageID"),
+        ])
 
     /// The carrier Data bodies are handed on under; the key is the message ID as a decimal string.
     public static let dataCarrier = "mpc.invitation.data"

@@ -83,6 +83,17 @@ public struct InvitationMessage: Sendable {
 /// What the three message plugins share: plist decoding with diagnostics, teaching the directory,
 /// hints and `decode` fields.
 enum InvitationMessageDecoding {
+    /// What every invitation message plugin may report.
+    static let diagnostics: [DiagnosticSpec] = [
+        DiagnosticSpec("bad_plist", .warning, "the message's binary plist cannot be read"),
+        DiagnosticSpec("message_id", .warning, "the plist's MessageID is not the one it was handed on as"),
+        DiagnosticSpec("missing_key", .warning, "a key the message needs is missing"),
+        DiagnosticSpec("bad_type", .warning, "a key of the wrong plist type"),
+        DiagnosticSpec("peer_id.*", .warning, "a serialized peer ID that cannot be read"),
+        DiagnosticSpec("sender_mismatch", .warning, "the sender named is not the peer the packet came from"),
+        DiagnosticSpec("connection_data.*", .info, "connection data (candidate blob) that cannot be fully read"),
+    ]
+
     static func decode(_ input: PluginInput, _ ctx: PluginContext, expecting id: Int64, required: [String]) -> InvitationMessage? {
         let m: InvitationMessage
         switch InvitationMessage.parse(input.payload) {
@@ -179,7 +190,8 @@ public final class InviteMessagePlugin: DecoderPlugin {
         id: "mpc-invite",
         summary: "MPC invitation (MessageID 1): sender, recipient, invite ID, context size",
         claims: [.carried(InvitationFramingPlugin.dataCarrier, key: "1")],
-        messageTypes: ["invite"])
+        messageTypes: ["invite"],
+        diagnostics: InvitationMessageDecoding.diagnostics)
 
     public init() {}
 
@@ -203,7 +215,9 @@ public final class InviteResponsePlugin: DecoderPlugin {
         id: "mpc-invite-response",
         summary: "MPC invitation response (MessageID 2): accepted/declined, invite ID, connection data",
         claims: [.carried(InvitationFramingPlugin.dataCarrier, key: "2")],
-        messageTypes: ["invite-response"])
+        messageTypes: ["invite-response"],
+        diagnostics: InvitationMessageDecoding.diagnostics
+            + [DiagnosticSpec("no_connection_data", .warning, "an accepted response without connection data")])
 
     public init() {}
 
@@ -231,7 +245,8 @@ public final class InviteConnectPlugin: DecoderPlugin {
         id: "mpc-invite-connect",
         summary: "MPC invite connect (MessageID 3): the browser's connection data, invite ID",
         claims: [.carried(InvitationFramingPlugin.dataCarrier, key: "3")],
-        messageTypes: ["invite-connect"])
+        messageTypes: ["invite-connect"],
+        diagnostics: InvitationMessageDecoding.diagnostics)
 
     public init() {}
 

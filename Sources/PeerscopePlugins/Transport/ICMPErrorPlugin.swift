@@ -8,7 +8,8 @@ public final class ICMPErrorPlugin: DecoderPlugin {
         id: "icmp-error",
         summary: "ICMP/ICMPv6 errors: destination and port unreachable",
         claims: [.icmpErrors],
-        messageTypes: ["unreachable", "error"])
+        messageTypes: ["unreachable", "error"],
+        diagnostics: [DiagnosticSpec("no_quoted_flow", .info, "an ICMP error whose quoted packet cannot be read")])
 
     public init() {}
 

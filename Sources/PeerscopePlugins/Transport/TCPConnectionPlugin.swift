@@ -8,7 +8,8 @@ public final class TCPConnectionPlugin: DecoderPlugin {
         id: "tcp-connection",
         summary: "TCP connection events: opened, refused, reset, closed",
         claims: [.tcpEvents],
-        messageTypes: ["syn", "opened", "refused", "reset", "fin", "closed", "gap", "idle_evicted"])
+        messageTypes: ["syn", "opened", "refused", "reset", "fin", "closed", "gap", "idle_evicted"],
+        diagnostics: [DiagnosticSpec("state_overflow", .warning, "more TCP connections than the plugin tracks; the oldest are forgotten")])
 
     /// Connections remembered at once; beyond that the oldest state is dropped.
     public static let maxConnections = 65_536

@@ -1,0 +1,362 @@
+import Foundation
+import PeerscopeCore
+import PeerscopeDetectors
+import PeerscopeLogs
+import PeerscopeReports
+import PeerscopeTimeline
+
+/// A step of an analysis, reported as it ends (the bench times them; see `AnalysisSession.onStage`).
+public enum AnalysisStage: Sendable {
+    /// Captures read and decoded: frames seen, events kept, occurrences folded into runs.
+    case decoded(frames: UInt64, events: Int, folded: Int)
+    /// Logs read: lines and the events they gave.
+    case logsRead(lines: Int, events: Int)
+    /// Per-peer timelines and sessions built.
+    case timelines(peers: Int, sessions: Int, entries: Int)
+    /// Detectors run.
+    case findings(Int)
+}
+
+/// One analysis, from inputs to the report model: what `analyze`, `check`, `capture` and the bench
+/// run, and what an app embedding peerscope calls.
+///
+/// ```swift
+/// let session = AnalysisSession(AnalysisSession.Configuration())
+/// session.add(["capture.pcapng", "device.log"])      // sorted into captures and logs
+/// let analysis = try session.finish()                  // analysis.report: the report model
+/// ```
+///
+/// Inputs are capture files, log files, or frames fed one at a time (live capture: `addLiveInput`
+/// then `feed`). Evidence indexes inputs in the order captures (files or live inputs), then logs.
+/// A session holds no global state: sessions may run in parallel, one session per thread. Time in
+/// the analysis is capture time, never the wall clock.
+public final class AnalysisSession {
+    /// How to analyse: decoding, log reading and detector settings. Sendable: one configuration may
+    /// serve many sessions at once.
+    public struct Configuration: Sendable {
+        public var engine: EngineOptions
+        public var logOptions: LogOptions
+        public var detectors: DetectorConfig
+
+        public init(engine: EngineOptions = EngineOptions(), logOptions: LogOptions = LogOptions(),
+                    detectors: DetectorConfig = .defaults) {
+            self.engine = engine
+            self.logOptions = logOptions
+            self.detectors = detectors
+        }
+    }
+
+    public let configuration: Configuration
+    /// Called as each stage ends (same thread as `finish`).
+    public var onStage: ((AnalysisStage) -> Void)?
+
+    /// Capture files, in input order (read and merged by time in `finish`).
+    public private(set) var captures: [String] = []
+    /// Log files, in input order (their input indexes follow the captures').
+    public private(set) var logs: [String] = []
+    /// Live inputs (`live:en0`), fed frame by frame.
+    public private(set) var liveInputs: [String] = []
+    private var problems: [String] = []
+    private let engine: Engine
+    private var liveCapture: LiveCaptureStats?
+    private var finished = false
+
+    /// `onMessage` receives each decoded message as it is decoded (`--decode`); set
+    /// `configuration.engine.decode.wantsMessages` to get them.
+    public init(_ configuration: Configuration = Configuration(), onMessage: @escaping (DecodedMessage) -> Void = { _ in }) {
+        self.configuration = configuration
+        engine = Engine(options: AnalysisSession.engineOptions(configuration), onMessage: onMessage)
+    }
+
+    /// Creates a session for `options` with its captures and logs already added.
+    public convenience init(_ options: AnalysisOptions) {
+        self.init(Configuration(engine: options.engine, logOptions: options.logOptions, detectors: options.detectors))
+        captures = options.captures
+        logs = options.logs
+    }
+
+    // MARK: inputs
+
+    /// File name endings that say "capture": such a file is read as a capture whatever its bytes, so
+    /// a text file named `x.pcapng` is "not a capture file", never a log.
+    public static let captureExtensions = [".pcap", ".pcapng", ".cap", ".gz"]
+
+    /// Adds files given without saying what they are: files named like captures are captures; the
+    /// others are sorted by their first bytes (pcap, pcapng and gzip signatures are captures, text is
+    /// a log; see `PeerscopeAnalysis.classify`). Order is kept within captures and within logs.
+    public func add(_ paths: [String]) {
+        let named = paths.filter { p in Self.captureExtensions.contains { p.lowercased().hasSuffix($0) } }
+        let (sorted, texts) = PeerscopeAnalysis.classify(paths.filter { !named.contains($0) })
+        let captureSet = Set(named + sorted)
+        captures += paths.filter { captureSet.contains($0) }
+        logs += texts
+    }
+
+    /// Adds files given as logs (`--log`). One that is really a capture (pcap, pcapng or gzip
+    /// signature) is read as the capture it is; the returned notes say so, one line each.
+    @discardableResult
+    public func addLogs(_ paths: [String]) -> [String] {
+        var notes: [String] = []
+        for l in paths {
+            if let kind = PeerscopeAnalysis.captureSignature(l) {
+                notes.append("\(l): given with --log but it is a \(kind) capture; reading it as a capture")
+                if !captures.contains(l) { captures.append(l) }
+            } else {
+                logs.append(l)
+            }
+        }
+        return notes
+    }
+
+    /// Adds capture files, read whatever their names.
+    public func addCaptures(_ paths: [String]) { captures += paths }
+
+    /// Adds a live input named `name` (`live:en0`) and returns the input index its frames must carry
+    /// (`FrameInfo.input`). Live inputs come before logs; do not mix them with capture files.
+    public func addLiveInput(_ name: String) -> Int {
+        liveInputs.append(name)
+        return liveInputs.count - 1
+    }
+
+    /// Feeds one frame of a live input (frames in capture order across live inputs).
+    public func feed(_ frame: RawFrame) { engine.process(frame) }
+
+    /// Notes a problem with an input that cut it short (a live capture's write error): the report
+    /// says it and is marked incomplete.
+    public func noteInputProblem(_ message: String) { problems.append(message) }
+
+    /// A live capture's account of itself: per-interface counts (`stats.capture`) and the loss
+    /// windows (`RunResult.losses`); any loss makes the report incomplete.
+    public func noteLiveCapture(_ stats: LiveCaptureStats) { liveCapture = stats }
+
+    /// Events kept so far from live frames, and the latest capture time fed.
+    public var liveEventCount: Int { engine.events.count }
+    public var liveLastT: Nanos? { engine.stats.lastT }
+
+    /// The report of the live frames fed so far (no logs), leaving the session running: what
+    /// `capture --follow` looks at. Costs an analysis of the events kept so far.
+    public func provisionalReport() -> Report {
+        let events = engine.events.enumerated().sorted { a, b in
+            a.element.t != b.element.t ? a.element.t < b.element.t : a.offset < b.offset
+        }.map(\.element)
+        let trace = EventTrace(inputs: liveInputs, stats: engine.stats, identities: engine.directory.identities, events: events)
+        return Self.report(trace, detectors: configuration.detectors)
+    }
+
+    // MARK: finishing
+
+    /// Reads what is left (capture files, logs), builds the timelines, runs the detectors and returns
+    /// the report. Inputs that cannot be read are reported (`report.inputProblems`, `complete` false)
+    /// and the rest still analysed; it throws only when no input at all can be read.
+    public func finish() throws(InputError) -> Analysis {
+        if let trace = eventTrace {
+            guard captures.isEmpty, logs.isEmpty, liveInputs.isEmpty else {
+                throw InputError(path: trace, message: "\(trace): an event trace is analysed alone, without captures or logs")
+            }
+            finished = true
+            let t = try Self.readTrace(trace)
+            onStage?(.decoded(frames: t.stats.frames, events: t.events.count, folded: 0))
+            let report = Self.report(t, detectors: configuration.detectors, onStage: onStage)
+            return Analysis(report: report, run: RunResult(inputs: report.inputs, stats: report.stats, complete: report.complete,
+                                                           inputProblems: report.inputProblems), logs: nil)
+        }
+        let decoded = try decode()
+        let report = Self.report(decoded.trace, detectors: configuration.detectors, onStage: onStage)
+        return Analysis(report: report, run: decoded.run, logs: decoded.logs)
+    }
+
+    /// What decoding the inputs gave: the event trace (everything the stages after decoding read),
+    /// the run's counts and directory, and what the logs taught (unknown lines...).
+    public struct Decoded {
+        public var trace: EventTrace
+        /// The run without its events (they are in `trace`).
+        public var run: RunResult
+        public var logs: LogReadResult?
+    }
+
+    /// Reads the inputs (captures, live frames fed so far, logs) up to the event trace, without
+    /// timelines or detectors: what `peerscope decode --events` writes.
+    public func decode() throws(InputError) -> Decoded {
+        precondition(!finished, "an AnalysisSession finishes once")
+        finished = true
+        var run: RunResult
+        if !liveInputs.isEmpty {
+            engine.finish()
+            run = RunResult(inputs: liveInputs, stats: engine.stats, diagnostics: engine.diagnostics,
+                            events: engine.takeEvents(), complete: problems.isEmpty, inputProblems: problems,
+                            directory: engine.directory, diagnosticCounts: engine.diagnosticCounts)
+            if let live = liveCapture {
+                run.stats.capture = live
+                run.losses = live.losses
+                if !live.complete { run.complete = false }
+            }
+        } else if captures.isEmpty {
+            engine.finish()
+            run = RunResult(inputs: [], directory: engine.directory)
+        } else {
+            do {
+                run = try PeerscopeRun.run(paths: captures, engine: engine)
+            } catch {
+                if logs.isEmpty { throw error }
+                // Logs may still tell the story: carry on with them.
+                engine.finish()
+                run = RunResult(inputs: captures, complete: false, inputProblems: [error.description],
+                                directory: engine.directory)
+            }
+        }
+        onStage?(.decoded(frames: run.stats.frames, events: run.events.count, folded: engine.foldedEvents))
+        return try Self.readLogs(run, captureNames: liveInputs.isEmpty ? captures : liveInputs, logs: logs,
+                                 configuration: configuration, onStage: onStage)
+    }
+
+    /// The report when no input at all could be read (`finish` threw `error`): an empty report that
+    /// says so, for the caller to write before exiting. Every input counts as a capture.
+    public func unreadableAnalysis(_ error: InputError) throws(InputError) -> Analysis {
+        let inputs = (liveInputs.isEmpty ? captures : liveInputs) + logs + (eventTrace.map { [$0] } ?? [])
+        let run = RunResult(inputs: inputs,
+                            diagnostics: [Diagnostic(id: "input.unreadable", severity: .error, message: error.description)],
+                            complete: false, inputProblems: [error.description], directory: PeerDirectory(),
+                            diagnosticCounts: ["input.unreadable": 1])
+        let decoded = try Self.readLogs(run, captureNames: inputs, logs: [], configuration: configuration, onStage: nil)
+        return Analysis(report: Self.report(decoded.trace, detectors: configuration.detectors, onStage: nil), run: decoded.run,
+                        logs: decoded.logs)
+    }
+
+    // MARK: event traces
+
+    /// An event trace to analyse instead of captures and logs (`peerscope analyze --events FILE`).
+    public private(set) var eventTrace: String?
+
+    /// Analyses the event trace at `path` (written by `peerscope decode --events`): the report is the
+    /// one analysing the trace's inputs gives. A trace is analysed alone.
+    public func addEventTrace(_ path: String) { eventTrace = path }
+
+    static func readTrace(_ path: String) throws(InputError) -> EventTrace {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let why = FileManager.default.fileExists(atPath: path) ? "cannot read the file" : "no such file"
+            throw InputError(path: path, message: "\(path): \(why)")
+        }
+        do { return try EventTrace.read([UInt8](data), path: path) } catch {
+            throw InputError(path: path, message: error.description)
+        }
+    }
+
+    /// Timelines, then detectors, then the report model, from what decoding gave.
+    public static func report(_ trace: consuming EventTrace, detectors: DetectorConfig = .defaults,
+                              onStage: ((AnalysisStage) -> Void)? = nil) -> Report {
+        let t = trace
+        let last = max(t.stats.lastT ?? Int64.min, t.events.last?.t ?? Int64.min)
+        let endT = last == Int64.min ? t.stats.lastT : last
+        let builder = TimelineBuilder(identities: t.identities)
+        builder.add(contentsOf: t.events)
+        let timelines = builder.finish(at: endT)
+        onStage?(.timelines(peers: timelines.peers.count, sessions: timelines.sessions.count,
+                            entries: timelines.peers.reduce(0) { $0 + $1.entries.count }))
+        let findings = DetectorSuite.run(timelines: timelines, config: detectors, end: endT)
+        onStage?(.findings(findings.count))
+        var report = Report(inputs: t.inputs, complete: t.complete, inputProblems: t.inputProblems, stats: t.stats,
+                            diagnostics: t.diagnostics, timelines: timelines, findings: findings, identities: t.identities,
+                            config: detectors)
+        report.diagnosticTotals = t.diagnosticTotals
+        return report
+    }
+
+    /// The engine settings for an analysis: steady traffic is coalesced only within gaps shorter than
+    /// any silence the keep-alive detector is configured to find.
+    public static func engineOptions(_ c: Configuration) -> EngineOptions {
+        var e = c.engine
+        let app = c.detectors.nanos("keepalive-timeout.app")
+        let session = c.detectors.nanos("keepalive-timeout.session")
+        for (kind, gap) in e.coalesceGaps {
+            // App keep-alives are judged on both clocks; session traffic on the session one.
+            let limit = kind == .appKeepAlive ? min(app, session) : session
+            e.coalesceGaps[kind] = min(gap, max(0, limit))
+        }
+        return e
+    }
+
+    /// Adds the logs to a finished capture run. The run's events move into the trace; the returned
+    /// `run.events` is empty, so a large capture's events are held once.
+    private static func readLogs(_ capture: consuming RunResult, captureNames: [String], logs: [String],
+                                 configuration: Configuration, onStage: ((AnalysisStage) -> Void)?) throws(InputError) -> Decoded {
+        var run = capture
+        run.inputs = captureNames + logs
+        var events = run.events
+        run.events = []     // one reference: the timeline builder adopts the list without copying it
+        var logResult: LogReadResult?
+        var logPaths: [(Int, String)] = []
+        for (i, p) in logs.enumerated() {
+            if FileManager.default.isReadableFile(atPath: p) {
+                var isDir: ObjCBool = false
+                if FileManager.default.fileExists(atPath: p, isDirectory: &isDir), isDir.boolValue {
+                    run.inputProblems.append("\(p): is a directory, not a log file")
+                    run.complete = false
+                    continue
+                }
+                logPaths.append((captureNames.count + i, p))
+            } else {
+                let why = FileManager.default.fileExists(atPath: p) ? "cannot read the file (permission denied)" : "no such file"
+                run.inputProblems.append("\(p): \(why)")
+                run.complete = false
+            }
+        }
+        if captureNames.isEmpty && logPaths.isEmpty && !logs.isEmpty {
+            throw InputError(path: logs[0], message: run.inputProblems.first ?? "\(logs[0]): cannot read")
+        }
+        // Read the readable logs together (dates are shared between them), keeping their input indexes.
+        var logOptions = configuration.logOptions
+        // Time-only and untimed log lines are anchored on the capture when there is one.
+        if logOptions.referenceTime == nil { logOptions.referenceTime = run.stats.firstT }
+        if !logPaths.isEmpty {
+            do {
+                var all = LogReadResult()
+                // Contiguous runs of indexes read together; a gap (unreadable file) splits the run.
+                var group: [(Int, String)] = []
+                func flush() throws(LogInputError) {
+                    guard let first = group.first else { return }
+                    let r = try LogAnalyzer.read(paths: group.map(\.1), firstInput: first.0, options: logOptions,
+                                                 directory: run.directory)
+                    all.merge(r)
+                    group = []
+                }
+                for entry in logPaths {
+                    if let last = group.last, last.0 + 1 != entry.0 { try flush() }
+                    group.append(entry)
+                }
+                try flush()
+                run.stats.logLines &+= UInt64(max(0, all.lines))
+                run.stats.logInputs &+= UInt64(all.formats.count)
+                run.stats.logEntries &+= UInt64(max(0, all.entries))
+                for (format, n) in all.unknownCounts { run.stats.logUnknown[format, default: 0] &+= UInt64(max(0, n)) }
+                for (plugin, n) in all.recognized { run.stats.logRecognized[plugin, default: 0] &+= UInt64(max(0, n)) }
+                if let cf = run.stats.firstT, let cl = run.stats.lastT, !all.zonelessInputs.isEmpty {
+                    for (input, _) in all.zonelessInputs {
+                        let path = input < run.inputs.count ? run.inputs[input] : ""
+                        let ts = all.events.lazy.filter { if case .logLine(let i, _) = $0.evidence { i == input } else { false } }.map(\.t)
+                        guard let lf = ts.min(), let ll = ts.max(),
+                              let hours = PeerscopeAnalysis.wholeHoursOff(log: lf...ll, capture: cf...cl) else { continue }
+                        let tz = (hours > 0 ? "+" : "-") + (abs(hours) < 10 ? "0" : "") + "\(abs(hours)):00"
+                        for k in all.problems.indices where all.problems[k].id == "log.time.no_zone" && all.problems[k].message.hasPrefix(path + ":") {
+                            all.problems[k].message += "; read as UTC its times are \(abs(hours)) h \(hours > 0 ? "after" : "before") the capture's "
+                                + "(a whole number of hours: most likely local time; try --tz \(tz))"
+                        }
+                    }
+                }
+                for d in all.problems {
+                    run.diagnostics.append(d)
+                    run.diagnosticCounts[d.id, default: 0] += 1
+                }
+                onStage?(.logsRead(lines: all.lines, events: all.events.count))
+                logResult = all
+                events += all.events
+                events.sort { a, b in a.t != b.t ? a.t < b.t : a.evidence < b.evidence }
+            } catch {
+                throw InputError(path: error.path, message: error.description)
+            }
+        }
+        let trace = EventTrace(inputs: run.inputs, complete: run.complete, inputProblems: run.inputProblems, stats: run.stats,
+                               diagnostics: run.diagnostics, diagnosticTotals: run.diagnosticCounts,
+                               identities: run.directory.identities, events: consume events)
+        return Decoded(trace: trace, run: run, logs: logResult)
+    }
+}
