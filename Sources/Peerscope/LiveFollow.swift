@@ -47,9 +47,11 @@ public final class LiveFollow {
         for p in report.timelines.peers where !peers.contains(p.peer.ref) {
             peers.insert(p.peer.ref)
             let t = p.peer.firstSeen ?? end
-            out.append(FollowNotice(kind: .peerAppeared, t: t, text: "\(CaptureTime.iso8601(t))  peer appeared: \(p.peer.label)",
+            let id = p.peer.peerID.map(PeerIdentity.idString)
+            let label = p.peer.label + (id.map { " [\($0)]" } ?? "")
+            out.append(FollowNotice(kind: .peerAppeared, t: t, text: "\(CaptureTime.iso8601(t))  peer appeared: \(label)",
                                     json: .object([("type", .string("peer-appeared")), ("t", .int(t)), ("time", .string(CaptureTime.iso8601(t))),
-                                                   ("peer", .string(p.peer.label))])))
+                                                   ("peer", .string(p.peer.label)), ("peerID", id.map { .string($0) } ?? .null)])))
         }
         for p in report.discovery.peers {
             guard let t = p.gone else {
