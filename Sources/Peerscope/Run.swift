@@ -84,8 +84,10 @@ public enum PeerscopeRun {
             engine.record(p.diagnostic)
         }
         engine.finish()
-        return RunResult(inputs: paths, stats: engine.stats, diagnostics: engine.diagnostics, events: engine.takeEvents(),
-                         complete: problems.isEmpty, inputProblems: problems, directory: engine.directory,
-                         diagnosticCounts: engine.diagnosticCounts)
+        var result = RunResult(inputs: paths, stats: engine.stats, diagnostics: engine.diagnostics, events: engine.takeEvents(),
+                               complete: problems.isEmpty, inputProblems: problems, directory: engine.directory,
+                               diagnosticCounts: engine.diagnosticCounts)
+        result.losses = reader.losses + engine.snaplenLosses(paths: paths)
+        return result
     }
 }
