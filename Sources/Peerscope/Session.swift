@@ -126,8 +126,11 @@ public final class AnalysisSession {
     public func noteInputProblem(_ message: String) { problems.append(message) }
 
     /// A live capture's account of itself: per-interface counts (`stats.capture`) and the loss
-    /// windows (`RunResult.losses`); any loss makes the report incomplete.
-    public func noteLiveCapture(_ stats: LiveCaptureStats) { liveCapture = stats }
+    /// windows (as `noteCaptureLoss`); any loss makes the report incomplete.
+    public func noteLiveCapture(_ stats: LiveCaptureStats) {
+        liveCapture = stats
+        liveLosses += stats.losses
+    }
 
     /// Events kept so far from live frames, and the latest capture time fed.
     public var liveEventCount: Int { engine.events.count }
@@ -193,7 +196,6 @@ public final class AnalysisSession {
             run.losses = liveLosses + engine.snaplenLosses(paths: liveInputs)
             if let live = liveCapture {
                 run.stats.capture = live
-                run.losses += live.losses
                 if !live.complete { run.complete = false }
             }
         } else if captures.isEmpty {
