@@ -30,7 +30,9 @@ struct Capture: ParsableCommand {
         was lost the report says complete: false.
         --write saves everything captured as one pcapng (nanosecond timestamps; one interface block per \
         interface with its link type, name and snap length; statistics blocks with the drop counts at \
-        the end) for later `analyze`; --ring FILES:MEGABYTES rotates it like dumpcap -b \
+        the end) for later `analyze`; an existing file is refused unless --force (replace it) or --append \
+        (add a pcapng section) is given, and the file appears complete when the capture ends (meanwhile \
+        the frames are in a temporary .NAME.peerscope-XXXXXX file beside it); --ring FILES:MEGABYTES rotates it like dumpcap -b \
         files:FILES -b filesize:... (names BASE_NNNNN_YYYYMMDDhhmmss.EXT, the newest FILES kept). \
         --follow prints each finding when it is raised and each peer appearing or leaving (text lines; \
         JSON Lines with --format json), then the final report. \
@@ -186,6 +188,8 @@ struct Capture: ParsableCommand {
                 throw CommandFailure(message: error.description, status: error.isRefusal ? ExitStatus.usage : ExitStatus.input)
             }
         }
+        // Any failure before the capture is closed leaves no temporary file behind (exit() skips deinit).
+        defer { writer?.discard() }
         let buffer = Self.bufferBytes(bufferSize) ?? LiveCaptureOptions.defaultBufferSize
         let options = LiveGroupOptions(
             interfaces: interfaces.map { name in

@@ -134,6 +134,13 @@ public final class LiveCaptureWriter {
     /// Pushes buffered blocks to the file (a live capture does this about every second).
     public func flush() throws(CaptureError) { try current?.flush() }
 
+    /// Gives up on the current file (its temporary file is removed); ring files already complete
+    /// stay. No-op after `close`.
+    public func discard() {
+        current?.discard()
+        current = nil
+    }
+
     /// Writes the statistics blocks (when `stats` is given) and closes the current file.
     public func close(stats: LiveCaptureStats?, at t: Nanos) throws(CaptureError) {
         guard let w = current else { return }
