@@ -69,7 +69,7 @@ let testTargets: [(String, [Target.Dependency])] = [
     ("PeerscopeAnalysisTests", ["PeerscopeTimeline", "PeerscopeDetectors", "PeerscopeReports", "PeerscopeCore"]),
     ("PeerscopeSimulatorTests", ["PeerscopeSimulator"]),
     // End to end: the whole pipeline on the corpus, the samples and the `peerscope` binary.
-    ("PeerscopeIntegrationTests", ["Peerscope", "PeerscopeSimulator", "PeerscopeCore", "PeerscopePlugins"]),
+    ("PeerscopeIntegrationTests", ["Peerscope", "PeerscopeCapture", "PeerscopeSimulator", "PeerscopeCore", "PeerscopePlugins"]),
 ]
 for (name, deps) in testTargets {
     targets.append(.testTarget(name: name, dependencies: deps))

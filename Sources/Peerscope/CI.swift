@@ -1,6 +1,7 @@
 import Foundation
 import PeerscopeCore
 import PeerscopeDetectors
+import PeerscopeLogs
 import PeerscopeReports
 import Yams
 
@@ -154,7 +155,9 @@ public enum SuppressionList {
             throw InputError(path: path, message: "\(path): cannot read the suppression file")
         }
         let any: Any?
-        do { any = try Yams.load(yaml: String(decoding: data, as: UTF8.self)) } catch {
+        do { any = try YAMLLimits.load(String(decoding: data, as: UTF8.self)) } catch let refusal as YAMLRefusal {
+            throw InputError(path: path, message: "\(path): \(refusal.message)")
+        } catch {
             throw InputError(path: path, message: "\(path): not valid YAML: \(error)")
         }
         var list: Any? = any

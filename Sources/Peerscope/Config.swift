@@ -20,10 +20,11 @@ public enum PeerscopeConfig {
             throw InputError(path: path, message: "\(path): cannot read the configuration file")
         }
         let text = String(decoding: data, as: UTF8.self)
-        if let why = YAMLLimits.problem(text) { throw InputError(path: path, message: "\(path): \(why)") }
         let any: Any?
         do {
-            any = try Yams.load(yaml: text)
+            any = try YAMLLimits.load(text)
+        } catch let refusal as YAMLRefusal {
+            throw InputError(path: path, message: "\(path): \(refusal.message)")
         } catch {
             throw InputError(path: path, message: "\(path): not valid YAML: \(error)")
         }

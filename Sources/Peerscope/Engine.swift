@@ -68,6 +68,12 @@ public final class Engine {
         }
     }
 
+    /// TCP data acknowledged or skipped over but never captured: one loss per connection (count =
+    /// bytes), read once the engine finished.
+    public var unseenDataLosses: [CaptureLoss] { packets.unseenDataLosses }
+    /// TCP connections of which only one direction was captured (their flow set): read once finished.
+    public var oneSidedLosses: [CaptureLoss] { packets.oneSidedLosses }
+
     private var lastTick: Nanos?
     private var lastT: Nanos = 0
     private var frameHadDiagnostic = false

@@ -105,7 +105,7 @@ public enum PeerscopeRun {
         var result = RunResult(inputs: paths, stats: engine.stats, diagnostics: engine.diagnostics, events: engine.takeEvents(),
                                complete: problems.isEmpty, inputProblems: problems, directory: engine.directory,
                                diagnosticCounts: engine.diagnosticCounts)
-        result.losses = reader.losses + engine.snaplenLosses(paths: paths)
+        result.losses = reader.losses + engine.snaplenLosses(paths: paths) + engine.unseenDataLosses + engine.oneSidedLosses
         return result
     }
 }

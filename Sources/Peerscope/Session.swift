@@ -60,6 +60,7 @@ public final class AnalysisSession {
     public private(set) var liveInputs: [String] = []
     private var problems: [String] = []
     private let engine: Engine
+    private var liveCapture: LiveCaptureStats?
     private var finished = false
 
     /// `onMessage` receives each decoded message as it is decoded (`--decode`); set
@@ -126,6 +127,27 @@ public final class AnalysisSession {
     /// says it and is marked incomplete.
     public func noteInputProblem(_ message: String) { problems.append(message) }
 
+    /// A live capture's account of itself: per-interface counts (`stats.capture`) and the loss
+    /// windows (as `noteCaptureLoss`); any loss makes the report incomplete.
+    public func noteLiveCapture(_ stats: LiveCaptureStats) {
+        liveCapture = stats
+        liveLosses += stats.losses
+    }
+
+    /// Events kept so far from live frames, and the latest capture time fed.
+    public var liveEventCount: Int { engine.events.count }
+    public var liveLastT: Nanos? { engine.stats.lastT }
+
+    /// The report of the live frames fed so far (no logs), leaving the session running: what
+    /// `capture --follow` looks at. Costs an analysis of the events kept so far.
+    public func provisionalReport() -> Report {
+        let events = engine.events.enumerated().sorted { a, b in
+            a.element.t != b.element.t ? a.element.t < b.element.t : a.offset < b.offset
+        }.map(\.element)
+        let trace = EventTrace(inputs: liveInputs, stats: engine.stats, identities: engine.directory.identities, events: events)
+        return Self.report(trace, detectors: configuration.detectors)
+    }
+
     /// Known packet loss of a live capture (kernel or interface drops between two statistics readings):
     /// findings resting on silence inside it are uncertain.
     public func noteCaptureLoss(_ loss: CaptureLoss) { liveLosses.append(loss) }
@@ -173,7 +195,11 @@ public final class AnalysisSession {
             run = RunResult(inputs: liveInputs, stats: engine.stats, diagnostics: engine.diagnostics,
                             events: engine.takeEvents(), complete: problems.isEmpty, inputProblems: problems,
                             directory: engine.directory, diagnosticCounts: engine.diagnosticCounts)
-            run.losses = liveLosses + engine.snaplenLosses(paths: liveInputs)
+            run.losses = liveLosses + engine.snaplenLosses(paths: liveInputs) + engine.unseenDataLosses + engine.oneSidedLosses
+            if let live = liveCapture {
+                run.stats.capture = live
+                if !live.complete { run.complete = false }
+            }
         } else if captures.isEmpty {
             engine.finish()
             run = RunResult(inputs: [], directory: engine.directory)
@@ -237,7 +263,10 @@ public final class AnalysisSession {
         onStage?(.timelines(peers: timelines.peers.count, sessions: timelines.sessions.count,
                             entries: timelines.peers.reduce(0) { $0 + $1.entries.count }))
         // A finding resting on silence where the capture is known to have lost packets is uncertain.
-        let findings = CaptureQuality.qualify(DetectorSuite.run(timelines: timelines, config: detectors, end: endT), losses: t.losses)
+        // So is one resting on silence on a flow of which only one direction was captured.
+        let oneSided = CaptureQuality.oneSidedFlows(timelines)
+        let findings = CaptureQuality.qualify(DetectorSuite.run(timelines: timelines, config: detectors, end: endT),
+                                              losses: t.losses + oneSided, timelines: timelines)
         onStage?(.findings(findings.count))
         var report = Report(inputs: t.inputs, complete: t.complete, inputProblems: t.inputProblems, stats: t.stats,
                             diagnostics: t.diagnostics, timelines: timelines, findings: findings, identities: t.identities,
@@ -245,7 +274,7 @@ public final class AnalysisSession {
         report.diagnosticTotals = t.diagnosticTotals
         // `complete` keeps its meaning (every input read to its end); what the capture missed is in
         // `captureLosses` and in the findings' confidence.
-        report.captureLosses = t.losses.sorted { ($0.start, $0.end, $0.reason.rawValue) < ($1.start, $1.end, $1.reason.rawValue) }
+        report.captureLosses = (t.losses + oneSided).sorted { ($0.start, $0.end, $0.reason.rawValue) < ($1.start, $1.end, $1.reason.rawValue) }
         return report
     }
 

@@ -45,8 +45,17 @@ while let a = args.first {
         guard let path = args.first, let r = try? CrowdedMDNS.write(path: path, packets: mdnsFrames, hostCount: mdnsHosts) else { exit(2) }
         print("\(path): \(r.frames) packets (\(r.mdns) mDNS), \(r.bytes) bytes")
         exit(0)
+    case "--live":
+        // Live capture: packets sent, seen and dropped per tool and rate (see LiveBench.swift).
+        var rates = [10_000, 50_000, 100_000], copies = 10
+        while let o = args.first, let v = args.dropFirst().first {
+            if o == "--rates" { rates = v.split(separator: ",").compactMap { Int($0) } } else if o == "--copies" { copies = Int(v) ?? copies } else { break }
+            args = args.dropFirst(2)
+        }
+        let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("peerscope").path
+        exit(LiveBench.run(rates: rates, copies: copies, peerscope: bin, samples: FileManager.default.currentDirectoryPath + "/Samples"))
     default:
-        print("usage: PeerscopeBench [--frames N] [--mdns-frames N] [--only mdns|group] [--mdns-gb] [--long] [--keep DIR] | --stages FILE")
+        print("usage: PeerscopeBench [--frames N] [--mdns-frames N] [--only mdns|group] [--mdns-gb] [--long] [--keep DIR] | --stages FILE | --live [--rates 10000,50000,100000] [--copies 10]")
         exit(2)
     }
 }

@@ -27,9 +27,19 @@ public struct LiveCaptureOptions: Sendable, Equatable {
     /// Input index stamped on every frame (`FrameInfo.input`).
     public var input: Int
 
-    /// Options with libpcap-friendly defaults: full snap length, promiscuous, immediate, no limits.
-    public init(interface: String, filter: String? = nil, snapLength: Int32 = 262_144, promiscuous: Bool = true,
-                immediate: Bool = true, bufferSize: Int32? = nil, duration: Nanos? = nil, count: UInt64? = nil,
+    /// Snap length kept by default: the largest packet MPC sends fits (IPv4/IPv6 datagrams are at most
+    /// 65,535 bytes; libpcap's own default of 262,144 only wastes ring space).
+    public static let defaultSnapLength: Int32 = 65_535
+    /// Kernel buffer used by default, 32 MiB (libpcap's default is 2 MiB): see `peerscope capture --help`
+    /// for the burst it was measured to hold.
+    public static let defaultBufferSize: Int32 = 32 << 20
+    /// How long the kernel may hold packets before handing them over (when not immediate), ms.
+    public static let bufferTimeoutMilliseconds: Int32 = 100
+
+    /// Options with burst-proof defaults: 65,535-byte snap length, promiscuous, a 32 MiB kernel
+    /// buffer, buffered (not immediate) delivery, no limits.
+    public init(interface: String, filter: String? = nil, snapLength: Int32 = LiveCaptureOptions.defaultSnapLength,
+                promiscuous: Bool = true, immediate: Bool = false, bufferSize: Int32? = LiveCaptureOptions.defaultBufferSize, duration: Nanos? = nil, count: UInt64? = nil,
                 input: Int = 0) {
         self.interface = interface
         self.filter = filter
@@ -122,7 +132,7 @@ public final class LiveCapture {
         pcap_set_snaplen(p, options.snapLength)
         pcap_set_promisc(p, options.promiscuous ? 1 : 0)
         pcap_set_immediate_mode(p, options.immediate ? 1 : 0)
-        pcap_set_timeout(p, 100)
+        pcap_set_timeout(p, LiveCaptureOptions.bufferTimeoutMilliseconds)
         if let size = options.bufferSize { pcap_set_buffer_size(p, size) }
         _ = pcap_set_tstamp_precision(p, Int32(PCAP_TSTAMP_PRECISION_NANO))  // falls back to µs if unsupported
 
@@ -217,25 +227,11 @@ public final class LiveCapture {
 
         while reason == nil {
             // Drain what is buffered, in bounded batches so a flood cannot starve the stop checks.
-            var batch = 0
-            var more = false
-            while batch < 512 {
-                var hdr: UnsafeMutablePointer<pcap_pkthdr>?
-                var data: UnsafePointer<UInt8>?
-                let rc = pcap_next_ex(pcap, &hdr, &data)
-                if rc == 0 { break }
-                if rc == PCAP_ERROR_BREAK { reason = .requested; break }
-                if rc < 0 {
-                    throw .live(interface: options.interface, message: LiveCapture.string(pcap_geterr(pcap)))
-                }
-                batch += 1
-                guard let h = hdr?.pointee else { continue }
-                onFrame(frame(h, data))
-                delivered &+= 1
-                if let c = options.count, delivered >= c { reason = .count; break }
-            }
-            if reason != nil { break }
-            more = batch == 512
+            let room = options.count.map { c in Int(clamping: c &- delivered) } ?? 512
+            let batch = try drain(max: min(512, room)) { onFrame($0) }
+            delivered &+= UInt64(batch)
+            if let c = options.count, delivered >= c { reason = .count; break }
+            let more = batch == 512
 
             var timeout: Int32 = more ? 0 : 1000
             if let deadline {
@@ -269,6 +265,37 @@ public final class LiveCapture {
             interfaceDropped: haveStats ? UInt64(st.ps_ifdrop) : nil)
     }
 
+    /// Reads up to `max` frames that libpcap has ready without waiting (the descriptor is
+    /// non-blocking), handing each to `body`; returns how many were read (fewer than `max`: the
+    /// buffer is empty for now). Throws when libpcap reports an error (the interface went away).
+    func drain(max: Int, _ body: (RawFrame) -> Void) throws(CaptureError) -> Int {
+        var n = 0
+        while n < max {
+            var hdr: UnsafeMutablePointer<pcap_pkthdr>?
+            var data: UnsafePointer<UInt8>?
+            let rc = pcap_next_ex(pcap, &hdr, &data)
+            if rc == 0 || rc == PCAP_ERROR_BREAK { break }
+            if rc < 0 {
+                let msg = rc == PCAP_ERROR_IFACE_NOT_UP ? "the interface went down" : LiveCapture.string(pcap_geterr(pcap))
+                throw .live(interface: options.interface, message: msg)
+            }
+            n += 1
+            guard let h = hdr?.pointee else { continue }
+            body(frame(h, data))
+        }
+        return n
+    }
+
+    /// libpcap's counters (`ps_recv`, `ps_drop`, `ps_ifdrop`), nil when it cannot give them.
+    func counters() -> (received: UInt64, dropped: UInt64, interfaceDropped: UInt64)? {
+        var st = pcap_stat()
+        guard pcap_stats(pcap, &st) == 0 else { return nil }
+        return (UInt64(st.ps_recv), UInt64(st.ps_drop), UInt64(st.ps_ifdrop))
+    }
+
+    /// The descriptor `poll(2)` waits on for packets.
+    var pollDescriptor: Int32 { selectableFD }
+
     private func frame(_ h: pcap_pkthdr, _ data: UnsafePointer<UInt8>?) -> RawFrame {
         let cap = Int(h.caplen)
         let bytes: [UInt8] = data.map { Array(UnsafeBufferPointer(start: $0, count: cap)) } ?? []
@@ -298,6 +325,23 @@ public final class LiveCapture {
         return names
     }
 
+    /// Why an interface stopped delivering: `interface deleted` when libpcap no longer lists it,
+    /// `interface went down` when it is listed but not up, else `fallback`.
+    static func goneReason(_ name: String, fallback: String) -> String {
+        var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
+        var list: UnsafeMutablePointer<pcap_if_t>?
+        guard pcap_findalldevs(&list, &errbuf) == 0 else { return fallback }
+        defer { pcap_freealldevs(list) }
+        var cur = list
+        while let d = cur {
+            if let n = d.pointee.name, String(cString: n) == name {
+                return d.pointee.flags & UInt32(PCAP_IF_UP) == 0 ? "interface went down" : fallback
+            }
+            cur = d.pointee.next
+        }
+        return "interface deleted"
+    }
+
     static func string(_ buf: [CChar]) -> String {
         let bytes = buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
         return String(decoding: bytes, as: UTF8.self)
@@ -314,6 +358,13 @@ public final class LiveCapture {
         if !msg.isEmpty { return msg }
         if let s = pcap_statustostr(rc) { return String(cString: s) }
         return "libpcap status \(rc)"
+    }
+
+    /// Wall-clock time (the clock packet timestamps use), in nanoseconds since the epoch.
+    static func realtimeNanos() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) &* 1_000_000_000 &+ Int64(ts.tv_nsec)
     }
 
     static func monotonicNanos() -> Int64 {

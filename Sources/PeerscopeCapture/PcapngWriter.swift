@@ -25,6 +25,7 @@ public final class PcapngWriter {
     public private(set) var framesWritten: UInt64 = 0
 
     private var file: OutputFile?
+    private var written = 0
     private var out: [UInt8] = []
     private var interfaceIDs: [InterfaceKey: UInt32] = [:]
     private let flushThreshold = 1 << 20
@@ -64,6 +65,49 @@ public final class PcapngWriter {
         file?.discard()
     }
 
+    /// Describes an interface before any of its frames (a live capture declares each of its
+    /// interfaces, so the file names them all, even one that saw nothing); returns its interface ID.
+    @discardableResult
+    public func addInterface(linkType: UInt32, name: String?, snapLength: Int = CaptureFileReader.maxCapturedLength) -> UInt32 {
+        let key = InterfaceKey(linkType: linkType, name: name)
+        if let known = interfaceIDs[key] { return known }
+        let id = UInt32(interfaceIDs.count)
+        interfaceIDs[key] = id
+        var body: [UInt8] = []
+        PcapngWriter.u16(&body, UInt16(truncatingIfNeeded: linkType))
+        PcapngWriter.u16(&body, 0)
+        PcapngWriter.u32(&body, UInt32(clamping: max(0, snapLength)))
+        if let name { PcapngWriter.option(&body, 2, Array(name.utf8)) }  // if_name
+        PcapngWriter.option(&body, 9, [9])  // if_tsresol: nanoseconds
+        PcapngWriter.u32(&body, 0)
+        block(1, body)
+        return id
+    }
+
+    /// Appends an Interface Statistics Block for a declared interface, as dumpcap does at the end of
+    /// a capture: `isb_ifrecv` (libpcap's received count), `isb_ifdrop` (dropped by the interface),
+    /// `isb_osdrop` (dropped by the kernel buffer) and `isb_usrdeliv` (handed to the analysis).
+    public func writeStatistics(linkType: UInt32, name: String?, at t: Nanos, received: UInt64, interfaceDropped: UInt64,
+                                kernelDropped: UInt64, delivered: UInt64) {
+        let id = addInterface(linkType: linkType, name: name)
+        let ts = UInt64(max(0, t))
+        var body: [UInt8] = []
+        PcapngWriter.u32(&body, id)
+        PcapngWriter.u32(&body, UInt32(ts >> 32))
+        PcapngWriter.u32(&body, UInt32(ts & 0xFFFF_FFFF))
+        for (code, v) in [(UInt16(4), received), (5, interfaceDropped), (7, kernelDropped), (8, delivered)] {
+            var le: [UInt8] = []
+            PcapngWriter.u32(&le, UInt32(v & 0xFFFF_FFFF))
+            PcapngWriter.u32(&le, UInt32(v >> 32))
+            PcapngWriter.option(&body, code, le)
+        }
+        PcapngWriter.u32(&body, 0)
+        block(5, body)
+    }
+
+    /// Bytes written to the file plus those still buffered.
+    public var size: Int { written &+ out.count }
+
     /// Gives up without closing: the temporary file is removed (an appended file is cut back); no-op
     /// after `close()`.
     public func discard() {
@@ -89,21 +133,7 @@ public final class PcapngWriter {
     public func write(_ frame: RawFrame) throws(CaptureError) {
         guard file != nil else { throw .writeFailed(path: path, reason: "writer is closed") }
         let key = InterfaceKey(linkType: frame.info.linkType, name: frame.info.interfaceName)
-        let id: UInt32
-        if let known = interfaceIDs[key] {
-            id = known
-        } else {
-            id = UInt32(interfaceIDs.count)
-            interfaceIDs[key] = id
-            var body: [UInt8] = []
-            PcapngWriter.u16(&body, UInt16(truncatingIfNeeded: key.linkType))
-            PcapngWriter.u16(&body, 0)
-            PcapngWriter.u32(&body, UInt32(CaptureFileReader.maxCapturedLength))
-            if let name = key.name { PcapngWriter.option(&body, 2, Array(name.utf8)) }  // if_name
-            PcapngWriter.option(&body, 9, [9])  // if_tsresol: nanoseconds
-            PcapngWriter.u32(&body, 0)
-            block(1, body)
-        }
+        let id = interfaceIDs[key] ?? addInterface(linkType: key.linkType, name: key.name)
         let data = frame.data
         let ts = UInt64(max(0, frame.info.t))
         let orig = UInt32(clamping: max(frame.info.originalLength, data.count))
@@ -128,6 +158,7 @@ public final class PcapngWriter {
         do { try file.write(out) } catch {
             throw .writeFailed(path: path, reason: PcapngWriter.reason(error))
         }
+        written &+= out.count
         out.removeAll(keepingCapacity: true)
     }
 

@@ -12,7 +12,11 @@ public struct CaptureLoss: Sendable, Hashable {
     public var count: Int
     /// The interface (live) or input file the loss belongs to, when known.
     public var source: String?
-    public init(reason: Reason, start: Nanos, end: Nanos, count: Int, source: String? = nil) {
+    /// The one flow the loss is about (a one-sided flow), endpoints in order; nil when the loss may
+    /// hide packets of any flow in its window.
+    public var flow: FlowKey?
+    public init(reason: Reason, start: Nanos, end: Nanos, count: Int, source: String? = nil, flow: FlowKey? = nil) {
         self.reason = reason; self.start = min(start, end); self.end = max(start, end); self.count = count; self.source = source
+        self.flow = flow.map { $0.src <= $0.dst ? $0 : $0.reversed }
     }
 }

@@ -68,13 +68,29 @@ public struct EventTrace: Sendable {
 
     static func json(_ l: CaptureLoss) -> JSONValue {
         .object([("reason", .string(l.reason.rawValue)), ("start", .int(l.start)), ("end", .int(l.end)),
-                 ("count", .int(Int64(l.count))), ("source", l.source.map { .string($0) } ?? .null)])
+                 ("count", .int(Int64(l.count))), ("source", l.source.map { .string($0) } ?? .null)]
+                + (l.flow.map { [("flow", json($0))] } ?? []))
+    }
+
+    static func json(_ f: FlowKey) -> JSONValue {
+        .object([("proto", .string(f.proto.rawValue)), ("src", json(f.src)), ("dst", json(f.dst))])
+    }
+
+    static func flow(_ f: JSONValue) -> FlowKey? {
+        guard let p = f["proto"]?.stringValue.flatMap(TransportProtocol.init(rawValue:)),
+              let src = endpoint(f["src"]), let dst = endpoint(f["dst"]) else { return nil }
+        return FlowKey(p, src, dst)
     }
 
     static func loss(_ v: JSONValue) -> CaptureLoss? {
         guard let r = v["reason"]?.stringValue.flatMap(CaptureLoss.Reason.init(rawValue:)),
               let s = v["start"]?.int64Value, let e = v["end"]?.int64Value, let n = v["count"]?.int64Value else { return nil }
-        return CaptureLoss(reason: r, start: s, end: e, count: Int(clamping: n), source: v["source"]?.stringValue)
+        var flow: FlowKey?
+        if let f = v["flow"] {
+            guard let k = Self.flow(f) else { return nil }
+            flow = k
+        }
+        return CaptureLoss(reason: r, start: s, end: e, count: Int(clamping: n), source: v["source"]?.stringValue, flow: flow)
     }
 
     static func counts(_ m: [String: UInt64]) -> JSONValue {
@@ -137,9 +153,7 @@ public struct EventTrace: Sendable {
         var o: [(String, JSONValue)] = [("kind", .string(e.kind.rawValue)), ("t", .int(e.t)), ("evidence", json(e.evidence))]
         if !e.from.isEmpty { o.append(("from", json(e.from))) }
         if !e.to.isEmpty { o.append(("to", json(e.to))) }
-        if let f = e.flow {
-            o.append(("flow", .object([("proto", .string(f.proto.rawValue)), ("src", json(f.src)), ("dst", json(f.dst))])))
-        }
+        if let f = e.flow { o.append(("flow", json(f))) }
         o.append(("source", .string(e.source)))
         let keys = e.attrs.keys.sorted().filter { payloads || $0 != EventAttribute<String>.content.key }
         if !keys.isEmpty { o.append(("attrs", .object(keys.map { ($0, .string(e.attrs[$0] ?? "")) }))) }
@@ -329,9 +343,8 @@ public struct EventTrace: Sendable {
               let source = v["source"]?.stringValue, let from = hint(v["from"]), let to = hint(v["to"]) else { return nil }
         var flow: FlowKey?
         if let f = v["flow"] {
-            guard let p = f["proto"]?.stringValue.flatMap(TransportProtocol.init(rawValue:)),
-                  let src = endpoint(f["src"]), let dst = endpoint(f["dst"]) else { return nil }
-            flow = FlowKey(p, src, dst)
+            guard let k = Self.flow(f) else { return nil }
+            flow = k
         }
         var attrs: [String: String] = [:]
         if let a = v["attrs"] {

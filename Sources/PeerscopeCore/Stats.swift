@@ -25,6 +25,8 @@ public struct CaptureStats: Sendable, Equatable {
     public var logEntries: UInt64 = 0
     public var logUnknown: [String: UInt64] = [:]
     public var logRecognized: [String: UInt64] = [:]
+    /// Live capture only: per-interface received and dropped counts, loss windows, why it stopped.
+    public var capture: LiveCaptureStats?
 
     public init() {}
 

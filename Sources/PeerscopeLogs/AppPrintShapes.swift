@@ -13,7 +13,11 @@ import PeerscopeCore
 // * the state, at the end of the line: `connected`, `connecting`, `not connected`, `notConnected`,
 //   `disconnected`, `.connected` (any case), `MCSessionState.connected`, the raw values `0`, `1`, `2`
 //   after `state`, `:` or `->`, or `MCSessionState(rawValue: 2)`; or at the start:
-//   `Connected: Bob`, `Not Connected: Bob`, `Connecting: Bob`, `Connected to Bob`, `Disconnected from Bob`;
+//   `Connected: [Bob]`, `Not Connected: "Bob"`, `Connecting: <MCPeerID …>`, `Connected to [Bob]`, `Disconnected
+//   from [Bob]` (a bare name there only when known, below);
+// * a bare name with no keyword only when the name is known: a display name from the capture (mDNS,
+//   invitation plists) or from another log line (`KnownNameAnchor`): `Bob's iPhone connected`,
+//   `Connected: Bob's iPhone`, `Alice's iPad is now notConnected`, `Bob's iPhone -> 2`, `Bob's iPhone found`;
 // * browser: `Browser found Bob`, `Found peer Bob`, `Found peer with ID: <MCPeerID …>`, `found peer: Bob`,
 //   `Lost peer Bob`, `Browser lost Bob`;
 // * invitations: `Invited Bob`, `Sent invitation to Bob`, `Inviting peer Bob`, `Received invitation
@@ -115,6 +119,10 @@ enum AppPrint {
             let rest = m.dropFirst(prefix.count)
             // `Connected to session` / `Connecting to session` name no peer.
             if rest.trimmingCharacters(in: .whitespaces).lowercased() == "session" { return nil }
+            // A bare name after the state (`Connected: Bob's iPhone`, `Connected to Home-WiFi`) is read
+            // only when the name is known (`KnownNameAnchor`): nothing else ties the line to a peer.
+            let r = rest.trimmingCharacters(in: .whitespaces)
+            guard ["[", "\"", "“", "'"].contains(where: { r.hasPrefix($0) }) || r.contains("<MCPeerID") else { return nil }
             guard let name = peerName(rest) else { return nil }
             return (name, state)
         }
@@ -257,5 +265,129 @@ public struct AppInvitationShapesLogPlugin: LogPlugin {
                 return nil
             },
         ]
+    }
+}
+
+// MARK: known names anchor the match
+
+/// A bare name with no keyword (`Bob's iPhone connected`, `Connected: Bob's iPhone`, `Alice's iPad is
+/// now notConnected`, `Bob's iPhone found`) is read only when the name is already known: a display
+/// name the capture taught (mDNS, invitation plists) or that another log line named. The name must
+/// stand whole in the line (`Bob` does not anchor `Bob's Wi-Fi connected`) and everything else in the
+/// line must be the state (or found/lost) and connecting words; an unknown name leaves the line unknown.
+enum KnownNameAnchor {
+    /// Plugin id the anchored lines count under (`recognized`), the app state-change family's.
+    static let stateSource = "log-app-state-shapes"
+    static let browserSource = "log-app-browser-shapes"
+
+    /// Words between the name and a state after it: `Bob is now connected`, `Bob: 2`, `Bob -> .notConnected`.
+    static let afterName = ["did change state to", "changed state to", "changed to", "state changed to", "state is", "state:", "state",
+                            "is now", "now", "is", "became", "->", "=>", "=", ":", "-"]
+    /// Words between a state before the name and the name: `Connected: Bob`, `Disconnected from Bob`.
+    static let beforeName = [":", "-", "->", "to", "from", "with", "peer", "peer:"]
+
+    /// The names to look for, longest first (a longer name containing a shorter one wins), without
+    /// names too short or too generic to anchor anything.
+    static func anchors(_ names: Set<String>) -> [String] {
+        let generic: Set<String> = ["peer", "session", "state", "connected", "connecting", "not connected", "disconnected", "browser",
+                                    "found", "lost", "device", "iphone", "ipad", "mac", "unknown", "nil", "null", "none"]
+        return names.filter { n in
+            n.count >= 2 && n.count <= 63 && n.contains(where: { $0.isLetter || $0.isNumber }) && !generic.contains(n.lowercased())
+        }.sorted { ($0.count, $0) > ($1.count, $1) }
+    }
+
+    /// Cheap test before looking for names: the line carries a state, found/lost or a raw value.
+    static func mayCarryState(_ lower: String) -> Bool {
+        lower.contains("onnect") || lower.contains("rawvalue") || lower.contains("found") || lower.contains("lost")
+            || lower.last.map { "012".contains($0) } == true
+    }
+
+    /// The name stands whole at `r`: no letter, digit or apostrophe joined to it on either side.
+    static func standsAlone(_ s: String, _ r: Range<String.Index>) -> Bool {
+        func joins(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "'" || c == "’" || c == "_" }
+        if r.lowerBound > s.startIndex, joins(s[s.index(before: r.lowerBound)]) { return false }
+        if r.upperBound < s.endIndex, joins(s[r.upperBound]) { return false }
+        return true
+    }
+
+    static func strip(_ s: String, prefixes: [String]) -> (String, Bool) {
+        var t = s.trimmingCharacters(in: .whitespaces)
+        var stripped = false
+        var changed = true
+        while changed {
+            changed = false
+            let lower = t.lowercased()
+            if let p = prefixes.first(where: { lower.hasPrefix($0 + " ") || lower == $0 || ($0.first.map { !$0.isLetter } == true && lower.hasPrefix($0)) }) {
+                t = String(t.dropFirst(p.count)).trimmingCharacters(in: .whitespaces)
+                stripped = true
+                changed = true
+            }
+        }
+        return (t, stripped)
+    }
+
+    static func stripSuffix(_ s: String, suffixes: [String]) -> String {
+        var t = s.trimmingCharacters(in: .whitespaces)
+        var changed = true
+        while changed {
+            changed = false
+            let lower = t.lowercased()
+            if let p = suffixes.first(where: { lower.hasSuffix(" " + $0) || lower == $0 || ($0.first.map { !$0.isLetter } == true && lower.hasSuffix($0)) }) {
+                t = String(t.dropLast(p.count)).trimmingCharacters(in: .whitespaces)
+                changed = true
+            }
+        }
+        return t
+    }
+
+    /// A state word, not a raw value: `connected`, `.notConnected`, `MCSessionState(rawValue: 2)`.
+    static func wordState(_ s: String) -> String? {
+        s.contains(where: \.isLetter) ? AppPrint.state(Substring(s)) : nil
+    }
+
+    /// What a line says about a known name: the plugin id and the match; nil when it names no known
+    /// name whole or says more than a state change, found or lost.
+    static func match(_ message: String, anchors: [String]) -> (String, LogMatch)? {
+        let m = message.trimmingCharacters(in: CharacterSet(charactersIn: " \t.!"))
+        let lower = m.lowercased()
+        guard mayCarryState(lower) else { return nil }
+        for name in anchors {
+            var from = m.startIndex
+            while let r = m.range(of: name, range: from ..< m.endIndex) {
+                from = r.upperBound
+                guard standsAlone(m, r) else { continue }
+                let head = String(m[..<r.lowerBound]).trimmingCharacters(in: .whitespaces)
+                let tail = String(m[r.upperBound...]).trimmingCharacters(in: .whitespaces)
+                if head.isEmpty, !tail.isEmpty {
+                    // `Bob connected`, `Bob is now notConnected`, `Bob: 2`, `Bob found`.
+                    let (rest, joined) = strip(tail, prefixes: afterName)
+                    let rl = rest.lowercased()
+                    if rl == "found" || rl == "discovered" {
+                        return (browserSource, LogMatch(kind: .found, from: PeerHint(displayName: name), attrs: ["via": "app"]))
+                    }
+                    if rl == "lost" {
+                        return (browserSource, LogMatch(kind: .lost, from: PeerHint(displayName: name), attrs: ["via": "app"]))
+                    }
+                    // A raw value only after a connecting word (`Bob: 2`, `Bob -> 0`), never `Bob 2`.
+                    if let s = joined ? AppPrint.state(Substring(rest)) : wordState(rest) {
+                        return (stateSource, LogMatch(kind: .stateChange, from: PeerHint(displayName: name), attrs: ["to": s, "via": "app"]))
+                    }
+                } else if tail.isEmpty, !head.isEmpty {
+                    // `Connected: Bob`, `Disconnected from Bob`, `Lost: Bob`.
+                    let rest = stripSuffix(head, suffixes: beforeName)
+                    let rl = rest.lowercased()
+                    if rl == "found" || rl == "discovered" {
+                        return (browserSource, LogMatch(kind: .found, from: PeerHint(displayName: name), attrs: ["via": "app"]))
+                    }
+                    if rl == "lost" {
+                        return (browserSource, LogMatch(kind: .lost, from: PeerHint(displayName: name), attrs: ["via": "app"]))
+                    }
+                    if let s = wordState(rest) {
+                        return (stateSource, LogMatch(kind: .stateChange, from: PeerHint(displayName: name), attrs: ["to": s, "via": "app"]))
+                    }
+                }
+            }
+        }
+        return nil
     }
 }

@@ -154,9 +154,11 @@ public enum LogAnalyzer {
         if opts.baseDate == nil {
             opts.baseDate = texts.lazy.compactMap { firstDate(in: $0) }.first
         }
+        // Display names the logs name anchor bare-name prints in the logs after them too.
+        var names = Set<String>()
         for (i, t) in texts.enumerated() {
             let r = read(bytes: t, path: paths[i], input: firstInput + i, options: opts, directory: directory, engine: engine,
-                         cutLines: cuts[i])
+                         cutLines: cuts[i], names: &names)
             result.merge(r)
         }
         result.events.sort { ($0.t, $0.evidence) < ($1.t, $1.evidence) }
@@ -189,25 +191,67 @@ public enum LogAnalyzer {
     /// Reads log bytes with a compiled engine (reuse one engine across inputs).
     public static func read(bytes: [UInt8], path: String, input: Int, options: LogOptions, directory: PeerDirectory,
                             engine: LogEngine, cutLines: [Int: Int] = [:]) -> LogReadResult {
+        var names = Set<String>()
+        return read(bytes: bytes, path: path, input: input, options: options, directory: directory, engine: engine, cutLines: cutLines,
+                    names: &names)
+    }
+
+    /// Reads log bytes; `names` holds the display names earlier inputs named and gets this input's.
+    /// Display names the directory knows (from the capture) and `names` anchor bare-name app prints
+    /// (`KnownNameAnchor`). When this input's own lines name a peer that a line left unknown would
+    /// match, the input is read a second time with every name it taught, so the line is read whatever
+    /// the order of the lines: same input, same events.
+    static func read(bytes: [UInt8], path: String, input: Int, options: LogOptions, directory: PeerDirectory,
+                     engine: LogEngine, cutLines: [Int: Int] = [:], names: inout Set<String>) -> LogReadResult {
         var reader = InputReader(path: path, input: input, options: options)
         reader.cutLines = cutLines
         let entries = reader.entries(bytes)
         // JSON styles spread one entry over many physical lines: count entries (evidence keeps line numbers).
         let lines = reader.format == .logJSON ? entries.count : reader.lineCount
-        var result = LogReadResult(formats: [reader.format], lines: lines, entries: entries.count)
-        if reader.zoneless > 0 { result.zonelessInputs[input] = reader.zoneless }
+        var base = LogReadResult(formats: [reader.format], lines: lines, entries: entries.count)
+        if reader.zoneless > 0 { base.zonelessInputs[input] = reader.zoneless }
         if bytes.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 10 || $0 == 13 }) {
             reader.problems.add("log.empty", .warning, bytes.isEmpty ? "empty file: no log lines" : "no log lines (only blank lines)", nil)
         }
+        let seed = names.union(directory.entries.values.compactMap(\.displayName))
+        // A second pass starts from the reader as it was, so its diagnostics are not counted twice.
+        let before = reader
+        var pass = readEntries(entries, base: base, reader: &reader, path: path, input: input, options: options, directory: directory,
+                               engine: engine, anchors: KnownNameAnchor.anchors(seed))
+        let taught = seed.union(pass.names)
+        if taught.count > seed.count {
+            let anchors = KnownNameAnchor.anchors(taught)
+            if pass.unknown.contains(where: { KnownNameAnchor.match(entries[$0].message, anchors: anchors) != nil }) {
+                reader = before
+                pass = readEntries(entries, base: base, reader: &reader, path: path, input: input, options: options, directory: directory,
+                                   engine: engine, anchors: anchors)
+            }
+        }
+        names.formUnion(pass.names)
+        var result = pass.result
+        result.problems += reader.problems.all
+        result.problemTotals = reader.problems.limiter.totals
+        return result
+    }
+
+    /// One pass over an input's entries: the events, the entries left unknown (indexes) and the display
+    /// names the understood lines named.
+    private static func readEntries(_ entries: [LogEntry], base: LogReadResult, reader: inout InputReader, path: String, input: Int,
+                                    options: LogOptions, directory: PeerDirectory, engine: LogEngine,
+                                    anchors: [String]) -> (result: LogReadResult, unknown: [Int], names: Set<String>) {
+        var result = base
+        var unknown: [Int] = []
+        var names = Set<String>()
         var builder = EventBuilder(options: options)
         var hits = [Bool](repeating: false, count: engine.flat.count)
         // Patterns that spent their step budget: after `slowPatternLimit` lines they are not tried again.
         var slowLines: [Int: Int] = [:]
         var retired: Set<Int> = []
         var slow: [Int] = []
-        for e in entries {
+        for (index, e) in entries.enumerated() {
             slow.removeAll(keepingCapacity: true)
             let found = engine.match(e, hits: &hits, skip: retired, slow: &slow)
+                ?? (anchors.isEmpty ? nil : KnownNameAnchor.match(e.message, anchors: anchors))
             for i in slow {
                 let n = slowLines[i, default: 0] + 1
                 slowLines[i] = n
@@ -223,6 +267,7 @@ public enum LogAnalyzer {
                 }
             }
             guard let (source, m) = found else {
+                unknown.append(index)
                 result.unknownCounts[reader.format.rawValue, default: 0] += 1
                 if options.collectUnknown {
                     let first = e.message.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
@@ -232,18 +277,20 @@ public enum LogAnalyzer {
                 continue
             }
             result.recognized[source, default: 0] += 1
-            for l in m.learn { directory.learn(peerID: l.peerID, displayName: l.displayName) }
+            for l in m.learn {
+                directory.learn(peerID: l.peerID, displayName: l.displayName)
+                if let n = l.displayName { names.insert(n) }
+            }
             // Any line naming both an idString and a display name teaches the directory.
             for h in [m.from, m.to] {
                 if let id = h.peerID, let n = h.displayName { directory.learn(peerID: id, displayName: n) }
+                if let n = h.displayName { names.insert(n) }
             }
             if let kind = m.kind { builder.add(kind: kind, match: m, entry: e, source: source) }
             builder.observe(m, entry: e)
         }
         result.events = builder.events.sorted { ($0.t, $0.evidence) < ($1.t, $1.evidence) }
-        result.problems += reader.problems.all
-        result.problemTotals = reader.problems.limiter.totals
-        return result
+        return (result, unknown, names)
     }
 
     /// Reads a file in blocks, keeping of each line at most `maxLineBytes` and a few bytes more (enough

@@ -153,10 +153,11 @@ public struct UserPatternPlugin: LogPlugin {
     }
 
     public static func parse(yaml: String, file: String) throws(LogPatternFileError) -> (plugins: [UserPatternPlugin], problems: [Diagnostic]) {
-        if let why = YAMLLimits.problem(yaml) { throw LogPatternFileError(path: file, reason: why) }
         let root: Any?
         do {
-            root = try Yams.load(yaml: yaml)
+            root = try YAMLLimits.load(yaml)
+        } catch let refusal as YAMLRefusal {
+            throw LogPatternFileError(path: file, reason: refusal.message)
         } catch {
             throw LogPatternFileError(path: file, reason: "not valid YAML: \(error)")
         }

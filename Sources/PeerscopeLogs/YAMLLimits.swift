@@ -1,3 +1,5 @@
+import Yams
+
 /// Limits on the YAML files the user gives (`--config`, `--patterns`), checked on the text before
 /// parsing: a configuration file is small and plain, and a hostile one must not turn into a swap storm
 /// (an alias bomb: nine levels of ten aliases each expand to 10^9 nodes) or a stack overflow (deep
@@ -9,6 +11,32 @@ public enum YAMLLimits {
     public static let maxAliases = 16
     /// Deepest nesting of flow collections (`[`, `{`) and block levels (indentation, `- ` items).
     public static let maxDepth = 64
+
+    /// Parses a user's YAML file into plain values (`Yams.load`), after the limits above and a check
+    /// of the document's shape: Yams traps on a mapping key that is not a scalar (`? [a, b]: 1`), so
+    /// such keys are refused here first. Throws `YAMLRefusal` (limits, shape) or Yams' parse error.
+    public static func load(_ text: String) throws -> Any? {
+        if let why = problem(text) { throw YAMLRefusal(message: why) }
+        guard let node = try Yams.compose(yaml: text) else { return nil }
+        if let why = shapeProblem(node, depth: 0) { throw YAMLRefusal(message: why) }
+        return try Yams.load(yaml: text)
+    }
+
+    static func shapeProblem(_ node: Node, depth: Int) -> String? {
+        if depth > maxDepth { return "nesting deeper than \(maxDepth) levels" }
+        switch node {
+        case .scalar, .alias: return nil
+        case .sequence(let seq):
+            for n in seq { if let why = shapeProblem(n, depth: depth + 1) { return why } }
+            return nil
+        case .mapping(let map):
+            for (k, v) in map {
+                guard k.scalar != nil else { return "a mapping key that is not plain text (line \(k.mark?.line ?? 0)); keys must be names" }
+                if let why = shapeProblem(v, depth: depth + 1) { return why }
+            }
+            return nil
+        }
+    }
 
     /// Why `text` is refused, or nil when it is within the limits.
     public static func problem(_ text: String) -> String? {
@@ -65,4 +93,10 @@ public enum YAMLLimits {
         }
         return nil
     }
+}
+
+/// A YAML file refused before (or instead of) being read into values.
+public struct YAMLRefusal: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public var description: String { message }
 }

@@ -37,6 +37,10 @@ public final class PacketDecoder {
     @exclusivity(unchecked) var conns: [FlowKey: TCPConn] = [:]
     @exclusivity(unchecked) var nextConnID: UInt64 = 1
     @exclusivity(unchecked) var bufferedTotal = 0
+    /// TCP data acknowledged or skipped but never captured, per connection id (see `unseenDataLosses`).
+    @exclusivity(unchecked) var unseenData: [UInt64: CaptureLoss] = [:]
+    /// TCP connections of which only one direction was captured, per connection id.
+    @exclusivity(unchecked) var oneSided: [UInt64: CaptureLoss] = [:]
 
     // IP reassembly state (Fragments.swift).
     @exclusivity(unchecked) var frags: [FragKey: FragBuffer] = [:]
@@ -50,6 +54,12 @@ public final class PacketDecoder {
 
     /// TCP connections currently tracked (open or recently closed).
     public var activeConnections: Int { conns.count }
+    /// TCP data the capture missed, one loss per connection (count = bytes; the source names the
+    /// connection), in connection order: holes given up on and acknowledgements of bytes never seen.
+    public var unseenDataLosses: [CaptureLoss] { unseenData.keys.sorted().compactMap { unseenData[$0] } }
+    /// TCP connections of which only one direction was captured while the other side evidently sent
+    /// (its data acknowledged), one loss each with the connection's flow, in connection order.
+    public var oneSidedLosses: [CaptureLoss] { oneSided.keys.sorted().compactMap { oneSided[$0] } }
     /// Out-of-order TCP bytes currently buffered, all connections.
     public var bufferedBytes: Int { bufferedTotal }
     /// IP datagrams currently being reassembled.

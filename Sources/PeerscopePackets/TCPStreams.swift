@@ -28,6 +28,14 @@ struct TCPHalf {
     var sawData = false
     /// Highest stream position seen (end of data, FIN counted as one).
     var highest: Int64 = 0
+    /// Capture time of the segment that last raised `highest`, and of the last in-order delivery
+    /// (where a hole begins).
+    var highestAt: Nanos = 0
+    var inOrderAt: Nanos = 0
+    /// The highest position the other side acknowledged beyond `highest` (data this capture never
+    /// saw sent), and when; judged when the connection ends.
+    var ackedBeyond: Int64 = 0
+    var ackedBeyondAt: Nanos = 0
 
     mutating func start(seq: UInt32, syn: Bool) {
         started = true
@@ -39,6 +47,7 @@ struct TCPHalf {
         fin = nil
         finDone = false
         highest = 0
+        ackedBeyond = 0
     }
 
     /// Stream position of `seq`: the signed 32-bit distance from the next expected byte.
@@ -60,11 +69,41 @@ final class TCPConn {
     @exclusivity(unchecked) var established = false
     @exclusivity(unchecked) var closed = false
     @exclusivity(unchecked) var closedAt: Nanos = 0
+    /// First capture time, segments seen per direction, and how far each direction's acknowledgement
+    /// moved from the first one seen (bytes the other direction sent): a direction never captured
+    /// while the other acknowledges its data is a one-sided flow.
+    @exclusivity(unchecked) var firstSeen: Nanos
+    @exclusivity(unchecked) var toServerSegments = 0
+    @exclusivity(unchecked) var toClientSegments = 0
+    @exclusivity(unchecked) var firstAckToServer: UInt32?
+    @exclusivity(unchecked) var firstAckToClient: UInt32?
+    @exclusivity(unchecked) var ackAdvanceToServer: Int64 = 0
+    @exclusivity(unchecked) var ackAdvanceToClient: Int64 = 0
 
     init(info: TCPConnectionInfo, frame: FrameInfo, t: Nanos) {
         self.info = info
         lastFrame = frame
         lastSeen = t
+        firstSeen = t
+    }
+
+    /// Counts a segment of direction `dir` and how far its acknowledgement moved.
+    func note(_ dir: TCPDirection, ack: UInt32?) {
+        if dir == .toServer {
+            toServerSegments &+= 1
+            if let a = ack {
+                let first = firstAckToServer ?? a
+                firstAckToServer = first
+                ackAdvanceToServer = max(ackAdvanceToServer, Int64(Int32(bitPattern: a &- first)))
+            }
+        } else {
+            toClientSegments &+= 1
+            if let a = ack {
+                let first = firstAckToClient ?? a
+                firstAckToClient = first
+                ackAdvanceToClient = max(ackAdvanceToClient, Int64(Int32(bitPattern: a &- first)))
+            }
+        }
     }
 }
 
@@ -123,6 +162,7 @@ extension PacketDecoder {
         c.lastSeen = cur.t
         c.lastFrame = cur
         let dir: TCPDirection = c.info.client == s ? .toServer : .toClient
+        c.note(dir, ack: ACK ? ackNumber : nil)
         if c.closed {
             if !payload.isEmpty || FIN { counters.tcpIgnored += 1 }
             return
@@ -206,7 +246,10 @@ extension PacketDecoder {
             h.finAt = cur.t
         }
         let top = fullEnd + (FIN ? 1 : 0)
-        if top > h.highest { h.highest = top }
+        if top > h.highest {
+            h.highest = top
+            h.highestAt = cur.t
+        }
         checkFin(c, dir, &h)
     }
 
@@ -226,6 +269,7 @@ extension PacketDecoder {
         }
         if start == h.next {
             h.next += Int64(bytes.count)
+            h.inOrderAt = cur.t
             out.append(.tcpData(frame: cur, connection: c.info, direction: dir, payload: bytes))
             drain(c, dir, &h)
             return
@@ -237,6 +281,7 @@ extension PacketDecoder {
                  off)
             counters.tcpGaps += 1
             out.append(.tcpEvent(frame: cur, connection: c.info, direction: dir, event: .gap))
+            unseen(c, &h, first.start - h.next)
             h.next = first.start
             drain(c, dir, &h)
         }
@@ -323,6 +368,16 @@ extension PacketDecoder {
     /// were lost before the capture point (they will not come), so the hole becomes a `.gap` now
     /// instead of holding the data behind it until the buffer bound or the idle timeout.
     private func acknowledged(_ c: TCPConn, _ dir: TCPDirection, _ h: inout TCPHalf, ack: UInt32) {
+        // Acknowledged beyond anything seen sent: data the capture missed (kept until the connection
+        // ends, in case the bytes were only captured late). Only on a sequence space anchored by a
+        // SYN or by data: a keep-alive-anchored one is one byte off.
+        if h.started, h.fromSYN || h.sawData {
+            let beyond = h.position(ack)
+            if beyond > h.highest, beyond > h.ackedBeyond {
+                h.ackedBeyond = beyond
+                h.ackedBeyondAt = cur.t
+            }
+        }
         guard h.started, !h.segs.isEmpty || (h.fin != nil && !h.finDone) else { return }
         let a = h.position(ack)
         // Acknowledging bytes this capture never saw sent says nothing reliable.
@@ -330,12 +385,14 @@ extension PacketDecoder {
         while h.next < a, let first = h.segs.first {
             counters.tcpGaps += 1
             out.append(.tcpEvent(frame: cur, connection: c.info, direction: dir, event: .gap))
+            unseen(c, &h, min(first.start, a) - h.next)
             h.next = min(first.start, a)
             drain(c, dir, &h)
         }
         if h.segs.isEmpty, let f = h.fin, !h.finDone, h.next < f, a > h.next {
             counters.tcpGaps += 1
             out.append(.tcpEvent(frame: cur, connection: c.info, direction: dir, event: .gap))
+            unseen(c, &h, min(a, f) - h.next)
             h.next = min(a, f)
         }
         checkFin(c, dir, &h)
@@ -356,6 +413,7 @@ extension PacketDecoder {
             if first.start > h.next {
                 counters.tcpGaps += 1
                 out.append(.tcpEvent(frame: f, connection: c.info, direction: dir, event: .gap))
+                unseen(c, &h, first.start - h.next, at: f.t)
                 h.next = first.start
             }
             let saved = cur
@@ -367,6 +425,7 @@ extension PacketDecoder {
             if fin > h.next {
                 counters.tcpGaps += 1
                 out.append(.tcpEvent(frame: f, connection: c.info, direction: dir, event: .gap))
+                unseen(c, &h, fin - h.next, at: f.t)
                 h.next = fin
             }
             h.finDone = true
@@ -374,7 +433,54 @@ extension PacketDecoder {
         }
     }
 
+    /// `bytes` of direction `h` skipped over without ever being captured (a hole given up on): unseen
+    /// data, between the last in-order delivery and now (`at`).
+    private func unseen(_ c: TCPConn, _ h: inout TCPHalf, _ bytes: Int64, at t: Nanos? = nil) {
+        guard bytes > 0 else { return }
+        noteUnseen(c, bytes: bytes, from: h.inOrderAt, to: t ?? cur.t)
+        h.inOrderAt = t ?? cur.t
+    }
+
+    func noteUnseen(_ c: TCPConn, bytes: Int64, from: Nanos, to: Nanos) {
+        let start = from == 0 ? to : from
+        if var u = unseenData[c.info.id] {
+            u.start = min(u.start, start)
+            u.end = max(u.end, to)
+            u.count = u.count.addingReportingOverflow(Int(clamping: bytes)).partialValue
+            unseenData[c.info.id] = u
+        } else {
+            unseenData[c.info.id] = CaptureLoss(reason: .unseenData, start: start, end: to, count: Int(clamping: bytes),
+                                                source: "\(c.info)")
+        }
+    }
+
+    /// A connection's end: acknowledgements of data never seen sent become unseen data; a direction
+    /// never captured while the other acknowledged more than a SYN or FIN of it makes the connection
+    /// one-sided (an unanswered SYN acknowledges nothing, so it is not one).
+    func judgeLoss(_ c: TCPConn) {
+        for h in [c.c2s, c.s2c] where h.ackedBeyond > h.highest {
+            noteUnseen(c, bytes: h.ackedBeyond - h.highest, from: h.highestAt, to: h.ackedBeyondAt)
+        }
+        c.c2s.ackedBeyond = 0
+        c.s2c.ackedBeyond = 0
+        guard oneSided[c.info.id] == nil else { return }
+        let seen: (TCPDirection, Int64)?
+        if c.toClientSegments == 0, c.toServerSegments > 0, c.ackAdvanceToServer > 1 {
+            seen = (.toServer, c.ackAdvanceToServer)
+        } else if c.toServerSegments == 0, c.toClientSegments > 0, c.ackAdvanceToClient > 1 {
+            seen = (.toClient, c.ackAdvanceToClient)
+        } else {
+            seen = nil
+        }
+        guard let (dir, acked) = seen else { return }
+        let (from, to) = dir == .toServer ? (c.info.client, c.info.server) : (c.info.server, c.info.client)
+        oneSided[c.info.id] = CaptureLoss(
+            reason: .oneSided, start: c.firstSeen, end: c.lastSeen, count: 0,
+            source: "tcp \(from) > \(to) seen, nothing from \(to); its acknowledgements moved \(acked) bytes", flow: FlowKey(.tcp, from, to))
+    }
+
     func removeConn(_ key: FlowKey, _ c: TCPConn) {
+        judgeLoss(c)
         bufferedTotal -= c.c2s.buffered + c.s2c.buffered
         c.c2s.buffered = 0
         c.s2c.buffered = 0
@@ -428,9 +534,12 @@ extension PacketDecoder {
 
     func finishTCP() {
         let all = conns.sorted { $0.value.info.id < $1.value.info.id }
-        for (_, c) in all where !c.closed {
-            giveUp(c, .toServer, &c.c2s, frame: c.lastFrame)
-            giveUp(c, .toClient, &c.s2c, frame: c.lastFrame)
+        for (_, c) in all {
+            if !c.closed {
+                giveUp(c, .toServer, &c.c2s, frame: c.lastFrame)
+                giveUp(c, .toClient, &c.s2c, frame: c.lastFrame)
+            }
+            judgeLoss(c)
         }
         conns.removeAll()
         bufferedTotal = 0

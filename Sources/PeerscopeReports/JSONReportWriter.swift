@@ -191,7 +191,40 @@ public enum JSONReportWriter {
                 ("recognizedByPlugin", counts(s.logRecognized)),
             ])))
         }
+        // Only for live captures (additive: file reports are unchanged).
+        if let live = s.capture { members.append(("capture", capture(live))) }
         return .object(members)
+    }
+
+    /// `stats.capture`: per interface what was received and lost, the loss windows, why it stopped.
+    static func capture(_ c: LiveCaptureStats) -> JSONValue {
+        .object([
+            ("stopReason", .string(c.stopReason)),
+            ("complete", .bool(c.complete)),
+            ("lost", .uint(c.lost)),
+            ("interfaces", .array(c.interfaces.map { i in
+                .object([
+                    ("interface", .string(i.interface)),
+                    ("linkType", .string(LinkType.name(i.linkType))),
+                    ("received", .uint(i.received)),
+                    ("analysed", .uint(i.analysed)),
+                    ("kernelDropped", .uint(i.kernelDropped)),
+                    ("interfaceDropped", .uint(i.interfaceDropped)),
+                    ("queueDropped", .uint(i.queueDropped)),
+                    ("pcapReceived", .uint(i.pcapReceived)),
+                    ("ended", str(i.ended)),
+                ])
+            })),
+            ("losses", .array(c.losses.map { l in
+                .object([
+                    ("reason", .string(l.reason.rawValue)),
+                    ("startT", .int(l.start)),
+                    ("endT", .int(l.end)),
+                    ("count", .int(Int64(l.count))),
+                    ("source", str(l.source)),
+                ])
+            })),
+        ])
     }
 
     static func diagnostics(_ r: Report) -> JSONValue {

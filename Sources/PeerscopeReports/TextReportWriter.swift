@@ -23,6 +23,10 @@ public enum TextReportWriter {
         }
         if r.stats.logLines > 0 { cap += ", \(r.stats.logLines) log lines" }
         out += cap + "\n"
+        if let live = r.stats.capture {
+            out += "live capture: stopped (\(live.stopReason)); " + (live.complete ? c.green("nothing lost") : c.yellow("\(live.lost) packet(s) lost")) + "\n"
+            for i in live.interfaces { out += "  \(clean(i.line))\n" }
+        }
         if !r.captureLosses.isEmpty {
             out += "capture loss: \(r.captureLosses.count) window(s)\n"
             for l in r.captureLosses.prefix(8) { out += "  \(clean(l.caveat))\n" }

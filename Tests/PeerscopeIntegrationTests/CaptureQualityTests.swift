@@ -87,4 +87,88 @@ final class CaptureQualityTests: XCTestCase {
         let certain = try CLI.run(["check", "Samples/keepalive-timeout.pcapng", "--fail-on", "warning"])
         XCTAssertEqual(certain.status, 1, certain.stderr)
     }
+
+    // MARK: TCP data acknowledged but never seen
+
+    func corpus(_ name: String) throws -> String {
+        let path = try Place.requireShared().appendingPathComponent("corpus/\(name)").path
+        guard FileManager.default.fileExists(atPath: path) else { throw XCTSkip("\(name) not in the corpus") }
+        return path
+    }
+
+    /// A real capture with a 150 s hole: tshark flags its frames 863/864 `tcp.analysis.lost_segment`
+    /// (server bytes 4555..<6931 and client bytes 27325..<41581, relative, never captured; both then
+    /// acknowledged). One connection, 2376 + 14256 bytes, from the last in-order data before the hole
+    /// to the acknowledgement after it; tshark's other flags there are "common at capture start"
+    /// (connections picked up mid-stream), which are no loss.
+    func testARealCaptureHoleIsUnseenDataOnItsConnection() throws {
+        let a = try analyze([corpus("ndpi-wechat-googlecast.pcap")])
+        let unseen = a.report.captureLosses.filter { $0.reason == .unseenData }
+        XCTAssertEqual(unseen.map(\.count), [2376 + 14256])
+        XCTAssertEqual(unseen.first?.source, "tcp#6 203.205.151.162:443 > 192.168.1.103:54058")
+        XCTAssertEqual(unseen.first.map { CaptureTime.iso8601($0.start) }, "2017-04-14T10:57:47.522181000Z")
+        XCTAssertEqual(unseen.first.map { CaptureTime.iso8601($0.end) }, "2017-04-14T11:00:19.306422000Z")
+    }
+
+    /// Corpus TCP captures tshark finds no lost segment in (beyond capture-start pickups) give no
+    /// unseen data: resets, retransmissions, mid-stream starts and a snaplen-cut capture included.
+    func testCleanCorpusTCPHasNoUnseenData() throws {
+        for name in ["ppp-http-stream-rst.pcap", "sanders-tcp-retransmissions.pcapng", "sanders-nowebaccess2-rst.pcapng",
+                     "sanders-http-espn-fail.pcapng", "nfstream-anyconnect-vpn-dtls.pcap", "ndpi-iphone.pcap",
+                     "tcpdump-tcp-handshake-nano-sll.pcap", "zeek-truncated-snap68.pcap", "sv-macos-lo0-null-smb.pcap"] {
+            let a = try analyze([corpus(name)])
+            XCTAssertEqual(a.report.captureLosses.filter { $0.reason == .unseenData }.map(\.caveat), [], name)
+        }
+    }
+
+    // MARK: one-sided flows
+
+    /// The healthy pair's session flow with Bob's direction (192.0.2.20:16401) cut away, fed as a live
+    /// input; everything else (mDNS, the invitation's TCP) is kept.
+    func analyzeWithoutBobsUDP(_ name: String = "healthy-pair.pcapng") throws -> Analysis {
+        let reader = try CaptureFileReader(path: Place.packageRoot.appendingPathComponent("Samples/\(name)").path)
+        let s = AnalysisSession()
+        let input = s.addLiveInput("live:test")
+        while let f = reader.next() {
+            let b = f.data.array
+            // Ethernet, IPv4 from 192.0.2.20, UDP from port 16401.
+            let fromBob = b.count > 36 && b[12] == 0x08 && b[13] == 0 && b[23] == 17 && Array(b[26 ..< 30]) == [192, 0, 2, 20]
+                && Int(b[14] & 0x0F) * 4 == 20 && b[34] == 0x40 && b[35] == 0x11
+            if fromBob { continue }
+            var g = f
+            g.info.input = input
+            s.feed(g)
+        }
+        return try s.finish()
+    }
+
+    /// Only Alice's side of the session flow was captured, but Alice answered Bob's ICE checks: Bob was
+    /// talking. The GCK Hello and app handshake "not answered" rest on a silence the capture made: they
+    /// are uncertain, and the report says why.
+    func testAOneSidedFlowMakesItsSilenceFindingsUncertain() throws {
+        let a = try analyzeWithoutBobsUDP()
+        let oneSided = a.report.captureLosses.filter { $0.reason == .oneSided }
+        XCTAssertEqual(oneSided.count, 1)
+        XCTAssertEqual(oneSided.first?.source?.hasPrefix("udp 192.0.2.11:16402 > 192.0.2.20:16401 seen, nothing from 192.0.2.20:16401; ice.success at "), true)
+        let timeouts = a.report.findings.filter { $0.kind == "handshake-timeout" }
+        XCTAssertEqual(timeouts.map(\.details["phase"]), ["gck", "app"])
+        XCTAssertEqual(timeouts.map(\.confidence), [.uncertain, .uncertain])
+        XCTAssertEqual(timeouts.first?.caveats.first?.hasPrefix("only one direction of a flow captured between "), true)
+        // The whole capture: both directions, no one-sided flow, no timeout.
+        let whole = try analyze(["Samples/healthy-pair.pcapng"])
+        XCTAssertEqual(whole.report.captureLosses.filter { $0.reason == .oneSided }, [])
+        XCTAssertEqual(whole.report.findings.filter { $0.kind == "handshake-timeout" }.count, 0)
+    }
+
+    /// A handshake simply unanswered stays certain: the requester's checks, ClientHellos and Hellos with
+    /// nothing that needs the other side are no evidence the other side talked.
+    func testAnUnansweredHandshakeStaysCertain() throws {
+        for name in ["handshake-timeout-ice", "handshake-timeout-dtls", "handshake-timeout-app"] {
+            let a = try analyze(["Samples/\(name).pcapng"])
+            XCTAssertEqual(a.report.captureLosses.filter { $0.reason == .oneSided }.map(\.caveat), [], name)
+            let timeouts = a.report.findings.filter { $0.kind == "handshake-timeout" && $0.severity == .error }
+            XCTAssertFalse(timeouts.isEmpty, name)
+            XCTAssertEqual(Set(timeouts.map(\.confidence)), [.certain], name)
+        }
+    }
 }

@@ -120,6 +120,12 @@ final class ResourceLimitTests: XCTestCase {
         let r = try CLI.run(["analyze", sample, "--config", deep.path])
         XCTAssertEqual(r.status, 2, r.stderr)
         XCTAssertTrue(r.stderr.contains("nesting deeper than 64 levels"), r.stderr)
+        // A mapping key that is itself a collection (the fuzzer's find: Yams traps on it) is refused.
+        let complex = dir.appendingPathComponent("complex.yml")
+        try Data("thresholds:\n  ? [a, b]\n  : 3\n".utf8).write(to: complex)
+        let c = try CLI.run(["analyze", sample, "--config", complex.path])
+        XCTAssertEqual(c.status, 2, c.stderr)
+        XCTAssertTrue(c.stderr.contains("\(complex.path): a mapping key that is not plain text"), c.stderr)
     }
 
     /// `(a+)+$` on lines of 40 `a`s and a `!`: each doubling `a` doubled the time (11 s for one line).

@@ -39,6 +39,40 @@ final class SessionTests: XCTestCase {
     }
 
     /// Frames fed one at a time (as live capture does) give the report the file gives.
+    /// Issue 11: display names the capture taught (mDNS, invitation plists) anchor app prints that name a
+    /// peer bare, with no keyword; a name the capture does not know leaves its line unknown and listed.
+    func testNamesFromTheCaptureAnchorBareNamePrints() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerscope-anchor-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let log = dir.appendingPathComponent("device.log").path
+        try """
+        2026-01-15 10:00:01.000 Bob's iPad connected
+        2026-01-15 10:00:02.000 Carol's iPad connected
+        2026-01-15 10:00:03.000 Alice's iPhone is now notConnected
+
+        """.write(toFile: log, atomically: true, encoding: .utf8)
+        var c = AnalysisSession.Configuration()
+        c.logOptions.collectUnknown = true
+        let s = AnalysisSession(c)
+        s.add([sample("healthy-pair.pcapng"), log])
+        let a = try s.finish()
+        let events = try XCTUnwrap(a.logs).events
+        XCTAssertEqual(events.map(\.kind), [.stateChange, .stateChange])
+        XCTAssertEqual(events.map { $0.from.displayName }, ["Bob's iPad", "Alice's iPhone"])
+        XCTAssertEqual(events.compactMap { $0.attrs["to"] }, ["Connected", "Not Connected"])
+        XCTAssertEqual(a.logs?.unknownLines.map(\.line), [2], "Carol's iPad is not in the capture")
+
+        // The log alone knows no name: all three lines stay unknown.
+        var c2 = AnalysisSession.Configuration()
+        c2.logOptions.collectUnknown = true
+        let alone = AnalysisSession(c2)
+        alone.add([log])
+        let b = try alone.finish()
+        XCTAssertEqual(b.logs?.events.count, 0)
+        XCTAssertEqual(b.logs?.unknownLines.map(\.line), [1, 2, 3])
+    }
+
     func testFedFramesGiveTheFilesReport() throws {
         let path = sample("reconnect-storm.pcapng")
         let file = try PeerscopeAnalysis.analyze(AnalysisOptions(captures: [path]))

@@ -6,15 +6,18 @@ import XCTest
 /// print, one per log) and must give the event and the peer; the shapes come from the issue and from
 /// public sample apps (read, not copied; repository and file in each comment).
 final class AppPrintShapeTests: XCTestCase {
-    func events(_ line: String) throws -> [PeerEvent] {
+    func events(_ line: String, known: [String] = []) throws -> [PeerEvent] {
         let text = "2024-03-03 10:00:00.000000+0000 App[1:2] \(line)"
         var o = LogOptions()
         o.collectUnknown = true
-        return try LogAnalyzer.read(text: text, path: "app.log", options: o, directory: PeerDirectory()).events
+        let dir = PeerDirectory()
+        for (i, n) in known.enumerated() { dir.learn(peerID: UInt64(0x1000 + i), displayName: n) }
+        return try LogAnalyzer.read(text: text, path: "app.log", options: o, directory: dir).events
     }
 
-    func assertState(_ line: String, _ peer: String, _ state: String, file: StaticString = #filePath, lineNo: UInt = #line) throws {
-        let e = try events(line)
+    func assertState(_ line: String, _ peer: String, _ state: String, known: [String] = [], file: StaticString = #filePath,
+                     lineNo: UInt = #line) throws {
+        let e = try events(line, known: known)
         XCTAssertEqual(e.map(\.kind), [.stateChange], line, file: file, line: lineNo)
         XCTAssertEqual(e.first?.from.displayName, peer, line, file: file, line: lineNo)
         XCTAssertEqual(e.first?.attrs["to"], state, line, file: file, line: lineNo)
@@ -32,10 +35,13 @@ final class AppPrintShapeTests: XCTestCase {
     func testStateChangeShapesFromPublicSampleApps() throws {
         // clarknt/100-days-of-swift 50-Project25/Project25/ViewController.swift (Hacking with Swift project 25):
         // print("Connected: \(peerID.displayName)"), print("Connecting: \(peerID.displayName)").
-        try assertState("Connected: Bob's iPhone", "Bob's iPhone", "Connected")
-        try assertState("Connecting: Bob's iPhone", "Bob's iPhone", "Connecting")
+        try assertState("Connected: Bob's iPhone", "Bob's iPhone", "Connected", known: ["Bob's iPhone"])
+        try assertState("Connecting: Bob's iPhone", "Bob's iPhone", "Connecting", known: ["Bob's iPhone"])
+        // A bare name after the state is read only when known (the capture or another line named it).
+        XCTAssertEqual(try events("Connected: Bob's iPhone"), [])
+        XCTAssertEqual(try events("Connected to Bob's iPhone"), [])
         // The same project as many copies extend it with the notConnected case.
-        try assertState("Not Connected: Bob's iPhone", "Bob's iPhone", "Not Connected")
+        try assertState("Not Connected: Bob's iPhone", "Bob's iPhone", "Not Connected", known: ["Bob's iPhone"])
         // Hesham-Salama/MultipeerChat MultipeerChat/Services/Session.swift: "Peer ID \(displayName) connected" etc.
         try assertState("Peer ID Bob's iPhone connected", "Bob's iPhone", "Connected")
         try assertState("Peer ID Bob's iPhone disconnected", "Bob's iPhone", "Not Connected")
@@ -52,7 +58,7 @@ final class AppPrintShapeTests: XCTestCase {
         try assertState("\"Bob's iPhone\" changed state to 1", "Bob's iPhone", "Connecting")
         try assertState("peer Bob's iPhone didChange .connected", "Bob's iPhone", "Connected")
         try assertState("Session state changed: [Bob's iPhone] -> 2", "Bob's iPhone", "Connected")
-        try assertState("Connected to Bob's iPhone", "Bob's iPhone", "Connected")
+        try assertState("Connected to Bob's iPhone", "Bob's iPhone", "Connected", known: ["Bob's iPhone"])
         try assertState("Disconnected from [Bob's iPhone].", "Bob's iPhone", "Not Connected")
         try assertState("MPC: peer 'Bob' state = not connected", "Bob", "Not Connected")
     }
@@ -96,5 +102,67 @@ final class AppPrintShapeTests: XCTestCase {
         XCTAssertEqual(r.events.map(\.kind), [.found, .logInviting, .stateChange, .stateChange, .stateChange])
         XCTAssertEqual(r.events.compactMap { $0.attrs["to"] }, ["Connecting", "Connected", "Not Connected"])
         XCTAssertEqual(Set(r.events.compactMap { $0.from.displayName ?? $0.to.displayName }), ["Bob's iPhone"])
+    }
+
+    // MARK: known names anchor bare-name prints
+
+    func read(_ messages: [String], known: [String] = []) throws -> LogReadResult {
+        let text = messages.enumerated().map { i, m in "2024-03-03 10:0\(i):00.000000+0000 App[1:2] \(m)" }.joined(separator: "\n")
+        let dir = PeerDirectory()
+        for (i, n) in known.enumerated() { dir.learn(peerID: UInt64(0x1000 + i), displayName: n) }
+        var o = LogOptions()
+        o.collectUnknown = true
+        return try LogAnalyzer.read(text: text, path: "app.log", options: o, directory: dir)
+    }
+
+    func testABareNameTheCaptureKnowsIsRead() throws {
+        let r = try read(["Bob's iPhone connected", "Connected: Bob's iPhone", "Alice's iPad is now notConnected",
+                          "Bob's iPhone -> 1", "Disconnected from Alice's iPad", "Bob's iPhone: MCSessionState(rawValue: 0)",
+                          "Alice's iPad found", "Lost: Alice's iPad"],
+                         known: ["Bob's iPhone", "Alice's iPad"])
+        XCTAssertEqual(r.unknownLines.map(\.text), [])
+        XCTAssertEqual(r.events.map(\.kind), [.stateChange, .stateChange, .stateChange, .stateChange, .stateChange, .stateChange, .found, .lost])
+        XCTAssertEqual(r.events.map { $0.from.displayName }, ["Bob's iPhone", "Bob's iPhone", "Alice's iPad", "Bob's iPhone", "Alice's iPad",
+                                                             "Bob's iPhone", "Alice's iPad", "Alice's iPad"])
+        XCTAssertEqual(r.events.compactMap { $0.attrs["to"] }, ["Connected", "Connected", "Not Connected", "Connecting", "Not Connected", "Not Connected"])
+        XCTAssertEqual(r.recognized["log-app-state-shapes"], 6)
+    }
+
+    func testABareNameNobodyKnowsStaysUnknownAndIsListed() throws {
+        let lines = ["Bob's iPhone connected", "Connected: Bob's iPhone", "Alice's iPad is now notConnected"]
+        let r = try read(lines, known: ["Carol's Mac"])
+        XCTAssertEqual(r.events, [])
+        XCTAssertEqual(r.unknownLines.map(\.text).map { $0.hasSuffix(lines[0]) || $0.hasSuffix(lines[1]) || $0.hasSuffix(lines[2]) }, [true, true, true])
+        XCTAssertEqual(r.unknownCounts.values.reduce(0, +), 3)
+    }
+
+    func testAKnownNameAnchorsOnlyWholeAndOnlyAStateChange() throws {
+        // `Bob` known: `Bob's Wi-Fi connected` is about something else, and so is a line saying more.
+        let r = try read(["Bob's Wi-Fi connected", "Bob uploaded 3 photos and connected", "Bob 2", "2 Bob", "Bobby connected"],
+                         known: ["Bob"])
+        XCTAssertEqual(r.events, [])
+        XCTAssertEqual(r.unknownLines.count, 5)
+    }
+
+    func testANameALaterLineTeachesAnchorsAnEarlierLine() throws {
+        // The bare line comes first; `Browser found Bob's iPhone` names the peer later: the input is read
+        // again with the name, so the order of the lines does not matter.
+        let r = try read(["Bob's iPhone connected", "Browser found Bob's iPhone", "Bob's iPhone is now notConnected", "Dave's iPad connected"])
+        XCTAssertEqual(r.events.map(\.kind), [.stateChange, .found, .stateChange])
+        XCTAssertEqual(r.events.map { $0.from.displayName }, ["Bob's iPhone", "Bob's iPhone", "Bob's iPhone"])
+        XCTAssertEqual(r.unknownLines.map { $0.line }, [4])
+    }
+
+    func testNamesFromAnEarlierLogAnchorALaterLog() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("anchor-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let a = dir.appendingPathComponent("a.log"), b = dir.appendingPathComponent("b.log")
+        try "2024-03-03 10:00:00.000000+0000 App[1:2] Browser found Bob's iPhone\n".write(to: a, atomically: true, encoding: .utf8)
+        try "2024-03-03 10:00:01.000000+0000 App[3:4] Bob's iPhone connected\n".write(to: b, atomically: true, encoding: .utf8)
+        let r = try LogAnalyzer.read(paths: [a.path, b.path], options: LogOptions(), directory: PeerDirectory())
+        XCTAssertEqual(r.events.map(\.kind), [.found, .stateChange])
+        XCTAssertEqual(r.events.last?.evidence, .logLine(input: 1, line: 1))
+        XCTAssertEqual(r.events.last?.attrs["to"], "Connected")
     }
 }
