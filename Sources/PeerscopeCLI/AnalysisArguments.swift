@@ -165,7 +165,7 @@ struct AnalysisArguments: ParsableArguments {
 
     /// Every file this run reads: captures, logs, the config and patterns files.
     func inputPaths(_ files: [String]) -> [String] {
-        files + logs + [config, patterns].compactMap { $0 }
+        files + logs + [config, patterns, eventTrace].compactMap { $0 }
     }
 
     func requireInputs(_ files: [String]) throws {
@@ -183,13 +183,8 @@ struct AnalysisArguments: ParsableArguments {
         try Self.finish(try session(files: files), emptyReportOnFailure: emptyReportOnFailure)
     }
 
-    /// `analyze` for options already made (each capture of a fleet).
-    static func analyze(_ options: AnalysisOptions, emptyReportOnFailure: Bool) throws -> Analysis {
-        try finish(AnalysisSession(options), emptyReportOnFailure: emptyReportOnFailure)
-    }
-
-    /// Finishes `session`; unreadable input becomes exit status 3 (or, with `emptyReportOnFailure`,
-    /// an empty report that says so).
+    /// Finishes `session` (each capture of a fleet has its own); unreadable input becomes exit
+    /// status 3 (or, with `emptyReportOnFailure`, an empty report that says so).
     static func finish(_ session: AnalysisSession, emptyReportOnFailure: Bool) throws -> Analysis {
         do {
             return try session.finish()
@@ -201,12 +196,6 @@ struct AnalysisArguments: ParsableArguments {
                 throw CommandFailure(message: error.description, status: ExitStatus.input)
             }
         }
-    }
-
-    /// Options for one capture of a fleet (`check --fleet`): these settings, `captures` and the --log files.
-    func analysisOptions(captures: [String]) throws -> AnalysisOptions {
-        let c = try configuration()
-        return AnalysisOptions(captures: captures, logs: logs, engine: c.engine, logOptions: c.logOptions, detectors: c.detectors)
     }
 
     /// A session over `files` given on the command line (named like captures, or sorted by their

@@ -118,7 +118,7 @@ struct Check: ParsableCommand {
         let folders = files.filter { FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && isDir.boolValue }
         if !folders.isEmpty { return try runFleet(folders) }
         if outputDir != nil || recursive { throw CommandFailure(message: "--recursive and --output-dir need a folder of captures", status: ExitStatus.usage) }
-        try guardOutputs([("--output", output)], inputs: analysis.inputPaths(files))
+        try guardOutputs([("--output", output)], inputs: analysis.inputPaths(files) + [baseline].compactMap { $0 } + suppress)
         let rules = try suppressions()
         let base = try baseline.map(Self.loadBaseline)
         // The report is written whatever the status, even when no input could be read.
@@ -163,14 +163,19 @@ struct Check: ParsableCommand {
     }
 
     /// Options per capture, made before the workers start (they share nothing but these values).
-    struct Job: @unchecked Sendable {
+    struct Job: Sendable {
         var item: FleetItem
-        var options: AnalysisOptions
+        var configuration: AnalysisSession.Configuration
+        var logs: [String]
     }
 
     func runFleet(_ folders: [String]) throws {
         if output != nil { throw CommandFailure(message: "with a folder of captures, reports go to --output-dir (one per capture), not --output", status: ExitStatus.usage) }
         let loose = files.filter { !folders.contains($0) }
+        if let notCapture = loose.first(where: { Fleet.captureExtension($0) == nil }) {
+            throw CommandFailure(message: "\(notCapture): with a folder of captures, other inputs must be captures too "
+                                 + "(logs go beside their capture, with its base name: run-3.pcapng, run-3.log)", status: ExitStatus.usage)
+        }
         var items: [FleetItem] = loose.map { FleetItem(capture: $0, relative: ($0 as NSString).lastPathComponent, logs: []) }
         for f in folders {
             do { items += try Fleet.discover(f, recursive: recursive) } catch {
@@ -190,9 +195,7 @@ struct Check: ParsableCommand {
         }
         var jobsList: [Job] = []
         for item in items {
-            var o = try analysis.analysisOptions(captures: [item.capture])
-            o.logs = analysis.logs + item.logs
-            jobsList.append(Job(item: item, options: o))
+            jobsList.append(Job(item: item, configuration: try analysis.configuration(), logs: analysis.logs + item.logs))
         }
         let jobsBox = jobsList
         let me = self
@@ -228,7 +231,10 @@ struct Check: ParsableCommand {
         var row = Row(capture: job.item.capture)
         let reportName = Self.reportName(job.item.relative, format)
         do {
-            let result = try AnalysisArguments.analyze(job.options, emptyReportOnFailure: true)
+            let session = AnalysisSession(job.configuration)
+            session.addCaptures([job.item.capture])
+            _ = session.addLogs(job.logs)
+            let result = try AnalysisArguments.finish(session, emptyReportOnFailure: true)
             var base = single
             if let baselineDir {
                 let p = baselineDir + "/" + Self.reportName(job.item.relative, .json)
@@ -321,6 +327,7 @@ struct Diff: ParsableCommand {
     enum DiffFormat: String, ExpressibleByArgument { case text, json }
 
     func run() throws {
+        try guardOutputs([("--output", output)], inputs: [old, new])
         let a = try Check.loadBaseline(old), b = try Check.loadBaseline(new)
         let d = ReportDiff(old: a, new: b)
         let out = try OutputSink(path: output)

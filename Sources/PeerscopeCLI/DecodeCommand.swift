@@ -59,6 +59,7 @@ struct Decode: ParsableCommand {
     }
 
     func run() throws {
+        try guardOutputs([("--output", output)], inputs: files)
         if events { return try writeEvents() }
         if output != nil { throw ValidationError("--output goes with --events (messages go to standard output)") }
         let out = try OutputSink(path: nil)

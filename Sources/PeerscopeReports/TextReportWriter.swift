@@ -98,9 +98,9 @@ public enum TextReportWriter {
         }
 
         // Findings
-        if !r.findings.isEmpty {
+        let m = marks ?? FindingMarks(r)
+        if !r.findings.isEmpty || !m.absent.isEmpty {
             out += "\n" + c.bold("Findings") + "\n"
-            let m = marks ?? FindingMarks(r)
             for (i, f) in r.findings.enumerated() {
                 let sev = c.severity(f.severity, f.severity.rawValue.uppercased())
                 out += "  \(sev) \(f.kind)  \(clean(f.peer))\(f.peerID.map { " (\($0))" } ?? "")  \(r.relative(f.t))"

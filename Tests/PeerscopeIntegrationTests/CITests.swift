@@ -304,6 +304,11 @@ final class CITests: XCTestCase {
         let flat = try CLI.run(["check", "runs", "--jobs", "2"], cwd: dir)
         XCTAssertFalse(flat.stdout.contains("runs/more/"), flat.stdout)
         XCTAssertTrue(flat.stdout.contains("\((names.count + 1) / 2) capture(s): "), flat.stdout)
+        // Reports of a fleet go to --output-dir; logs go beside their capture.
+        XCTAssertEqual(try CLI.run(["check", "runs", "-o", "x.json"], cwd: dir).status, 2)
+        let loose = try CLI.run(["check", "runs", "runs/keepalive-timeout.bobs-ipad.log"], cwd: dir)
+        XCTAssertEqual(loose.status, 2)
+        XCTAssertTrue(loose.stderr.contains("logs go beside their capture"), loose.stderr)
     }
 
     /// Writes the JSON Lines of every sample with `check --recursive` and returns the output folder.
@@ -394,6 +399,24 @@ final class CITests: XCTestCase {
         let section = try XCTUnwrap(readme.components(separatedBy: "## Using peerscope in CI").dropFirst().first)
         let block = try XCTUnwrap(section.components(separatedBy: "```sql\n").dropFirst().first?.components(separatedBy: "```").first)
         return block
+    }
+
+    /// The ready-made CI files use only options `check` has, and run it with a baseline, SARIF and JUnit.
+    func testCIExamplesUseRealCheckOptions() throws {
+        let help = try CLI.run(["check", "--help"]).stdout
+        for file in ["github-actions.yml", "gitlab-ci.yml"] {
+            let text = try String(contentsOf: Place.samples.appendingPathComponent("ci/\(file)"), encoding: .utf8)
+            let commands = text.components(separatedBy: "peerscope check ").dropFirst()
+            XCTAssertFalse(commands.isEmpty, file)
+            var used: Set<String> = []
+            for c in commands {
+                let command = c.components(separatedBy: "\n").prefix(3).joined(separator: " ")
+                for word in command.split(separator: " ") where word.hasPrefix("--") { used.insert(String(word)) }
+            }
+            for option in used { XCTAssertTrue(help.contains(option), "\(file): check has no \(option)") }
+            XCTAssertTrue(used.isSuperset(of: ["--baseline", "--format"]), "\(file): \(used)")
+            XCTAssertTrue(text.contains("sarif") && text.contains("junit"), file)
+        }
     }
 
     // MARK: SARIF schema
