@@ -53,7 +53,7 @@ let testTargets: [(String, [Target.Dependency])] = [
     ("PeerscopePipelineTests", ["PeerscopePlugins", "PeerscopeCore"]),
     ("PeerscopeDiscoveryTests", ["PeerscopePlugins", "PeerscopeCore"]),
     ("PeerscopeInvitationTests", ["PeerscopePlugins", "PeerscopeCore"]),
-    ("PeerscopeSessionTests", ["PeerscopePlugins", "PeerscopeCore"]),
+    ("PeerscopeSessionTests", ["PeerscopePlugins", "PeerscopeTimeline", "PeerscopeDetectors", "PeerscopeCore"]),
     ("PeerscopeLogsTests", ["PeerscopeLogs", "PeerscopeCore"]),
     ("PeerscopeAnalysisTests", ["PeerscopeTimeline", "PeerscopeDetectors", "PeerscopeReports", "PeerscopeCore"]),
     ("PeerscopeSimulatorTests", ["PeerscopeSimulator"]),

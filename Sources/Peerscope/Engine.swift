@@ -54,6 +54,17 @@ public final class Engine {
     /// Occurrences folded into earlier events by the coalescer.
     public var foldedEvents: Int { coalescer.folded }
 
+    /// Frames cut by the snapshot length, per input: first and last time, how many.
+    private var truncated: [Int: (first: Nanos, last: Nanos, count: Int)] = [:]
+
+    /// Snaplen cuts as capture-loss windows (one per input), sources named by `paths`.
+    public func snaplenLosses(paths: [String]) -> [CaptureLoss] {
+        truncated.keys.sorted().compactMap { i in
+            guard let w = truncated[i] else { return nil }
+            return CaptureLoss(reason: .snaplen, start: w.first, end: w.last, count: w.count, source: i < paths.count ? paths[i] : nil)
+        }
+    }
+
     private var lastTick: Nanos?
     private var lastT: Nanos = 0
     private var frameHadDiagnostic = false
@@ -91,6 +102,14 @@ public final class Engine {
     public func process(_ frame: RawFrame) {
         let t = frame.info.t
         stats.count(frame.info)
+        if frame.info.capturedLength < frame.info.originalLength {
+            let i = frame.info.input
+            if let w = truncated[i] {
+                truncated[i] = (min(w.first, t), max(w.last, t), w.count &+ 1)
+            } else {
+                truncated[i] = (t, t, 1)
+            }
+        }
         frameHadDiagnostic = false
         if t > lastT { lastT = t }
         if let last = lastTick {

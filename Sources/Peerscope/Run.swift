@@ -17,6 +17,8 @@ public struct RunResult {
     public var directory: PeerDirectory
     /// Every diagnostic counted by id (`diagnostics` keeps only the first few of each).
     public var diagnosticCounts: [String: Int]
+    /// Known packet loss: interface statistics in the files, snaplen cuts, live drops.
+    public var losses: [CaptureLoss] = []
 
     public init(inputs: [String], stats: CaptureStats = CaptureStats(), diagnostics: [Diagnostic] = [],
                 events: [PeerEvent] = [], complete: Bool = true, inputProblems: [String] = [],
@@ -82,8 +84,10 @@ public enum PeerscopeRun {
             engine.record(p.diagnostic)
         }
         engine.finish()
-        return RunResult(inputs: paths, stats: engine.stats, diagnostics: engine.diagnostics, events: engine.takeEvents(),
-                         complete: problems.isEmpty, inputProblems: problems, directory: engine.directory,
-                         diagnosticCounts: engine.diagnosticCounts)
+        var result = RunResult(inputs: paths, stats: engine.stats, diagnostics: engine.diagnostics, events: engine.takeEvents(),
+                               complete: problems.isEmpty, inputProblems: problems, directory: engine.directory,
+                               diagnosticCounts: engine.diagnosticCounts)
+        result.losses = reader.losses + engine.snaplenLosses(paths: paths)
+        return result
     }
 }

@@ -124,6 +124,11 @@ public final class AnalysisSession {
     /// says it and is marked incomplete.
     public func noteInputProblem(_ message: String) { problems.append(message) }
 
+    /// Known packet loss of a live capture (kernel or interface drops between two statistics readings):
+    /// findings resting on silence inside it are uncertain.
+    public func noteCaptureLoss(_ loss: CaptureLoss) { liveLosses.append(loss) }
+    private var liveLosses: [CaptureLoss] = []
+
     // MARK: finishing
 
     /// Reads what is left (capture files, logs), builds the timelines, runs the detectors and returns
@@ -166,6 +171,7 @@ public final class AnalysisSession {
             run = RunResult(inputs: liveInputs, stats: engine.stats, diagnostics: engine.diagnostics,
                             events: engine.takeEvents(), complete: problems.isEmpty, inputProblems: problems,
                             directory: engine.directory, diagnosticCounts: engine.diagnosticCounts)
+            run.losses = liveLosses + engine.snaplenLosses(paths: liveInputs)
         } else if captures.isEmpty {
             engine.finish()
             run = RunResult(inputs: [], directory: engine.directory)
@@ -228,12 +234,16 @@ public final class AnalysisSession {
         let timelines = builder.finish(at: endT)
         onStage?(.timelines(peers: timelines.peers.count, sessions: timelines.sessions.count,
                             entries: timelines.peers.reduce(0) { $0 + $1.entries.count }))
-        let findings = DetectorSuite.run(timelines: timelines, config: detectors, end: endT)
+        // A finding resting on silence where the capture is known to have lost packets is uncertain.
+        let findings = CaptureQuality.qualify(DetectorSuite.run(timelines: timelines, config: detectors, end: endT), losses: t.losses)
         onStage?(.findings(findings.count))
         var report = Report(inputs: t.inputs, complete: t.complete, inputProblems: t.inputProblems, stats: t.stats,
                             diagnostics: t.diagnostics, timelines: timelines, findings: findings, identities: t.identities,
                             config: detectors)
         report.diagnosticTotals = t.diagnosticTotals
+        // `complete` keeps its meaning (every input read to its end); what the capture missed is in
+        // `captureLosses` and in the findings' confidence.
+        report.captureLosses = t.losses.sorted { ($0.start, $0.end, $0.reason.rawValue) < ($1.start, $1.end, $1.reason.rawValue) }
         return report
     }
 
@@ -330,9 +340,10 @@ public final class AnalysisSession {
                 throw InputError(path: error.path, message: error.description)
             }
         }
-        let trace = EventTrace(inputs: run.inputs, complete: run.complete, inputProblems: run.inputProblems, stats: run.stats,
+        var trace = EventTrace(inputs: run.inputs, complete: run.complete, inputProblems: run.inputProblems, stats: run.stats,
                                diagnostics: run.diagnostics, diagnosticTotals: run.diagnosticCounts,
                                identities: run.directory.identities, events: consume events)
+        trace.losses = run.losses
         return Decoded(trace: trace, run: run, logs: logResult)
     }
 }

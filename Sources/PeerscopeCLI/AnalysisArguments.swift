@@ -241,6 +241,8 @@ struct ReportArguments: ParsableArguments {
 
     /// The severity at which a JUnit test case fails (`check` sets its --fail-on).
     var failAt: Severity = .warning
+    /// Uncertain findings fail JUnit test cases too (`check --strict`).
+    var strict = false
 
     func render(_ report: Report, marks: FindingMarks? = nil) -> String {
         switch format {
@@ -250,7 +252,7 @@ struct ReportArguments: ParsableArguments {
         case .json: return JSONReportWriter.render(report, marks: marks)
         case .jsonl: return JSONLinesWriter.render(report, marks: marks)
         case .sarif: return SARIFWriter.render(report, marks: marks)
-        case .junit: return JUnitWriter.render(report, failAt: failAt, marks: marks)
+        case .junit: return JUnitWriter.render(report, failAt: failAt, strict: strict, marks: marks)
         case .html: return HTMLReportWriter.render(report)
         }
     }

@@ -11,7 +11,8 @@ struct Check: ParsableCommand {
         Runs the same analysis as `analyze` and exits with a status a CI job can trust:
           0  no finding at or above --fail-on (not counting suppressed findings and, with \
              --baseline, findings the baseline already has)
-          1  at least one such finding
+          1  at least one such finding (an uncertain one, judged on silence where the capture is \
+             known to have lost packets, only with --strict)
           2  usage error (bad option, unknown or out-of-range threshold or detector, missing or bad \
              --config, --patterns, --suppress or --baseline file)
           3  an input is missing, unreadable, not a capture, or truncated (files named *.pcap, \
@@ -50,6 +51,9 @@ struct Check: ParsableCommand {
 
     @Option(name: .customLong("fail-on"), help: ArgumentHelp("Lowest severity that fails the check: info, warning, error, critical.", valueName: "severity"))
     var failOn: Severity = .error
+
+    @Flag(name: .customLong("strict"), help: "Fail on uncertain findings too (judged on silence where the capture lost packets).")
+    var strict = false
 
     @OptionGroup var analysis: AnalysisArguments
 
@@ -109,8 +113,10 @@ struct Check: ParsableCommand {
     }
 
     /// Indexes of the findings that fail the check.
-    static func failing(_ r: Report, _ m: FindingMarks, _ failOn: Severity) -> [Int] {
-        r.findings.indices.filter { r.findings[$0].severity >= failOn && m.counts($0) }
+    static func failing(_ r: Report, _ m: FindingMarks, _ failOn: Severity, strict: Bool = false) -> [Int] {
+        r.findings.indices.filter {
+            r.findings[$0].severity >= failOn && m.counts($0) && (strict || r.findings[$0].confidence == .certain)
+        }
     }
 
     func run() throws {
@@ -128,7 +134,7 @@ struct Check: ParsableCommand {
         reportSideNotes(result, showUnknown: analysis.showUnknown, showPayloads: analysis.showPayloads)
         for w in m.warnings { printError("warning: " + w) }
         if !result.report.complete { throw ExitCode(ExitStatus.input) }
-        let failing = Self.failing(result.report, m, failOn)
+        let failing = Self.failing(result.report, m, failOn, strict: strict)
         if !failing.isEmpty {
             let known = m.hasBaseline ? "new " : ""
             printError("\(failing.count) \(known)finding(s) at or above \(failOn.rawValue)")
@@ -142,6 +148,7 @@ struct Check: ParsableCommand {
         args.output = output
         args.colour = .never
         args.failAt = failOn
+        args.strict = strict
         return args
     }
 
@@ -252,7 +259,7 @@ struct Check: ParsableCommand {
             row.notes = sideNotes(result, showUnknown: analysis.showUnknown, showPayloads: analysis.showPayloads)
                 + m.warnings.map { "peerscope: warning: \(job.item.capture): \($0)\n" }.joined()
             row.findings = r.findings.count
-            row.failing = Self.failing(r, m, failOn).count
+            row.failing = Self.failing(r, m, failOn, strict: strict).count
             row.new = m.baselineStates.map { $0.filter { $0 == .new }.count }
             row.suppressed = m.suppressedBy.count
             row.worst = r.worstSeverity

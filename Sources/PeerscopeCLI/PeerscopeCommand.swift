@@ -36,7 +36,7 @@ struct PeerscopeCommand: ParsableCommand {
           peerscope plugins
         """,
         version: "0.1.0",
-        subcommands: [Analyze.self, Check.self, Diff.self, Capture.self, Decode.self, Plugins.self, Simulate.self]
+        subcommands: [Analyze.self, Check.self, Explain.self, Diff.self, Capture.self, Decode.self, Plugins.self, Simulate.self]
     )
 
     static func main() {

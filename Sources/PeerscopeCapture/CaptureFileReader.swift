@@ -58,6 +58,17 @@ public final class CaptureFileReader {
     public var framesRead: UInt64 { state.framesRead }
     /// Interfaces seen so far (all sections of a pcapng file, in order).
     public var interfaces: [CaptureInterface] { state.interfaces }
+    /// Packets the capturing machine says it dropped (pcapng Interface Statistics Blocks), as windows
+    /// between successive readings of each interface (complete once `next()` returned nil).
+    public var losses: [CaptureLoss] {
+        var byInterface: [Int: [(t: Nanos, ifDrop: UInt64?, osDrop: UInt64?)]] = [:]
+        for r in state.statistics { byInterface[r.interface, default: []].append((r.t, r.ifDrop, r.osDrop)) }
+        return byInterface.keys.sorted().flatMap { i in
+            let name = i < state.interfaces.count ? state.interfaces[i].name : nil
+            return CaptureLoss.fromDropCounters(byInterface[i] ?? [], start: state.firstFrameT,
+                                                source: path + (name.map { " (\($0))" } ?? ""))
+        }
+    }
     /// Non-fatal findings about the file (`capture.timestamp.shifted`, `capture.timestamp.clamped`),
     /// at most one per id.
     public var diagnostics: [Diagnostic] { state.diagnostics }
@@ -86,6 +97,9 @@ struct ReaderState {
     private(set) var framesRead: UInt64 = 0
     /// Interfaces seen so far (all sections of a pcapng file, in order).
     private(set) var interfaces: [CaptureInterface] = []
+    /// Interface statistics readings (interface index across sections, time, drop counters).
+    private(set) var statistics: [(interface: Int, t: Nanos, ifDrop: UInt64?, osDrop: UInt64?)] = []
+    private(set) var firstFrameT: Nanos?
     /// Non-fatal findings about the file, at most one per id.
     private(set) var diagnostics: [Diagnostic] = []
     /// Frames whose timestamp did not fit in `Nanos` (before 1677 or after 2262).
@@ -353,6 +367,16 @@ struct ReaderState {
                     continue
                 }
                 return packet(type: type, at: p, length: n)
+            case 5 where len <= 4096:
+                // Interface Statistics Block: drop counters at a time.
+                let n = Int(len)
+                guard fill(n) else {
+                    return stop(.truncated, at: pos, "block needs \(n) bytes, \(end - pos) left")
+                }
+                let p = pos
+                if u32(p &+ n &- 4) == len, n >= 24 { readStatistics(at: p, length: n) }
+                pos = p &+ n
+                continue
             default:
                 // Name resolution, statistics, decryption secrets, custom and unknown blocks.
                 guard len <= CaptureFileReader.maxSkippedBlock else {
@@ -379,6 +403,32 @@ struct ReaderState {
             guard fill(min(left, CaptureFileReader.bufferCapacity)) || end > pos else { return false }
         }
         return true
+    }
+
+    /// Parses an Interface Statistics Block of `n` bytes at `p` (a malformed one is ignored: it only
+    /// tells what was lost).
+    private mutating func readStatistics(at p: Int, length n: Int) {
+        let iface = Int(u32(p &+ 8))
+        guard iface < section.count else { return }
+        let ts = UInt64(u32(p &+ 12)) << 32 | UInt64(u32(p &+ 16))
+        let t = section[iface].scale.convert(ts).t
+        var ifDrop: UInt64?, osDrop: UInt64?
+        var o = p &+ 20
+        let limit = p &+ n &- 4
+        while o &+ 4 <= limit {
+            let code = u16(o), olen = Int(u16(o &+ 2))
+            let v = o &+ 4
+            guard code != 0, v &+ olen <= limit else { break }
+            if olen >= 8, code == 5 || code == 7 {
+                let lo = UInt64(u32(v)), hi = UInt64(u32(v &+ 4))
+                let value = bigEndian ? (lo << 32 | hi) : (hi << 32 | lo)
+                if code == 5 { ifDrop = value } else { osDrop = value }
+            }
+            o = v &+ ((olen &+ 3) & ~3)
+        }
+        // Interfaces are numbered per section; readings use the index across the file's sections.
+        let global = interfaces.count &- section.count &+ iface
+        statistics.append((global, t, ifDrop, osDrop))
     }
 
     /// Parses an Interface Description Block of `n` bytes at `p`.
@@ -511,6 +561,7 @@ struct ReaderState {
         }
         let i = section[iface]
         framesRead &+= 1
+        if firstFrameT == nil { firstFrameT = t }
         let info = FrameInfo(input: input, number: framesRead, t: t, capturedLength: capLen,
                              originalLength: origLen, linkType: i.linkType, interfaceName: i.name)
         let data = Bytes(storage: buf, lower: p &+ dataOffset, count: capLen)

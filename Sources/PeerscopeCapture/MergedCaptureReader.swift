@@ -63,4 +63,7 @@ public final class MergedCaptureReader {
 
     /// Non-fatal findings of every file (e.g. `capture.timestamp.clamped`), in input order.
     public var diagnostics: [Diagnostic] { readers.flatMap(\.diagnostics) }
+
+    /// Packet loss the files record (interface statistics), in input order.
+    public var losses: [CaptureLoss] { readers.flatMap(\.losses) }
 }

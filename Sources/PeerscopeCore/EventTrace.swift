@@ -31,6 +31,8 @@ public struct EventTrace: Sendable {
     public var identities: PeerIdentities
     /// In capture-time order.
     public var events: [PeerEvent]
+    /// Known packet loss of the captures (see `CaptureLoss`).
+    public var losses: [CaptureLoss] = []
 
     public init(inputs: [String], complete: Bool = true, inputProblems: [String] = [], stats: CaptureStats = CaptureStats(),
                 diagnostics: [Diagnostic] = [], diagnosticTotals: [String: Int] = [:],
@@ -59,9 +61,20 @@ public struct EventTrace: Sendable {
             ("stats", Self.json(stats)),
             ("diagnostics", .array(diagnostics.map(Self.json))),
             ("diagnosticTotals", Self.counts(diagnosticTotals.mapValues { UInt64(max(0, $0)) })),
-        ]))
+        ] + (losses.isEmpty ? [] : [("captureLosses", .array(losses.map(Self.json)))])))
         for e in identities.sorted { line(.object([("identity", Self.json(e))])) }
         for e in events { line(.object([("event", Self.json(e, payloads: payloads))])) }
+    }
+
+    static func json(_ l: CaptureLoss) -> JSONValue {
+        .object([("reason", .string(l.reason.rawValue)), ("start", .int(l.start)), ("end", .int(l.end)),
+                 ("count", .int(Int64(l.count))), ("source", l.source.map { .string($0) } ?? .null)])
+    }
+
+    static func loss(_ v: JSONValue) -> CaptureLoss? {
+        guard let r = v["reason"]?.stringValue.flatMap(CaptureLoss.Reason.init(rawValue:)),
+              let s = v["start"]?.int64Value, let e = v["end"]?.int64Value, let n = v["count"]?.int64Value else { return nil }
+        return CaptureLoss(reason: r, start: s, end: e, count: Int(clamping: n), source: v["source"]?.stringValue)
     }
 
     static func counts(_ m: [String: UInt64]) -> JSONValue {
@@ -174,6 +187,7 @@ public struct EventTrace: Sendable {
                 trace.stats = h.stats
                 trace.diagnostics = h.diagnostics
                 trace.diagnosticTotals = h.totals
+                trace.losses = (v["captureLosses"]?.arrayValue ?? []).compactMap(Self.loss)
             } else if let i = v["identity"] {
                 guard let e = entry(i) else { throw fail("malformed identity") }
                 trace.identities.entries[e.peerID] = e

@@ -237,10 +237,12 @@ public struct ChannelErrorDetector: Detector {
                 }
 
             case .permissionError:
+                let svc = ChannelErrorDetector.serviceType(input)
+                let fix = "Info.plist needs NSLocalNetworkUsageDescription and NSBonjourServices listing both \(svc)._tcp and \(svc)._udp"
                 out.append(input.finding(kind, .error, peer: e.from ?? e.to, t: e.t,
-                                         "local network permission or Bonjour service declaration missing\(e.event[.code].map { " (\($0))" } ?? "")",
+                                         "local network permission or Bonjour service declaration missing\(e.event[.code].map { " (\($0))" } ?? ""): \(fix)",
                                          evidence: [e.evidence], key: "\(kind)|permission|\(scope)",
-                                         details: ["case": "permission"]))
+                                         details: ["case": "permission", "fix": fix]))
             default: break
             }
 
@@ -273,6 +275,52 @@ public struct ChannelErrorDetector: Detector {
         }
         for k in sendOrder { if let (f, _) = sendErrors[k] { out.append(f) } }
         for k in refusedOrder { if let (f, _) = refused[k] { out.append(f) } }
+        // The packets alone: one side plaintext GCK, the other DTLS, and the session never came up.
+        for s in input.timelines.sessions where s.plane == .mismatch && s.established == nil {
+            guard let clear = s.planeBySide.first(where: { $0.value == .plaintext })?.key else { continue }
+            let secure = s.pair.other(clear)
+            out.append(input.finding(
+                kind, .error, peer: clear, t: s.start,
+                "encryption preferences do not match (from the packets): \(input.label(clear)) sends plaintext GCK (0xC1…, encryption none), "
+                    + "\(input.label(secure)) sends DTLS (0xD0…, encryption required or optional); session #\(s.number) never came up: "
+                    + "give both sides' MCSession the same encryptionPreference",
+                evidence: [s.startEvidence] + (s.endEvidence.map { [$0] } ?? []), key: "\(kind)|encryption|\(s.key)",
+                details: ["case": "encryption", "planes": "\(input.label(clear))=plaintext,\(input.label(secure))=dtls"]))
+        }
         return out
+    }
+
+    /// Handshake timeouts of a pair whose encryption preferences do not match are its consequence, not
+    /// another problem: they join the `encryption` finding (`details["explains"]`) when they fall in a
+    /// session of that pair that began before they fired and had not ended a second before the mismatch.
+    static func foldIntoEncryptionMismatch(_ findings: [Finding], _ t: Timelines) -> [Finding] {
+        let mismatches = findings.indices.filter { findings[$0].kind == kind && findings[$0].details["case"] == "encryption" }
+        guard !mismatches.isEmpty else { return findings }
+        var out = findings
+        var drop: Set<Int> = []
+        for i in findings.indices where findings[i].kind == HandshakeTimeoutDetector.kind {
+            let h = findings[i]
+            guard let hp = h.peerRef, let m = mismatches.first(where: { j in
+                let e = findings[j]
+                guard let ep = e.peerRef, h.t >= e.t &- CaptureTime.second else { return false }
+                return t.sessions.contains { s in
+                    s.pair.contains(ep) && s.pair.contains(hp) && s.start <= h.t && (s.end ?? Nanos.max) >= e.t &- CaptureTime.second
+                }
+            }) else { continue }
+            let phase = h.details["phase"].map { " (\($0))" } ?? ""
+            out[m].details["explains"] = (out[m].details["explains"].map { $0 + "," } ?? "") + "handshake-timeout" + phase
+            out[m].evidence = Array(Set(out[m].evidence).union(h.evidence).sorted().prefix(Finding.maxEvidence))
+            drop.insert(i)
+        }
+        return out.indices.filter { !drop.contains($0) }.map { out[$0] }
+    }
+
+    /// The Bonjour service type the capture or logs name (`_chat-app`), else a placeholder.
+    static func serviceType(_ input: DetectorInput) -> String {
+        for e in input.timelines.events where e.kind.isIn("discovery") {
+            guard let svc = e.event.attrs["service"], svc.hasPrefix("_") else { continue }
+            if let name = svc.split(separator: ".").first { return String(name) }
+        }
+        return "_<service>"
     }
 }

@@ -84,6 +84,8 @@ public enum DetectorSuite {
         ChannelErrorDetector.descriptor,
         ReconnectStormDetector.descriptor,
         DeclinedInvitationDetector.descriptor,
+        InvitationStormDetector.descriptor,
+        FlappingDetector.descriptor,
     ]
 
     public static var kinds: [String] { all.map(\.kind) }
@@ -107,7 +109,7 @@ public enum DetectorSuite {
         for d in DetectorSuite.all where config.isEnabled(d.kind) {
             all.append(contentsOf: d.make(config).run(input))
         }
-        return notMPC(foldLogFindings(merge(all)), timelines)
+        return notMPC(ChannelErrorDetector.foldIntoEncryptionMismatch(FlappingDetector.foldIntoStorms(foldLogFindings(merge(all))), timelines), timelines)
     }
 
     /// GCK binds UDP 16402 down to 16384.
@@ -256,6 +258,24 @@ public enum DetectorSuite {
             return $0.key < $1.key
         }
     }
+}
+
+/// Bursts in time-ordered `items`: each run of more than `moreThan` items within `window` of the run's
+/// first (a run is reported once; counting resumes after it), as the storm and flapping detectors count.
+func bursts<T>(_ items: [T], moreThan: Int, within window: Nanos, start: (T) -> Nanos, end: (T) -> Nanos) -> [ArraySlice<T>] {
+    var out: [ArraySlice<T>] = []
+    var i = 0
+    while i < items.count {
+        var j = i
+        while j + 1 < items.count, end(items[j + 1]) &- start(items[i]) <= window { j += 1 }
+        if j - i + 1 > moreThan {
+            out.append(items[i ... j])
+            i = j + 1
+        } else {
+            i += 1
+        }
+    }
+    return out
 }
 
 /// Reads a few spellings of a flag attribute.

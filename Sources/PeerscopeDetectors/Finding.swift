@@ -24,6 +24,18 @@ public struct Finding: Sendable, Hashable {
     public var details: [String: String]
     /// Still open when the input ended (a timer the end of input flushed).
     public var openAtEnd: Bool
+    /// `certain`, or `uncertain` when the judgement rests on silence inside a window with known capture
+    /// loss (`caveats` say which); `peerscope check` fails on uncertain findings only with `--strict`.
+    public var confidence: Confidence = .certain
+    /// Why the finding is uncertain (one phrase per capture loss that touches it).
+    public var caveats: [String] = []
+    /// The capture time whose silence the judgement rests on (an unanswered wait, a gap in keep-alives):
+    /// packets missing there could have cleared it.
+    public var silence: ClosedRange<Nanos>?
+
+    public enum Confidence: String, Sendable, Hashable {
+        case certain, uncertain
+    }
 
     public init(kind: String, severity: Severity, peer: String, peerID: String?, peerRef: PeerRef? = nil, t: Nanos,
                 message: String, evidence: [Evidence], key: String, details: [String: String] = [:],

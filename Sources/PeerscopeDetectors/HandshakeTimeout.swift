@@ -212,19 +212,23 @@ public struct HandshakeTimeoutDetector: Detector {
                 guard waited > limit || fired != nil else { continue }
                 let how = fired != nil ? "; the timer fired and the session ended (\(inst?.endReason ?? "ended"))"
                     : "; session ended (\(inst?.endReason ?? "ended")) after \(CaptureTime.duration(waited))"
-                out.append(input.finding(
+                var f = input.finding(
                     HandshakeTimeoutDetector.kind, .error, peer: p.responder, t: fireTime(p, limit),
                     "\(p.phase.what) from \(input.label(p.requester)) to \(input.label(p.responder)) not answered within \(secondsText(Double(limit) / 1e9))\(how)",
                     evidence: p.allEvidence + (inst?.endEvidence.map { [$0] } ?? []), key: key(p),
-                    details: details(p, waited: max(waited, limit), limit: limit, outcome: "unanswered")))
+                    details: details(p, waited: max(waited, limit), limit: limit, outcome: "unanswered"))
+                f.silence = p.start ... max(p.start, fireTime(p, limit))
+                out.append(f)
             } else {
                 let waited = input.end &- p.start
                 if waited > limit {
-                    out.append(input.finding(
+                    var f = input.finding(
                         HandshakeTimeoutDetector.kind, .error, peer: p.responder, t: fireTime(p, limit),
                         "\(p.phase.what) from \(input.label(p.requester)) to \(input.label(p.responder)) not answered within \(secondsText(Double(limit) / 1e9)) (still open at end of input, \(CaptureTime.duration(waited)))",
                         evidence: p.allEvidence, key: key(p),
-                        details: details(p, waited: waited, limit: limit, outcome: "unanswered"), openAtEnd: true))
+                        details: details(p, waited: waited, limit: limit, outcome: "unanswered"), openAtEnd: true)
+                    f.silence = p.start ... max(p.start, input.end)
+                    out.append(f)
                 } else {
                     out.append(input.finding(
                         HandshakeTimeoutDetector.kind, .info, peer: p.responder, t: p.start,

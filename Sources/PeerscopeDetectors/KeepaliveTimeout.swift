@@ -239,7 +239,7 @@ public struct KeepaliveTimeoutDetector: Detector {
         if let s = g.startEvidence { ev.append(s) }
         if let e = g.endEvidence { ev.append(e) } else if !g.recovered, let e = inst.endEvidence, ended { ev.append(e) }
         for f in frames where !ev.contains(f) { ev.append(f) }
-        return input.finding(
+        var f = input.finding(
             KeepaliveTimeoutDetector.kind, severity, peer: d.from, t: g.start.addingReportingOverflow(limit).overflow ? g.start : g.start &+ limit,
             "\(input.label(d.from)) \(what)\(tail)", evidence: ev,
             key: "\(KeepaliveTimeoutDetector.kind)|\(level)|\(inst.key)|\(d.from)|\(g.start)",
@@ -249,6 +249,8 @@ public struct KeepaliveTimeoutDetector: Detector {
                       "since": CaptureTime.iso8601(g.start),
                       "outcome": outcome],
             openAtEnd: openAtEnd)
+        f.silence = g.start ... max(g.start, g.end)
+        return f
     }
 
     private func logFinding(_ e: ResolvedEvent, _ input: DetectorInput) -> Finding? {

@@ -95,34 +95,26 @@ public struct ReconnectStormDetector: Detector {
         for (p, a) in logAttempts { groups["log|\(p)"] = (p, a) }
 
         for (key, (peerHint, attempts)) in groups.sorted(by: { $0.key < $1.key }) {
-            var i = 0
-            while i < attempts.count {
-                var j = i
-                while j + 1 < attempts.count, attempts[j + 1].t &- attempts[i].t <= window { j += 1 }
-                let n = j - i + 1
-                if n > maxCount {
-                    let slice = Array(attempts[i ... j])
-                    var votes: [PeerRef: Int] = [:]
-                    for a in slice { if let b = a.by { votes[b, default: 0] += 1 } }
-                    let peer = peerHint ?? votes.max { $0.value != $1.value ? $0.value < $1.value : $0.key > $1.key }?.key
-                    let delays = slice.compactMap(\.delay).map { CaptureTime.duration($0) }
-                    let span = CaptureTime.duration(slice[slice.count - 1].t &- slice[0].t)
-                    var from = ""
-                    if key.hasPrefix("pair|"), let p = peer,
-                       let pair = raw.keys.first(where: { key == "pair|\($0)" }), pair.contains(p) {
-                        from = " from \(input.label(pair.other(p)))"
-                    }
-                    out.append(input.finding(
-                        ReconnectStormDetector.kind, .warning, peer: peer, t: slice[0].t,
-                        "\(n) reconnect attempts to \(input.label(peer))\(from) in \(span) (more than \(maxCount) in \(secondsText(Double(window) / 1e9)))"
-                            + (delays.isEmpty ? "" : "; delays: \(delays.joined(separator: ", "))"),
-                        evidence: slice.map(\.evidence), key: "\(ReconnectStormDetector.kind)|\(key)|\(slice[0].t)",
-                        details: ["count": String(n), "span": span, "delays": delays.joined(separator: ",")]
-                            .merging(key.hasPrefix("log|") ? ["outcome": "log", "peerNamed": peer.map { unnamed.contains($0) ? "false" : "true" } ?? "false"] : [:]) { a, _ in a }))
-                    i = j + 1
-                } else {
-                    i += 1
+            for burst in bursts(attempts, moreThan: maxCount, within: window, start: \.t, end: \.t) {
+                let slice = Array(burst)
+                let n = slice.count
+                var votes: [PeerRef: Int] = [:]
+                for a in slice { if let b = a.by { votes[b, default: 0] += 1 } }
+                let peer = peerHint ?? votes.max { $0.value != $1.value ? $0.value < $1.value : $0.key > $1.key }?.key
+                let delays = slice.compactMap(\.delay).map { CaptureTime.duration($0) }
+                let span = CaptureTime.duration(slice[slice.count - 1].t &- slice[0].t)
+                var from = ""
+                if key.hasPrefix("pair|"), let p = peer,
+                   let pair = raw.keys.first(where: { key == "pair|\($0)" }), pair.contains(p) {
+                    from = " from \(input.label(pair.other(p)))"
                 }
+                out.append(input.finding(
+                    ReconnectStormDetector.kind, .warning, peer: peer, t: slice[0].t,
+                    "\(n) reconnect attempts to \(input.label(peer))\(from) in \(span) (more than \(maxCount) in \(secondsText(Double(window) / 1e9)))"
+                        + (delays.isEmpty ? "" : "; delays: \(delays.joined(separator: ", "))"),
+                    evidence: slice.map(\.evidence), key: "\(ReconnectStormDetector.kind)|\(key)|\(slice[0].t)",
+                    details: ["count": String(n), "span": span, "delays": delays.joined(separator: ",")]
+                        .merging(key.hasPrefix("log|") ? ["outcome": "log", "peerNamed": peer.map { unnamed.contains($0) ? "false" : "true" } ?? "false"] : [:]) { a, _ in a }))
             }
         }
         return out

@@ -3,7 +3,7 @@ import PeerscopeCore
 /// The one explicit list of built-in log plugins, in matching order: for a line several rules could
 /// take, the earlier plugin wins. `peerscope plugins` prints it; a test checks ids are unique.
 public enum LogPluginRegistry {
-    public static var builtins: [any LogPlugin] { mpc + legacy + app + diffusion }
+    public static var builtins: [any LogPlugin] { mpc + legacy + app + diffusion + shapes }
 
     /// Descriptors of the built-in plugins (id, summary, what each matches, an example line).
     public static var plugins: [LogPluginDescriptor] { builtins.map(\.descriptor) }
@@ -88,6 +88,16 @@ public enum LogPluginRegistry {
             DiffusionSessionStateLogPlugin(),
             DiffusionReconnectLogPlugin(),
             NetworkSocketLogPlugin(),
+        ]
+    }
+
+    // MARK: App prints in the apps' own words (after every exact shape above)
+
+    static var shapes: [any LogPlugin] {
+        [
+            AppStateShapesLogPlugin(),
+            AppBrowserShapesLogPlugin(),
+            AppInvitationShapesLogPlugin(),
         ]
     }
 }

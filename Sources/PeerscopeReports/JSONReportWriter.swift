@@ -29,6 +29,7 @@ public enum JSONReportWriter {
             ("inputProblems", .value(.array(r.inputProblems.map { .string($0) }))),
             ("summary", .value(summary(r))),
             ("stats", .value(stats(r.stats))),
+            ("captureLosses", .value(.array(r.captureLosses.map(loss)))),
             ("diagnostics", .value(diagnostics(r))),
             ("discovery", .value(discovery(r))),
             ("peers", .list(r.timelines.peers.count) { peer(r.timelines.peers[$0], r, ids) }),
@@ -305,6 +306,10 @@ public enum JSONReportWriter {
             ("endReason", str(s.endReason)),
             ("establishedT", int(s.established)),
             ("encrypted", .bool(s.encrypted)),
+            ("plane", s.plane.map { .string($0.rawValue) } ?? .null),
+            ("planes", planes(s, r)),
+            ("supersededBy", s.supersededBy.map { .int(Int64($0)) } ?? .null),
+            ("overlapT", int(s.overlapT)),
             ("startedBeforeInput", .bool(s.startedBeforeInput)),
             ("history", .string(s.history)),
             ("events", .int(Int64(s.eventCount))),
@@ -313,6 +318,22 @@ public enum JSONReportWriter {
                          ("by", m.by.map { .string(r.timelines.label($0)) } ?? .null),
                          ("evidence", evidence(m.evidence))])
             })),
+        ])
+    }
+
+    /// Each side's plane by peer label, in label order.
+    static func planes(_ s: SessionInstance, _ r: Report) -> JSONValue {
+        let pairs: [(String, String)] = s.planeBySide.map { (r.timelines.label($0.key), $0.value.rawValue) }
+        return .object(pairs.sorted { $0.0 < $1.0 }.map { ($0.0, JSONValue.string($0.1)) })
+    }
+
+    static func loss(_ l: CaptureLoss) -> JSONValue {
+        .object([
+            ("reason", .string(l.reason.rawValue)),
+            ("startT", .int(l.start)), ("startTime", .string(CaptureTime.iso8601(l.start))),
+            ("endT", .int(l.end)), ("endTime", .string(CaptureTime.iso8601(l.end))),
+            ("count", .int(Int64(l.count))),
+            ("source", l.source.map { .string($0) } ?? .null),
         ])
     }
 
@@ -327,6 +348,8 @@ public enum JSONReportWriter {
             ("message", .string(f.message)),
             ("evidence", .array(f.evidence.map(evidence))),
             ("openAtEnd", .bool(f.openAtEnd)),
+            ("confidence", .string(f.confidence.rawValue)),
+            ("caveats", .array(f.caveats.map { .string($0) })),
             ("key", .string(f.key)),
             ("fingerprint", .string(m.fingerprints.indices.contains(i) ? m.fingerprints[i] : "")),
             ("details", .object(f.details.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),

@@ -6,15 +6,19 @@ import PeerscopeTimeline
 /// failing when the finding is at or above `failAt` (what `check --fail-on` fails on; a warning by
 /// default), passing with the finding in `system-out` below it; a kind without findings gets one
 /// passing test case, so dashboards show what was checked. A finding the baseline already has
-/// (`check --baseline`) or a suppression hides passes too, with the finding and why in `system-out`.
+/// (`check --baseline`) or a suppression hides passes too, with the finding and why in `system-out`;
+/// so does an uncertain finding (capture loss where its judgement rests on silence), with its
+/// caveats, unless `strict` (as `check --strict`).
 public enum JUnitWriter {
-    public static func render(_ r: Report, failAt: Severity = .warning, marks: FindingMarks? = nil) -> String {
+    public static func render(_ r: Report, failAt: Severity = .warning, strict: Bool = false, marks: FindingMarks? = nil) -> String {
         let m = marks ?? FindingMarks(r)
         var kinds = r.detectorsRun
         for f in r.findings where !kinds.contains(f.kind) { kinds.append(f.kind) }
         let tests = kinds.reduce(0) { n, k in n + max(1, r.findings.filter { $0.kind == k }.count) }
         let indexed = Array(r.findings.enumerated())
-        func fails(_ i: Int, _ f: Finding) -> Bool { f.severity >= failAt && m.counts(i) }
+        func fails(_ i: Int, _ f: Finding) -> Bool {
+            f.severity >= failAt && m.counts(i) && (strict || f.confidence == .certain)
+        }
         let failing = indexed.filter { fails($0.offset, $0.element) }.count
         var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         out += "<testsuites name=\"peerscope\" tests=\"\(tests)\" failures=\"\(failing)\" errors=\"0\" time=\"0\">\n"
@@ -36,6 +40,8 @@ public enum JUnitWriter {
                 if let id = f.peerID { body += " (\(id))" }
                 body += "\ntime: \(CaptureTime.iso8601(f.t))"
                 if f.openAtEnd { body += " (open at end of input)" }
+                if f.confidence == .uncertain { body += "\nconfidence: uncertain" }
+                for cv in f.caveats { body += "\ncaveat: \(cv)" }
                 for e in f.evidence { body += "\nevidence: \(r.describe(e))" }
                 if m.fingerprints.indices.contains(i) { body += "\nfingerprint: \(m.fingerprints[i])" }
                 if let state = m.state(i) {

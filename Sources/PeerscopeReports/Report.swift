@@ -24,6 +24,9 @@ public struct Report: Sendable {
     public var thresholds: [(String, Double)]
     /// Detector kinds that ran.
     public var detectorsRun: [String]
+    /// Stretches of capture time with known packet loss (live drops, interface statistics in the file,
+    /// snaplen cuts): findings resting on silence there are `uncertain`.
+    public var captureLosses: [CaptureLoss] = []
 
     public init(inputs: [String], complete: Bool = true, inputProblems: [String] = [], stats: CaptureStats = CaptureStats(),
                 diagnostics: [Diagnostic] = [], timelines: Timelines, findings: [Finding],
@@ -47,8 +50,11 @@ public struct Report: Sendable {
     /// The worst severity among findings (nil without findings).
     public var worstSeverity: Severity? { findings.map(\.severity).max() }
 
-    /// Findings at or above a severity (what `peerscope check --fail-on` counts).
-    public func findings(atLeast s: Severity) -> [Finding] { findings.filter { $0.severity >= s } }
+    /// Findings at or above a severity (what `peerscope check --fail-on` counts; uncertain findings
+    /// count only when `strict`).
+    public func findings(atLeast s: Severity, strict: Bool = true) -> [Finding] {
+        findings.filter { $0.severity >= s && (strict || $0.confidence == .certain) }
+    }
 
     /// Finding counts per kind, in detector order, kinds without findings left out.
     public var findingsByKind: [(String, Int)] {

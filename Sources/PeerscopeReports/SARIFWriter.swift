@@ -77,7 +77,8 @@ public enum SARIFWriter {
                 ("ruleId", .string(f.kind)),
                 ("ruleIndex", .int(Int64(kinds.firstIndex(of: f.kind) ?? 0))),
                 ("level", .string(level(f.severity))),
-                ("message", .object([("text", .string("\(f.peer): \(f.message)"))])),
+                ("message", .object([("text", .string("\(f.peer): \(f.message)"
+                    + (f.caveats.isEmpty ? "" : " (uncertain: " + f.caveats.joined(separator: "; ") + ")")))])),
                 ("locations", .array(locs)),
                 ("partialFingerprints", .object([(fingerprintKey, .string(m.fingerprints.indices.contains(i) ? m.fingerprints[i] : ""))])),
             ]
@@ -96,6 +97,8 @@ public enum SARIFWriter {
                     ("time", .string(CaptureTime.iso8601(f.t))),
                     ("severity", .string(f.severity.rawValue)),
                     ("openAtEnd", .bool(f.openAtEnd)),
+                    ("confidence", .string(f.confidence.rawValue)),
+                    ("caveats", .array(f.caveats.map { .string($0) })),
                     ("evidence", .array(f.evidence.map { .string(r.describe($0)) })),
                 ])))
             return .object(result)

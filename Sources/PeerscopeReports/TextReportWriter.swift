@@ -23,6 +23,11 @@ public enum TextReportWriter {
         }
         if r.stats.logLines > 0 { cap += ", \(r.stats.logLines) log lines" }
         out += cap + "\n"
+        if !r.captureLosses.isEmpty {
+            out += "capture loss: \(r.captureLosses.count) window(s)\n"
+            for l in r.captureLosses.prefix(8) { out += "  \(clean(l.caveat))\n" }
+            if r.captureLosses.count > 8 { out += "  ... \(r.captureLosses.count - 8) more\n" }
+        }
         let peers = r.timelines.peers
         let twins = sharedLabels(r)
         let shownPeers = peers.prefix(12).map { name($0.peer.ref, r, twins) } + (peers.count > 12 ? ["... \(peers.count - 12) more"] : [])
@@ -62,6 +67,7 @@ public enum TextReportWriter {
                 if let e = s.end { line += " .. \(r.relative(e))" } else { line += " .. (open)" }
                 line += s.established != nil ? "  established" : "  not established"
                 if s.encrypted { line += ", encrypted" }
+                if let p = s.plane { line += ", plane \(p.rawValue)" }
                 if let reason = s.endReason { line += ", \(clean(reason))" }
                 if !s.history.isEmpty { line += "  history \(s.history)" }
                 out += line + "\n"
@@ -106,8 +112,10 @@ public enum TextReportWriter {
                 out += "  \(sev) \(f.kind)  \(clean(f.peer))\(f.peerID.map { " (\($0))" } ?? "")  \(r.relative(f.t))"
                     + (f.openAtEnd ? "  [open at end of input]" : "")
                     + (m.state(i).map { "  [\($0 == .new ? "new" : "in baseline")]" } ?? "")
-                    + (m.suppressedBy[i] != nil ? "  [suppressed]" : "") + "\n"
+                    + (m.suppressedBy[i] != nil ? "  [suppressed]" : "")
+                    + (f.confidence == .uncertain ? "  " + c.yellow("[uncertain]") : "") + "\n"
                 out += "    \(clean(f.message))\n"
+                for cv in f.caveats { out += "    uncertain: \(clean(cv))\n" }
                 if !f.evidence.isEmpty {
                     let shown = f.evidence.prefix(8).map { r.describe($0) }.joined(separator: ", ")
                     out += "    evidence: \(shown)" + (f.evidence.count > 8 ? ", ... (\(f.evidence.count) in all)" : "") + "\n"

@@ -154,8 +154,16 @@ public enum CaptureFileFormat: String, Sendable, CaseIterable {
     case pcapng, pcap
 }
 
+/// An Interface Statistics Block: what the capturing machine says it dropped so far.
+struct SimStatistics {
+    var time: Int64
+    var interface: Int
+    var osDrop: UInt64
+}
+
 enum CaptureFileWriter {
-    static func pcapng(interfaces: [SimInterface], frames: [SimFrame], comment: String) -> [UInt8] {
+    static func pcapng(interfaces: [SimInterface], frames: [SimFrame], comment: String,
+                       statistics: [SimStatistics] = []) -> [UInt8] {
         var out = ByteWriter()
         // Section header block.
         block(&out, type: 0x0A0D_0D0A) { b in
@@ -174,7 +182,20 @@ enum CaptureFileWriter {
                 b.u16le(0); b.u16le(0)
             }
         }
+        var stats = statistics.sorted { $0.time < $1.time }[...]
+        func statisticsBlock(_ s: SimStatistics) {
+            let micros = UInt64(s.time / 1000)
+            block(&out, type: 5) { b in
+                b.u32le(UInt32(s.interface))
+                b.u32le(UInt32(micros >> 32)); b.u32le(UInt32(micros & 0xFFFF_FFFF))
+                var v = ByteWriter()
+                v.u32le(UInt32(s.osDrop & 0xFFFF_FFFF)); v.u32le(UInt32(s.osDrop >> 32))
+                option(&b, 7, v.bytes)   // isb_osdrop
+                b.u16le(0); b.u16le(0)
+            }
+        }
         for f in frames {
+            while let s = stats.first, s.time <= f.time { statisticsBlock(s); stats.removeFirst() }
             let data = LinkFraming.frame(f, linkType: interfaces[f.interface].linkType)
             let micros = UInt64(f.time / 1000)
             block(&out, type: 6) { b in
@@ -184,6 +205,7 @@ enum CaptureFileWriter {
                 b.append(data); b.pad(to: 4)
             }
         }
+        for s in stats { statisticsBlock(s) }
         return out.bytes
     }
 

@@ -19,6 +19,8 @@ enum Scenarios {
         case "reconnect-storm": return reconnectStorm(w, encrypted: encrypted)
         case "identity-collision": return identityCollision(w, encrypted: encrypted)
         case "reconnect-same-ports": return reconnectSamePorts(w, encrypted: encrypted)
+        case "keepalive-lossy-capture": return keepAliveLossyCapture(w, encrypted: encrypted)
+        case "encryption-mismatch": return encryptionMismatch(w)
         case "duplicate-beside-reconnect": return duplicateBesideReconnect(w, encrypted: encrypted)
         default: return []
         }
@@ -202,6 +204,61 @@ enum Scenarios {
                         detail: "\(b.name)'s keep_alive messages and GCK heartbeats stop while \(a.name)'s continue; the 6 s keep-alive monitor fires"
                             + (encrypted ? " (encrypted: the keep-alives are inside DTLS and the session ends before 15 s of silence, only the log shows it)" : ""),
                         capture: !encrypted)]
+    }
+
+    /// The keep-alive timeout again, but the capturing machine's buffer overflowed for 2.5 s inside the
+    /// silence (a burst of other traffic): it dropped 40 packets, among them every packet of Alice's in
+    /// that stretch, and says so in its interface statistics. The silence is real (the log shows the
+    /// timer fire), but the capture alone cannot tell it from its own loss: the finding is uncertain.
+    static func keepAliveLossyCapture(_ w: World, encrypted: Bool) -> [ExpectedFinding] {
+        var found = keepAliveTimeout(w, encrypted: encrypted)
+        guard let f = found.first, let iface = w.interfaces.indices.first, let alice = w.devices.first else { return found }
+        let start = f.time - w.ms(4_500), end = start + w.ms(2_500)
+        let aliceAddress = w.address(alice, iface)
+        w.captureDrops.append(World.CaptureDrop(interface: iface, start: start, end: end, extra: 31) { frame in
+            frame.ipPacket.count >= 16 && Array(frame.ipPacket[12 ..< 16]) == aliceAddress
+        })
+        found[0].confidence = f.evidence.contains("capture") ? "uncertain" : nil
+        found[0].detail += "; the capture dropped \(alice.name)'s packets and 31 others from \(LogTime.iso(start)) to \(LogTime.iso(end)) "
+            + "(pcapng interface statistics): uncertain from the capture alone, certain once the log confirms it"
+        return found
+    }
+
+    // MARK: encryption mismatch
+
+    /// Alice's session requires encryption, Bob's app built its MCSession with `.none`. The invitation
+    /// goes through (each side's connection data says its preference); ICE connects; then Alice sends
+    /// DTLS ClientHellos (`0xD0…`) and Bob plaintext GCK Hellos (`0xC1…`), neither understands the
+    /// other, and Alice's 10 s DTLS handshake timer fires: the session never comes up.
+    static func encryptionMismatch(_ w: World) -> [ExpectedFinding] {
+        let iface = w.addInterface(name: "en0", linkType: .ethernet, family: .v4, description: "Wi-Fi")
+        let a = w.addDevice("Alice's iPhone", interfaces: [iface])
+        let b = w.addDevice("Bob's iPad", interfaces: [iface])
+        w.discovery([(a, 0.05), (b, 0.3)])
+        let rtt = w.rtt(iface)
+        let t0 = w.at(1.5)
+        let inv = w.invite(t0, browser: a, advertiser: b, outcome: .accept, encrypted: true, rtt: rtt, advertiserPreference: EncryptionPreference.none)
+        guard let l = inv.link else { return [] }
+        w.log(a, inv.end + w.ms(1), "MCSession", "Peer [\(b.namePID)] has incompatible encryption preference [None].")
+        w.listenLogs(inv.end + w.ms(2), l)
+        let t = w.iceConnect(inv.end + w.ms(6, spread: 2), l, rtt: rtt)
+        let timeout = w.dtlsUnanswered(t + w.ms(2, spread: 1), l)
+        // Bob speaks plaintext GCK: Hellos, retransmitted, never answered.
+        var th = t + w.ms(3, spread: 1)
+        while th < timeout {
+            w.udpLater(th, iface: iface, from: b, sport: l.bPort, to: a, dport: l.aPort) {
+                GCKPacket.hello(source: b.peer.participant, destination: a.peer.participant, token: l.helloWord)
+            }
+            th += w.ms(2_000, spread: 20)
+        }
+        w.stateChange(a, b, timeout + w.ms(1), from: "Connecting", to: "Not Connected")
+        w.stateChange(b, a, timeout + w.ms(40, spread: 10), from: "Connecting", to: "Not Connected")
+        // The handshake timers that fire are the mismatch's consequence: one finding, not three.
+        return [
+            finding("channel-error", peer: b, observer: a, time: t0, tolerance: 1,
+                    detail: "\(b.name) uses encryptionPreference none (plaintext GCK 0xC1…), \(a.name) requires it (DTLS 0xD0…); neither answers "
+                        + "the other and the 10 s DTLS handshake timer fires at \(LogTime.iso(timeout)): the session never comes up"),
+        ]
     }
 
     // MARK: duplicate connection

@@ -63,6 +63,9 @@ public struct ExpectedFinding: Sendable, Equatable {
     public var evidence: [String]
     /// Extra numbers (e.g. reconnect attempts).
     public var attempts: Int?
+    /// `uncertain` when the capture is built to lose packets where the finding's judgement rests on
+    /// silence (the capture's own interface statistics say so); nil: certain.
+    public var confidence: String?
 }
 
 public struct DeviceSummary: Sendable, Equatable {
@@ -133,6 +136,10 @@ public enum Simulator {
                      peerRange: nil, alwaysEncrypted: false),
         ScenarioInfo(name: "reconnect-same-ports", summary: "A peer keeps dropping out of range: the inviter re-invites it with growing back-off (0, 1, 2, 3, 4, 5 s) and every new session comes up on the same UDP ports as the one before.",
                      peerRange: nil, alwaysEncrypted: false),
+        ScenarioInfo(name: "keepalive-lossy-capture", summary: "The keep-alive timeout, captured by a machine whose buffer overflowed inside the silence: 40 packets dropped, recorded in the pcapng interface statistics; the finding is uncertain from the capture alone.",
+                     peerRange: nil, alwaysEncrypted: false),
+        ScenarioInfo(name: "encryption-mismatch", summary: "One app requires encryption, the other uses none: after the invitation and ICE, DTLS ClientHellos (0xD0) meet plaintext GCK Hellos (0xC1) and the session never comes up.",
+                     peerRange: nil, alwaysEncrypted: true),
         ScenarioInfo(name: "duplicate-beside-reconnect", summary: "A session goes quiet and is replaced by a re-invitation on the same ports (superseded, not a duplicate); later the invitee invites back while that session still runs: two sessions carry traffic at once.",
                      peerRange: nil, alwaysEncrypted: false),
         ScenarioInfo(name: "declined-invitation", summary: "The invitee's user declines: the Response carries MCNearbyServiceAcceptInviteKey = false and no connection data.",
@@ -162,10 +169,20 @@ public enum Simulator {
         var frames = w.frames.sorted { ($0.time, $0.order) < ($1.time, $1.order) }
         // Frames whose bytes depend on send order are built now, in time order.
         for i in frames.indices { if let build = frames[i].build { frames[i].ipPacket = build(); frames[i].build = nil } }
+        // Packets the capturing machine dropped (sent on the air, never written), and its statistics.
+        var statistics: [SimStatistics] = []
+        var dropped = 0
+        for d in w.captureDrops.sorted(by: { $0.start < $1.start }) {
+            statistics.append(SimStatistics(time: d.start, interface: d.interface, osDrop: UInt64(dropped)))
+            let before = frames.count
+            frames.removeAll { $0.interface == d.interface && $0.time >= d.start && $0.time <= d.end && d.drops($0) }
+            dropped += before - frames.count + d.extra
+            statistics.append(SimStatistics(time: d.end, interface: d.interface, osDrop: UInt64(dropped)))
+        }
         let ifaces = w.interfaces.map(\.interface)
         let comment = "peerscope simulator: scenario \(info.name), seed \(options.seed)\(encrypted ? ", encrypted" : "")"
         let capture = options.format == .pcapng
-            ? CaptureFileWriter.pcapng(interfaces: ifaces, frames: frames, comment: comment)
+            ? CaptureFileWriter.pcapng(interfaces: ifaces, frames: frames, comment: comment, statistics: statistics)
             : CaptureFileWriter.pcap(interfaces: ifaces, frames: frames)
         let logs = w.devices.map { d -> DeviceLog in
             let lines = d.logs.sorted { ($0.time, $0.order) < ($1.time, $1.order) }.map(\.line)
@@ -244,6 +261,7 @@ enum ExpectedJSON {
                              "      \"observerIdString\": \(str(f.observerIdString)),"]
                 if let p = f.phase { lines.append("      \"phase\": \(str(p)),") }
                 if let n = f.attempts { lines.append("      \"attempts\": \(n),") }
+                if let c = f.confidence { lines.append("      \"confidence\": \(str(c)),") }
                 lines.append("      \"time\": \(str(LogTime.iso(f.time))),")
                 lines.append("      \"offsetSeconds\": \(num(Double(f.time - simulationEpochNanos) / 1e9)),")
                 lines.append("      \"toleranceSeconds\": \(num(f.toleranceSeconds)),")

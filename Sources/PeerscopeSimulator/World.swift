@@ -143,6 +143,18 @@ final class World {
     /// SRV ports a device advertised before its current one (an app relaunch picks a new port).
     var earlierSRVPorts: [String: [UInt16]] = [:]
     func extraSRVPorts(_ d: SimDevice) -> [Int] { (earlierSRVPorts[d.slug] ?? []).map(Int.init) }
+    /// Stretches in which the capturing machine dropped packets: frames for which `drops` is true are
+    /// left out of the capture, and `extra` more (other traffic on the link) were dropped as well; the
+    /// pcapng interface statistics record the count at the start and end of each.
+    struct CaptureDrop {
+        var interface: Int
+        var start: Int64
+        var end: Int64
+        var extra: Int
+        var drops: (SimFrame) -> Bool
+    }
+    var captureDrops: [CaptureDrop] = []
+
     /// Used for IPv4 /24 host numbers and IPv6 interface IDs.
     private var hostCounter = 10
 
@@ -496,7 +508,7 @@ final class World {
     /// Returns the end time and, when accepted, the GCK link to set up.
     func invite(_ t0: Int64, browser a: SimDevice, advertiser b: SimDevice, outcome: InviteOutcome, encrypted: Bool,
                 rtt: Int64, inviteLogPrefix: Bool = true, advertiserState: Int? = nil,
-                declineReason: String? = nil) -> (end: Int64, link: GCKLink?) {
+                declineReason: String? = nil, advertiserPreference: EncryptionPreference? = nil) -> (end: Int64, link: GCKLink?) {
         let iface = commonInterface(a, b)
         var t = t0
         if inviteLogPrefix { app(a, t - ms(1), "Inviting \(b.name)") }
@@ -576,7 +588,7 @@ final class World {
             log(b, tResp - ms(0.5), "MCNearbyServiceAdvertiser", "Invitation declined (accept=0, session=(null)).")
         }
         let pref: EncryptionPreference = encrypted ? .required : .none
-        let respCD = link.map { connectionData(b, link: $0, preference: pref) }
+        let respCD = link.map { connectionData(b, link: $0, preference: advertiserPreference ?? pref) }
         let response = BinaryPlistWriter.encode(InvitationMessage.response(sender: b.peer, recipient: a.peer, inviteID: inviteID,
                                                                           accept: accept, connectionData: respCD))
         t = sendFrame(tResp, c, fromClient: false, type: .data, body: response, rtt: rtt)

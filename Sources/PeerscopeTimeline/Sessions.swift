@@ -83,6 +83,21 @@ public struct SessionInstance: Sendable, Hashable {
     /// For a superseded instance: its last packet (it ended somewhere in the quiet after it, which the
     /// capture does not show; its successor's start is only the latest it can have ended).
     public var quietSince: Nanos?
+    /// The session's plane, from its packets alone (nil when no session packet was seen): see `Plane`.
+    public var plane: Plane?
+    /// Each side's plane, from the packets it sent (`plaintext`: GCK `0xC1…`; `dtls`: `0xD0` + DTLS).
+    public var planeBySide: [PeerRef: Plane] = [:]
+
+    public enum Plane: String, Sendable, Hashable {
+        /// GCK packets in the clear (`encryptionPreference: .none`).
+        case plaintext
+        /// Every session datagram DTLS (`0xD0` + a DTLS record).
+        case dtls
+        /// DTLS first, then plaintext GCK (`.optional` degrading when DTLS fails).
+        case dtlsFellBackToPlaintext = "dtls-fell-back-to-plaintext"
+        /// One side plaintext, the other DTLS: an encryption-preference mismatch.
+        case mismatch
+    }
     public var overlapEvidence: Evidence?
 
     public init(key: SessionKey, originator: PeerRef?, start: Nanos, evidence: Evidence) {

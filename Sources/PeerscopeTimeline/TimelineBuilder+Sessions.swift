@@ -47,6 +47,34 @@ extension TimelineBuilder {
         }
     }
 
+    /// The plane from the packets alone: who sent plaintext GCK (`0xC1…`), who sent DTLS (`0xD0…`).
+    static func classifyPlane(_ w: SessionWork, _ s: inout SessionInstance) {
+        for side in [s.pair.a, s.pair.b] {
+            let clear = w.plaintextFrom.contains(side), secure = w.dtlsFrom.contains(side)
+            if clear && secure {
+                s.planeBySide[side] = (w.firstDTLS ?? 0) < (w.firstPlaintext ?? 0) ? .dtlsFellBackToPlaintext : .plaintext
+            } else if clear {
+                s.planeBySide[side] = .plaintext
+            } else if secure {
+                s.planeBySide[side] = .dtls
+            }
+        }
+        let planes = Set(s.planeBySide.values)
+        if planes.isEmpty {
+            s.plane = nil
+        } else if planes.count == 1 {
+            s.plane = planes.first
+        } else if planes.contains(.dtlsFellBackToPlaintext) || (w.plaintextFrom.isDisjoint(with: w.dtlsFrom) == false) {
+            s.plane = .dtlsFellBackToPlaintext
+        } else if planes == [.dtls, .plaintext], let a = s.planeBySide[s.pair.a], let b = s.planeBySide[s.pair.b], a != b,
+                  (w.firstPlaintext ?? 0) > (w.firstDTLS ?? 0), s.established != nil {
+            // Both planes, each side one, but the session came up: DTLS gave way to plaintext.
+            s.plane = .dtlsFellBackToPlaintext
+        } else {
+            s.plane = .mismatch
+        }
+    }
+
     /// True when `e` begins a new instance of a pair whose instance `w` is open and established: a
     /// new invitation (another invitation channel, another invite ID), a fresh ICE + GCK Hello, a
     /// DTLS ClientHello, or a state change to connecting.
@@ -151,6 +179,15 @@ extension TimelineBuilder {
         }
         if e.kind.isIn("invitation"), let id = e.attrs["inviteID"] { w.inviteIDs.insert(id) }
         if e.kind == .iceRequest { w.lastICERequest = e.lastT }
+        if case .frame = e.evidence {
+            if e.kind.isIn("gck") {
+                w.plaintextFrom.insert(from)
+                if w.firstPlaintext == nil { w.firstPlaintext = e.t }
+            } else if e.kind.isIn("dtls") {
+                w.dtlsFrom.insert(from)
+                if w.firstDTLS == nil { w.firstDTLS = e.t }
+            }
+        }
         if e.kind == .gckHello { w.lastGCKHello = e.lastT }
         if e.kind.isIn("dtls") { w.instance.encrypted = true }
         if e.kind == .dtlsHandshake || e.kind == .dtlsChangeCipherSpec || e.kind == .dtlsEstablished { w.dtlsStarted = true }

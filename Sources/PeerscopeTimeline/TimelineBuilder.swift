@@ -161,6 +161,11 @@ public final class TimelineBuilder {
         /// Invitation channels (canonical TCP flows) and invite IDs of the instance.
         var inviteFlows: Set<FlowKey> = []
         var inviteIDs: Set<String> = []
+        /// Who sent plaintext GCK and who sent DTLS (frames), and when each began.
+        var plaintextFrom: Set<PeerRef> = []
+        var dtlsFrom: Set<PeerRef> = []
+        var firstPlaintext: Nanos?
+        var firstDTLS: Nanos?
         var lastICERequest: Nanos?
         var lastGCKHello: Nanos?
         /// Index of the instance that started while this one was open (see `SessionInstance.supersededBy`).
@@ -215,6 +220,7 @@ public final class TimelineBuilder {
         settleSuperseded()
         let instances = sessions.map { w -> SessionInstance in
             var s = w.instance
+            TimelineBuilder.classifyPlane(w, &s)
             s.history = w.history.text
             return s
         }

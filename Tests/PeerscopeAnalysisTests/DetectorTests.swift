@@ -601,7 +601,8 @@ final class DetectorConfigTests: XCTestCase {
 
     func testEveryKindHasDefaultsFromTheSeeds() {
         XCTAssertEqual(DetectorSuite.kinds, ["handshake-timeout", "keepalive-timeout", "duplicate-connection",
-                                             "channel-error", "reconnect-storm", "declined-invitation"])
+                                             "channel-error", "reconnect-storm", "declined-invitation", "invitation-storm",
+                                             "flapping"])
         XCTAssertEqual(DetectorSuite.threshold(named: "keepalive-timeout.interval")?.defaultValue, 2)
         XCTAssertEqual(DetectorSuite.threshold(named: "keepalive-timeout.app")?.defaultValue, 6)
         XCTAssertEqual(DetectorSuite.threshold(named: "handshake-timeout.app")?.defaultValue, 10)

@@ -40,6 +40,14 @@ final class ReportTests: XCTestCase {
         // keepalive-timeout (log) and channel-error
         s.log(.gckTimeout, 21, PeerHint(participantID: PeerIdentity.participantID(0x0FED_CBA9_8765_4321)), attrs: ["wait": "Heartbeat"])
         s.packet(.checksumError, 22, C, A)
+        // invitation-storm: a log finds Dave three times within a second
+        let D = PeerHint(displayName: "Dave")
+        for dt in [0.0, 0.3, 0.6] { s.log(.found, 24 + dt, D) }
+        // flapping: the log sees Dave connect and drop three times within seconds
+        for k in 0 ..< 3 {
+            s.log(.stateChange, 26 + Double(k) * 3, D, attrs: ["to": "Connected"])
+            s.log(.stateChange, 27.5 + Double(k) * 3, D, attrs: ["to": "Not Connected"])
+        }
         return s
     }
 
@@ -132,7 +140,7 @@ final class ReportTests: XCTestCase {
         let r = try everyKind().report(end: 40)
         let v = try JSONParser.parse(JSONReportWriter.render(r))
         XCTAssertEqual(v.objectValue?.map(\.0), ["schema", "tool", "inputs", "complete", "inputProblems", "summary", "stats",
-                                                 "diagnostics", "discovery", "peers", "sessions", "findings", "detectors"])
+                                                 "captureLosses", "diagnostics", "discovery", "peers", "sessions", "findings", "detectors"])
         XCTAssertEqual(v["schema"]?.stringValue, "peerscope.report/1")
         let f = try XCTUnwrap(v["findings"]?.arrayValue?.first { $0["kind"]?.stringValue == "handshake-timeout" })
         XCTAssertEqual(f["peer"]?.stringValue, "Bob")

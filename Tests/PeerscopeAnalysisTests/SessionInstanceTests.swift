@@ -119,3 +119,94 @@ final class SessionInstanceTests: XCTestCase {
         XCTAssertEqual(s.timelines().sessions.count, 1)
     }
 }
+
+/// Issue #11: patterns only logs show.
+final class LogPatternDetectorTests: XCTestCase {
+    let A = Script.alice, B = Script.bob
+
+    func testRepeatedFoundsWithinASecondAreAnInvitationStorm() throws {
+        let s = Script()
+        // After background -> foreground the app restarts its browser four times in 0.8 s.
+        for dt in [0.0, 0.2, 0.5, 0.8] {
+            s.log(.found, 10 + dt, B)
+            s.log("log.inviting", 10 + dt + 0.01, .unknown, B)
+        }
+        let f = s.findings().filter { $0.kind == "invitation-storm" }
+        XCTAssertEqual(f.count, 2, "\(f.map(\.message))")   // found x4 and invited x4, each its own finding
+        XCTAssertEqual(Set(f.map(\.peer)), ["Bob"])
+        XCTAssertEqual(Set(f.compactMap { $0.details["count"] }), ["4"])
+        XCTAssertEqual(f.first?.t, Script.at(10))
+
+        // Three founds spread over three seconds are browsing, not a storm.
+        let calm = Script()
+        for dt in [0.0, 1.5, 3.0] { calm.log(.found, 10 + dt, B) }
+        XCTAssertTrue(calm.findings().filter { $0.kind == "invitation-storm" }.isEmpty)
+    }
+
+    func testConnectedThenNotConnectedRepeatedlyIsFlapping() throws {
+        let s = Script()
+        for k in 0 ..< 4 {
+            s.log(.stateChange, Double(k) * 20, B, attrs: ["to": "Connected"])
+            s.log(.stateChange, Double(k) * 20 + 4, B, attrs: ["to": "Not Connected"])
+        }
+        let f = s.findings().filter { $0.kind == "flapping" }
+        XCTAssertEqual(f.count, 1, "\(f.map(\.message))")
+        XCTAssertEqual(f.first?.peer, "Bob")
+        XCTAssertEqual(f.first?.details["count"], "4")
+        XCTAssertEqual(f.first?.details["held"], "4.000s,4.000s,4.000s,4.000s")
+
+        // Sessions that hold for a minute before dropping do not flap.
+        let steady = Script()
+        for k in 0 ..< 4 {
+            steady.log(.stateChange, Double(k) * 80, B, attrs: ["to": "Connected"])
+            steady.log(.stateChange, Double(k) * 80 + 60, B, attrs: ["to": "Not Connected"])
+        }
+        XCTAssertTrue(steady.findings().filter { $0.kind == "flapping" }.isEmpty)
+    }
+}
+
+/// Issue #11: a session's plane from its packets: plaintext, DTLS, or DTLS that fell back to plaintext.
+final class SessionPlaneScriptTests: XCTestCase {
+    let A = Script.alice, B = Script.bob
+
+    func testDTLSThroughoutIsDTLS() {
+        let s = Script()
+        s.packet(.dtlsHandshake, 0, A, B, attrs: ["message": "ClientHello"])
+        s.packet(.dtlsHandshake, 0.1, B, A, attrs: ["message": "ServerHello"])
+        s.packet(.dtlsChangeCipherSpec, 0.2, A, B)
+        s.packet(.dtlsChangeCipherSpec, 0.3, B, A)
+        s.repeating(.dtlsApplicationData, from: 1, to: 5, every: 1, A, B)
+        XCTAssertEqual(s.timelines().sessions.first?.plane, .dtls)
+    }
+
+    func testDTLSThenPlaintextGCKFromBothIsAFallback() {
+        let s = Script()
+        s.packet(.dtlsHandshake, 0, A, B, attrs: ["message": "ClientHello"])
+        s.packet(.dtlsHandshake, 1, B, A, attrs: ["message": "ClientHello"])
+        s.connect(A, B, at: 12)   // ICE and plaintext GCK Hellos both ways after the DTLS attempt
+        let tl = s.timelines()
+        XCTAssertEqual(tl.sessions.last?.plane, .dtlsFellBackToPlaintext)
+        XCTAssertTrue(DetectorSuite.run(timelines: tl).filter { $0.details["case"] == "encryption" }.isEmpty)
+    }
+
+    func testLogOnlySessionsHaveNoPlane() {
+        let s = Script()
+        s.log(.stateChange, 0, B, A, attrs: ["to": "Connecting"])
+        s.log(.stateChange, 1, B, A, attrs: ["to": "Connected"])
+        XCTAssertNil(s.timelines().sessions.first?.plane)
+    }
+}
+
+/// Issue #11: a configuration error names its fix.
+final class ConfigurationFindingTests: XCTestCase {
+    func testPermissionErrorNamesTheInfoPlistKeysForTheServiceSeen() {
+        let s = Script()
+        s.packet(.browse, 0, Script.alice, .unknown, attrs: ["service": "_chat-app._tcp.local"])
+        s.log(.permissionError, 1, .unknown, attrs: ["code": "-72008", "permission": "local-network"])
+        let f = s.findings().filter { $0.details["case"] == "permission" }
+        XCTAssertEqual(f.count, 1)
+        XCTAssertEqual(f.first?.details["fix"],
+                       "Info.plist needs NSLocalNetworkUsageDescription and NSBonjourServices listing both _chat-app._tcp and _chat-app._udp")
+        XCTAssertTrue(f.first?.message.contains("(-72008)") ?? false)
+    }
+}

@@ -143,7 +143,7 @@ final class CITests: XCTestCase {
         // JUnit: the known error passes with the finding in system-out; the new warning fails.
         let junit = try CLI.run(["check", "Samples/reconnect-storm.pcapng", "--baseline", base, "--format", "junit", "--fail-on", "warning"])
         XCTAssertEqual(junit.status, 1)
-        XCTAssertTrue(junit.stdout.contains("<testsuites name=\"peerscope\" tests=\"6\" failures=\"1\""), junit.stdout)
+        XCTAssertTrue(junit.stdout.contains("<testsuites name=\"peerscope\" tests=\"8\" failures=\"1\""), junit.stdout)
         let channel = try XCTUnwrap(junit.stdout.components(separatedBy: "<testsuite name=\"peerscope.channel-error\"").last)
         XCTAssertTrue(channel.hasPrefix(" tests=\"1\" failures=\"0\""), channel)
         XCTAssertTrue(channel.contains("<system-out>severity: error"), channel)

@@ -20,6 +20,8 @@ final class GoldenTests: XCTestCase {
         var t: Nanos
         var tolerance: Nanos
         var phase: String?
+        /// `uncertain` when the capture is built to lose packets where the judgement rests on silence.
+        var confidence: String? = nil
     }
 
     struct Scenario {
@@ -41,7 +43,7 @@ final class GoldenTests: XCTestCase {
                          peerID: f["peerIdString"]?.stringValue,
                          t: parseISO(f["time"]?.stringValue ?? "") ?? 0,
                          tolerance: CaptureTime.nanos(seconds: min(1, doc.number(f["toleranceSeconds"]) ?? 1)),
-                         phase: f["phase"]?.stringValue)
+                         phase: f["phase"]?.stringValue, confidence: f["confidence"]?.stringValue)
             }
             let logDir = dir.appendingPathComponent("logs/\(name)")
             let logs = ((try? FileManager.default.contentsOfDirectory(atPath: logDir.path)) ?? [])
@@ -72,13 +74,17 @@ final class GoldenTests: XCTestCase {
     /// Expected findings matched one to one by kind, peer (display name and, when the scenario names
     /// it, peer ID: display names can collide) and time within the scenario's tolerance; anything
     /// left over on either side is a difference.
-    func compare(_ got: [Finding], _ expected: [Expected], _ label: String, checkTime: Bool = true) -> [String] {
+    func compare(_ got: [Finding], _ expected: [Expected], _ label: String, checkTime: Bool = true,
+                 checkConfidence: Bool = false) -> [String] {
         var left = got
         var problems: [String] = []
         for e in expected {
             if let i = left.firstIndex(where: { $0.kind == e.kind && $0.peer == e.peer && (e.peerID == nil || $0.peerID == e.peerID)
                 && (!checkTime || abs($0.t - e.t) <= e.tolerance) }) {
                 let f = left.remove(at: i)
+                if checkConfidence, f.confidence.rawValue != (e.confidence ?? "certain") {
+                    problems.append("\(label): \(e.kind) for \(e.peer): confidence \(f.confidence.rawValue), expected \(e.confidence ?? "certain") \(f.caveats)")
+                }
                 if let phase = e.phase, f.details["phase"].map({ $0 != phase }) ?? !f.message.lowercased().contains(phase) {
                     problems.append("\(label): \(e.kind) for \(e.peer): phase \(phase) not named (\(f.message))")
                 }
@@ -99,7 +105,7 @@ final class GoldenTests: XCTestCase {
         var problems: [String] = []
         for s in scenarios {
             let a = try analyze(captures: [s.capture], logs: [])
-            problems += compare(a.report.findings, s.findings, "\(s.name) capture")
+            problems += compare(a.report.findings, s.findings, "\(s.name) capture", checkConfidence: true)
             if s.findings.isEmpty { XCTAssertEqual(a.report.findings.count, 0, "\(s.name) is healthy") }
         }
         XCTAssertEqual(problems, [], problems.joined(separator: "\n"))
@@ -196,7 +202,8 @@ final class GoldenTests: XCTestCase {
                 }
                 let all = sim.findings.map { f in
                     Expected(kind: f.kind, peer: f.peer, peerID: f.peerIdString, t: f.time,
-                             tolerance: CaptureTime.nanos(seconds: min(1, f.toleranceSeconds)), phase: f.phase)
+                             tolerance: CaptureTime.nanos(seconds: min(1, f.toleranceSeconds)), phase: f.phase,
+                             confidence: f.confidence)
                 }
                 let inCapture = zip(sim.findings, all).filter { $0.0.evidence.contains("capture") }.map(\.1)
                 for (mode, captures, logFiles, expected) in [("capture", [capture], [String](), inCapture),
@@ -204,7 +211,7 @@ final class GoldenTests: XCTestCase {
                     if mode != "capture" && logs.isEmpty { continue }
                     let a = try PeerscopeAnalysis.analyze(AnalysisOptions(captures: captures, logs: logFiles))
                     runs += 1
-                    problems += compare(a.report.findings, expected, "\(label) \(mode)")
+                    problems += compare(a.report.findings, expected, "\(label) \(mode)", checkConfidence: mode == "capture")
                     // Merged with the logs, a finding the capture shows keeps its frames and packet wording.
                     if mode == "merged" {
                         for e in inCapture where !a.report.findings.contains(where: { f in
