@@ -46,6 +46,17 @@ var targets: [Target] = [
     .executableTarget(name: "PeerscopeBench", dependencies: ["CPcap", "Peerscope", "PeerscopeSimulator", "PeerscopeTimeline", "PeerscopeDetectors"]),
 ]
 
+// Fuzz targets' entry points (plain Swift, built and tested everywhere); the regression corpus they
+// found is replayed by PeerscopeFuzzTests.
+targets.append(.target(name: "PeerscopeFuzzHarness", dependencies: [
+    "CZlib", "PeerscopeCore", "PeerscopeCapture", "PeerscopePackets", "PeerscopePlugins", "PeerscopeLogs",
+], path: "Fuzz/Harness"))
+// The libFuzzer executable exists only for Scripts/fuzz (PEERSCOPE_FUZZ=1): a normal build never sees it.
+if Context.environment["PEERSCOPE_FUZZ"] == "1" {
+    targets.append(.executableTarget(name: "PeerscopeFuzz", dependencies: ["PeerscopeFuzzHarness"], path: "Fuzz/Main",
+                                     swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
+}
+
 let testTargets: [(String, [Target.Dependency])] = [
     ("PeerscopeCoreTests", ["PeerscopeCore"]),
     ("PeerscopeCaptureTests", ["PeerscopeCapture", "PeerscopeCore"]),
@@ -63,6 +74,7 @@ let testTargets: [(String, [Target.Dependency])] = [
 for (name, deps) in testTargets {
     targets.append(.testTarget(name: name, dependencies: deps))
 }
+targets.append(.testTarget(name: "PeerscopeFuzzTests", dependencies: ["PeerscopeFuzzHarness"], exclude: ["FuzzRegressions"]))
 
 let package = Package(
     name: "peerscope",

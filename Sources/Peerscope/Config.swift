@@ -20,6 +20,7 @@ public enum PeerscopeConfig {
             throw InputError(path: path, message: "\(path): cannot read the configuration file")
         }
         let text = String(decoding: data, as: UTF8.self)
+        if let why = YAMLLimits.problem(text) { throw InputError(path: path, message: "\(path): \(why)") }
         let any: Any?
         do {
             any = try Yams.load(yaml: text)

@@ -47,7 +47,9 @@ public final class Engine {
     /// The first `diagnosticsKeptPerID` diagnostics of each id, in order.
     public private(set) var diagnostics: [Diagnostic] = []
     /// Every diagnostic counted by id.
-    public var diagnosticCounts: [String: Int] { limiter.totals }
+    public var diagnosticCounts: [String: Int] { limiter.totals.merging(packetsSuppressed) { $0 + $1 } }
+    /// Diagnostics the packet layer only counted (past its own per-id limit): part of the true totals.
+    private var packetsSuppressed: [String: Int] = [:]
     private var limiter: DiagnosticLimiter
     public private(set) var events: [PeerEvent] = []
     private var coalescer: EventCoalescer
@@ -125,7 +127,7 @@ public final class Engine {
 
     private func tick(_ t: Nanos) {
         lastTick = t
-        packets.advance(to: t, { [pipeline] unit in pipeline.process(unit) })
+        packets.advance(to: t, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
         pipeline.tick(t)
         coalescer.prune(at: t, events: events)
     }
@@ -134,7 +136,9 @@ public final class Engine {
     public func finish() {
         guard !finished else { return }
         finished = true
-        packets.finish(at: lastT, { [pipeline] unit in pipeline.process(unit) })
+        packets.finish(at: lastT, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
+        // Past the packet layer's rate limit diagnostics are only counted: the totals stay true.
+        packetsSuppressed = packets.suppressedDiagnostics
         pipeline.finish(lastT)
         stats.plugins = pipeline.framesPerPlugin
         stats.undecoded = pipeline.unclaimed

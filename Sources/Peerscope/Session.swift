@@ -328,10 +328,13 @@ public final class AnalysisSession {
                         }
                     }
                 }
+                // Only the first few problems of each id are listed per log: counts are the true totals.
+                var listed: [String: Int] = [:]
                 for d in all.problems {
                     run.diagnostics.append(d)
-                    run.diagnosticCounts[d.id, default: 0] += 1
+                    listed[d.id, default: 0] += 1
                 }
+                for (id, n) in listed { run.diagnosticCounts[id, default: 0] += max(n, all.problemTotals[id] ?? 0) }
                 onStage?(.logsRead(lines: all.lines, events: all.events.count))
                 logResult = all
                 events += all.events

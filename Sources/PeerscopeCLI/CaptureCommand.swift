@@ -22,7 +22,10 @@ struct Capture: ParsableCommand {
         Opens IFACE with libpcap and runs the same pipeline as `analyze` on each packet as it arrives. \
         Stops after --duration seconds, --count packets, or Ctrl-C, then prints the final report \
         (to standard output, or to --output). \
-        --write saves everything captured as pcapng (nanosecond timestamps) for later `analyze`. \
+        --write saves everything captured as pcapng (nanosecond timestamps) for later `analyze`; an \
+        existing file is refused unless --force (replace it) or --append (add a pcapng section) is given, \
+        and the file appears complete when the capture ends (meanwhile the frames are in a temporary \
+        .NAME.peerscope-XXXXXX file beside it). \
         --decode prints each decoded message as a JSON line on standard output while capturing; standard \
         output then stays pure JSON Lines and the final report goes to standard error (or to --output).
 
@@ -116,6 +119,8 @@ struct Capture: ParsableCommand {
                 throw CommandFailure(message: error.description, status: ExitStatus.input)
             }
         }
+        // Any failure before the capture is closed leaves no temporary file behind (exit() skips deinit).
+        defer { writer?.discard() }
         let options = LiveCaptureOptions(
             interface: interface, filter: filter ?? Self.defaultFilter, snapLength: snapLength, promiscuous: promiscuous,
             immediate: immediate, duration: duration.map { CaptureTime.nanos(seconds: $0) }, count: count)

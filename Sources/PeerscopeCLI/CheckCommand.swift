@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Peerscope
+import PeerscopeCapture
 import PeerscopeCore
 import PeerscopeReports
 
@@ -195,6 +196,10 @@ struct Check: ParsableCommand {
         var isDir: ObjCBool = false
         let baselineDir = baseline.flatMap { FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && isDir.boolValue ? $0 : nil }
         let single = baselineDir == nil ? try baseline.map(Self.loadBaseline) : nil
+        if let outputDir, let baselineDir, let a = FileIdentity(path: outputDir), a == FileIdentity(path: baselineDir) {
+            throw CommandFailure(message: "--output-dir \(outputDir) is the --baseline folder \(baselineDir); refusing to overwrite the baseline reports",
+                                 status: ExitStatus.usage)
+        }
         if let outputDir {
             do { try FileManager.default.createDirectory(atPath: outputDir, withIntermediateDirectories: true) } catch {
                 throw CommandFailure(message: "\(outputDir): cannot create the output folder", status: ExitStatus.input)
@@ -253,6 +258,7 @@ struct Check: ParsableCommand {
                 let path = outputDir + "/" + reportName
                 let dir = (path as NSString).deletingLastPathComponent
                 try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+                try guardOutputs([("--output-dir", path)], inputs: analysis.inputPaths([job.item.capture]) + job.item.logs + suppress)
                 try reportArguments(output: path).write(r, marks: m)
                 row.report = reportName
             }

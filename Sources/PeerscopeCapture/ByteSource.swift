@@ -11,6 +11,14 @@ final class ByteSource {
     private var gz: gzFile?
     /// The error zlib or the OS reported, once a read failed.
     private(set) var errorMessage: String?
+    /// Bytes handed out so far (after inflating).
+    private(set) var inflated: Int64 = 0
+
+    /// Decompression-bomb guard: past `bombCheckAfter` inflated bytes, a gzip stream that expands
+    /// more than `maxRatio` times its compressed size is refused (real captures compress 2-20:1; a
+    /// stream of zeros 1000:1). Reading stops with an error that says how to read such a file anyway.
+    static let bombCheckAfter: Int64 = 32 << 20
+    static let maxRatio: Int64 = 100
 
     /// Opens `path` (`-` is standard input), turning the usual failures into one-line errors that
     /// name the file. Pipes and FIFOs work: nothing seeks.
@@ -77,6 +85,17 @@ final class ByteSource {
                 errorMessage = "read failed"
             }
             return 0
+        }
+        if n > 0 {
+            inflated &+= Int64(n)
+            if inflated >= ByteSource.bombCheckAfter, gzdirect(gz) == 0 {
+                let packed = max(Int64(gzoffset(gz)), 1)
+                if inflated / packed > ByteSource.maxRatio {
+                    errorMessage = "gzip: expands more than \(ByteSource.maxRatio):1 (\(inflated >> 20) MiB from \(max(packed >> 10, 1)) KiB), "
+                        + "a likely decompression bomb: reading stopped (decompress it with gunzip to read it whole)"
+                    return 0
+                }
+            }
         }
         if n == 0 {
             // zlib reports a truncated gzip stream as an error on the read that hits the end.

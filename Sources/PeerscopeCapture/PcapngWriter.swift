@@ -64,6 +64,13 @@ public final class PcapngWriter {
         file?.discard()
     }
 
+    /// Gives up without closing: the temporary file is removed (an appended file is cut back); no-op
+    /// after `close()`.
+    public func discard() {
+        file?.discard()
+        file = nil
+    }
+
     /// Why a new section cannot be appended to the file at `path`, or nil when it can.
     public static func appendProblem(_ path: String) -> String? {
         guard let f = fopen(path, "rb") else { return "cannot read it to check its format" }

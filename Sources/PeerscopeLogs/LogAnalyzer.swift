@@ -78,6 +78,8 @@ public struct LogReadResult: Sendable {
     /// Per input read with stamps that carry no zone and no `--tz`/zoned line to place them: how
     /// many such stamps were taken as UTC.
     public var zonelessInputs: [Int: Int] = [:]
+    /// The true number of problems per id (`problems` lists only the first few of each per input).
+    public var problemTotals: [String: Int] = [:]
 
     public init(events: [PeerEvent] = [], unknownCounts: [String: Int] = [:], unknownLines: [UnknownLine] = [],
                 formats: [LogFormat] = [], lines: Int = 0, entries: Int = 0, recognized: [String: Int] = [:], problems: [Diagnostic] = []) {
@@ -106,6 +108,7 @@ public struct LogReadResult: Sendable {
         for (k, v) in o.recognized { recognized[k, default: 0] += v }
         problems += o.problems
         zonelessInputs.merge(o.zonelessInputs) { $0 + $1 }
+        for (k, v) in o.problemTotals { problemTotals[k, default: 0] += v }
     }
 }
 
@@ -122,6 +125,9 @@ public struct LogInputError: Error, CustomStringConvertible, Sendable {
 
 /// Text logs to peer events: the same `PeerEvent`s the packet plugins produce, with `.logLine` evidence.
 public enum LogAnalyzer {
+    /// Lines a user pattern may give up on (step budget spent) before it is no longer tried on the log.
+    public static let slowPatternLimit = 20
+
     /// Reads several logs; `firstInput` is the run's input index of the first path (events carry
     /// `input: firstInput + i`). Logs without dates take theirs from the logs that have them.
     public static func read(paths: [String], firstInput: Int = 0, options: LogOptions = LogOptions(),
@@ -136,18 +142,21 @@ public enum LogAnalyzer {
             throw LogInputError(path: error.path, reason: error.reason)
         }
         var texts: [[UInt8]] = []
+        var cuts: [[Int: Int]] = []
         for path in paths {
-            guard let d = FileManager.default.contents(atPath: path) else {
+            guard let (bytes, cut) = loadCuttingLongLines(path: path, maxLineBytes: options.maxLineBytes) else {
                 throw LogInputError(path: path, reason: "cannot read the file")
             }
-            texts.append([UInt8](d))
+            texts.append(bytes)
+            cuts.append(cut)
         }
         var opts = options
         if opts.baseDate == nil {
             opts.baseDate = texts.lazy.compactMap { firstDate(in: $0) }.first
         }
         for (i, t) in texts.enumerated() {
-            let r = read(bytes: t, path: paths[i], input: firstInput + i, options: opts, directory: directory, engine: engine)
+            let r = read(bytes: t, path: paths[i], input: firstInput + i, options: opts, directory: directory, engine: engine,
+                         cutLines: cuts[i])
             result.merge(r)
         }
         result.events.sort { ($0.t, $0.evidence) < ($1.t, $1.evidence) }
@@ -179,8 +188,9 @@ public enum LogAnalyzer {
 
     /// Reads log bytes with a compiled engine (reuse one engine across inputs).
     public static func read(bytes: [UInt8], path: String, input: Int, options: LogOptions, directory: PeerDirectory,
-                            engine: LogEngine) -> LogReadResult {
+                            engine: LogEngine, cutLines: [Int: Int] = [:]) -> LogReadResult {
         var reader = InputReader(path: path, input: input, options: options)
+        reader.cutLines = cutLines
         let entries = reader.entries(bytes)
         // JSON styles spread one entry over many physical lines: count entries (evidence keeps line numbers).
         let lines = reader.format == .logJSON ? entries.count : reader.lineCount
@@ -191,8 +201,28 @@ public enum LogAnalyzer {
         }
         var builder = EventBuilder(options: options)
         var hits = [Bool](repeating: false, count: engine.flat.count)
+        // Patterns that spent their step budget: after `slowPatternLimit` lines they are not tried again.
+        var slowLines: [Int: Int] = [:]
+        var retired: Set<Int> = []
+        var slow: [Int] = []
         for e in entries {
-            guard let (source, m) = engine.match(e, hits: &hits) else {
+            slow.removeAll(keepingCapacity: true)
+            let found = engine.match(e, hits: &hits, skip: retired, slow: &slow)
+            for i in slow {
+                let n = slowLines[i, default: 0] + 1
+                slowLines[i] = n
+                let id = engine.ids[engine.flat[i].plugin]
+                reader.problems.add("log.pattern.gave_up", .warning,
+                                    "pattern \(id) gave up on this line after \(SharedRegex.stepBudget * 10_000) matching steps "
+                                    + "(nested repeats such as (a+)+ backtrack exponentially); the line was tried with the other patterns",
+                                    e.evidence)
+                if n == LogAnalyzer.slowPatternLimit {
+                    retired.insert(i)
+                    reader.problems.add("log.pattern.retired", .warning,
+                                        "pattern \(id) gave up on \(n) lines: not tried on the rest of this log", e.evidence)
+                }
+            }
+            guard let (source, m) = found else {
                 result.unknownCounts[reader.format.rawValue, default: 0] += 1
                 if options.collectUnknown {
                     let first = e.message.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
@@ -212,7 +242,51 @@ public enum LogAnalyzer {
         }
         result.events = builder.events.sorted { ($0.t, $0.evidence) < ($1.t, $1.evidence) }
         result.problems += reader.problems.all
+        result.problemTotals = reader.problems.limiter.totals
         return result
+    }
+
+    /// Reads a file in blocks, keeping of each line at most `maxLineBytes` and a few bytes more (enough
+    /// for the line to be cut, with its diagnostic, where it is read), so one line of hundreds of
+    /// megabytes with no newline costs no more memory than a normal line. Returns the bytes and, per
+    /// 1-based line number, the length of each line cut here; nil when the file cannot be read.
+    static func loadCuttingLongLines(path: String, maxLineBytes: Int) -> ([UInt8], [Int: Int])? {
+        guard let f = fopen(path, "rb") else { return nil }
+        defer { fclose(f) }
+        let keep = maxLineBytes + 8
+        var out: [UInt8] = []
+        var cut: [Int: Int] = [:]
+        var block = [UInt8](repeating: 0, count: 1 << 20)
+        var line = 1
+        var lineLength = 0
+        while true {
+            let n = block.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, f) }
+            if n == 0 { break }
+            block.withUnsafeBufferPointer { p in
+                var i = 0
+                while i < n {
+                    var nl = i
+                    if let base = p.baseAddress, let hit = memchr(base + i, 10, n - i) {
+                        nl = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                    } else {
+                        nl = n
+                    }
+                    let segment = nl - i
+                    let room = max(0, keep - lineLength)
+                    if room > 0 { out.append(contentsOf: UnsafeBufferPointer(rebasing: p[i ..< i + min(segment, room)])) }
+                    lineLength += segment
+                    if lineLength > keep { cut[line] = lineLength }
+                    if nl < n {
+                        out.append(10)
+                        line += 1
+                        lineLength = 0
+                    }
+                    i = nl + 1
+                }
+            }
+        }
+        if ferror(f) != 0 { return nil }
+        return (out, cut)
     }
 
     /// The date of the first dated line of a log (to date other logs' time-only lines).

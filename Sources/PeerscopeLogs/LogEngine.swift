@@ -106,14 +106,24 @@ public struct LogEngine: Sendable {
 
     /// The first rule (in plugin order) that understands the entry: its plugin id and what it means.
     func match(_ entry: LogEntry, hits: inout [Bool]) -> (source: String, match: LogMatch)? {
+        var slow: [Int] = []
+        return match(entry, hits: &hits, skip: [], slow: &slow)
+    }
+
+    /// As `match`, never trying the rules in `skip`; the rules that gave up on this entry (regex step
+    /// budget spent) are added to `slow`.
+    func match(_ entry: LogEntry, hits: inout [Bool], skip: Set<Int>, slow: inout [Int]) -> (source: String, match: LogMatch)? {
         var msg = entry.message
         return msg.withUTF8 { b -> (String, LogMatch)? in
             for i in hits.indices { hits[i] = false }
             automaton.scan(b, &hits)
             for i in alwaysTry { hits[i] = true }
-            for i in flat.indices where hits[i] {
+            for i in flat.indices where hits[i] && !skip.contains(i) {
                 let fr = flat[i]
-                guard let caps = fr.rule.captures(entry.message, b), let m = fr.rule.build(caps, entry) else { continue }
+                var gaveUp = false
+                let caps = fr.rule.captures(entry.message, b, gaveUp: &gaveUp)
+                if gaveUp { slow.append(i) }
+                guard let caps, let m = fr.rule.build(caps, entry) else { continue }
                 return (ids[fr.plugin], m)
             }
             return nil

@@ -27,6 +27,8 @@ struct InputReader {
     let options: LogOptions
     var format: LogFormat = .plain
     var lineCount = 0
+    /// Lines cut while the file was loaded: 1-based line number -> length in the file.
+    var cutLines: [Int: Int] = [:]
     var problems: DiagnosticSink
 
     // time context
@@ -104,7 +106,7 @@ struct InputReader {
     mutating func lineText(_ b: [UInt8], _ r: Range<Int>, _ lineNo: Int) -> [UInt8]? {
         var r = r
         if r.count > options.maxLineBytes {
-            problems.add("log.line.too_long", .warning, "line of \(r.count) bytes cut to \(options.maxLineBytes)", ev(lineNo))
+            problems.add("log.line.too_long", .warning, "line of \(cutLines[lineNo] ?? r.count) bytes cut to \(options.maxLineBytes)", ev(lineNo))
             var e = r.lowerBound + options.maxLineBytes
             // do not cut inside a UTF-8 sequence
             while e > r.lowerBound, b[e] & 0xC0 == 0x80 { e -= 1 }

@@ -111,6 +111,39 @@ public final class SharedRegex: @unchecked Sendable {
         self.regex = regex
         self.groupNames = groupNames
     }
+
+    /// The work one match attempt may do, in ICU's progress callbacks (one per ~10,000 matching
+    /// steps, about 0.2 ms each here): a pattern that backtracks catastrophically (`(a+)+$` on a line of
+    /// `a`s) gives up on that line instead of running for minutes. Counted in steps, not time, so the
+    /// same input always gives the same result.
+    public static let stepBudget = 50
+
+    /// The first match in `text`, or `.gaveUp` when the step budget ran out first.
+    public func firstMatch(in text: String, range: NSRange) -> BudgetedMatch {
+        var found: NSTextCheckingResult?
+        var steps = 0
+        var gaveUp = false
+        regex.enumerateMatches(in: text, options: [.reportProgress], range: range) { m, _, stop in
+            if let m {
+                found = m
+                stop.pointee = true
+                return
+            }
+            steps += 1
+            if steps > SharedRegex.stepBudget {
+                gaveUp = true
+                stop.pointee = true
+            }
+        }
+        if let found { return .match(found) }
+        return gaveUp ? .gaveUp : .none
+    }
+}
+
+public enum BudgetedMatch {
+    case match(NSTextCheckingResult)
+    case none
+    case gaveUp
 }
 
 /// How a rule recognises its lines.
@@ -178,13 +211,26 @@ public struct LogRule: Sendable {
 
     /// Runs the matcher on a message (its UTF-8 bytes given for the format matcher).
     func captures(_ message: String, _ bytes: UnsafeBufferPointer<UInt8>) -> LogCaptures? {
+        var gaveUp = false
+        return captures(message, bytes, gaveUp: &gaveUp)
+    }
+
+    /// As `captures`; `gaveUp` is set when a regex ran out of its step budget on this message.
+    func captures(_ message: String, _ bytes: UnsafeBufferPointer<UInt8>, gaveUp: inout Bool) -> LogCaptures? {
         switch matcher {
         case .format(let f):
             guard let v = f.match(bytes) else { return nil }
             return LogCaptures(values: v)
         case .regex(let r):
             let ns = message as NSString
-            guard let m = r.regex.firstMatch(in: message, options: [], range: NSRange(location: 0, length: ns.length)) else { return nil }
+            let m: NSTextCheckingResult
+            switch r.firstMatch(in: message, range: NSRange(location: 0, length: ns.length)) {
+            case .match(let found): m = found
+            case .none: return nil
+            case .gaveUp:
+                gaveUp = true
+                return nil
+            }
             var named: [String: String] = [:]
             for n in r.groupNames {
                 let rg = m.range(withName: n)

@@ -153,6 +153,7 @@ public struct UserPatternPlugin: LogPlugin {
     }
 
     public static func parse(yaml: String, file: String) throws(LogPatternFileError) -> (plugins: [UserPatternPlugin], problems: [Diagnostic]) {
+        if let why = YAMLLimits.problem(yaml) { throw LogPatternFileError(path: file, reason: why) }
         let root: Any?
         do {
             root = try Yams.load(yaml: yaml)

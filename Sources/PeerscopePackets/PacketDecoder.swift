@@ -115,9 +115,14 @@ public final class PacketDecoder {
                                 evidence: cur.evidence, offset: offset, t: cur.t))
     }
 
+    /// Per id, the diagnostics counted past `maxDiagnosticsPerID` and never handed on (set by
+    /// `finish`), so the engine's totals can stay true.
+    public private(set) var suppressedDiagnostics: [String: Int] = [:]
+
     /// One diagnostic per id whose reports were capped.
     func reportSuppressed() {
         for (id, notKept, n) in diagLimiter.overflow {
+            suppressedDiagnostics[id, default: 0] += notKept
             diags.append(Diagnostic(id: "packets.diagnostics_suppressed", severity: .info,
                                     message: "\(notKept) more \(id) diagnostics not reported (\(n) in all)",
                                     evidence: nil, offset: nil, t: now))

@@ -69,6 +69,21 @@ final class OutputSafetyTests: XCTestCase {
         assertUnchanged(cap, r2)
     }
 
+    /// A baseline compared against is an input too: `check --baseline b.json -o b.json` and
+    /// `diff old new -o old` are refused before anything is written.
+    func testBaselineAndDiffInputsAreNotOverwritten() throws {
+        let cap = try copySample()
+        let base = dir.appendingPathComponent("base.json")
+        XCTAssertEqual(try CLI.run(["check", cap.path, "-o", base.path, "--fail-on", "critical"]).status, 0)
+        let baseBytes = try Data(contentsOf: base)
+        let r1 = try CLI.run(["check", cap.path, "--baseline", base.path, "-o", base.path])
+        XCTAssertEqual(r1.status, 2, r1.stderr)
+        XCTAssertTrue(r1.stderr.contains("--output \(base.path) is also an input"), r1.stderr)
+        let r2 = try CLI.run(["diff", base.path, base.path, "-o", "./base.json"], cwd: dir)
+        XCTAssertEqual(r2.status, 2, r2.stderr)
+        XCTAssertEqual(try Data(contentsOf: base), baseBytes)
+    }
+
     func testSimulateRefusesExpectedOntoItsOwnCapture() throws {
         let out = dir.appendingPathComponent("sim.pcapng").path
         let r = try CLI.run(["simulate", "healthy-pair", "-o", out, "--expected", "./sim.pcapng"], cwd: dir)
@@ -91,6 +106,9 @@ final class OutputSafetyTests: XCTestCase {
         let r = try CLI.run([cap.path], prefix: ["/bin/sh", "-c", "exec \"$0\" analyze \"$1\" > /dev/full"])
         XCTAssertEqual(r.status, 3, r.stderr)
         XCTAssertTrue(r.stderr.contains("standard output: cannot write: No space left on device"), r.stderr)
+        let decode = try CLI.run([cap.path], prefix: ["/bin/sh", "-c", "exec \"$0\" decode \"$1\" > /dev/full"])
+        XCTAssertEqual(decode.status, 3, decode.stderr)
+        XCTAssertTrue(decode.stderr.contains("standard output: cannot write: No space left on device"), decode.stderr)
     }
 
     /// A file size limit makes the system accept part of a write, then refuse the rest (EFBIG): the
@@ -155,6 +173,12 @@ final class OutputSafetyTests: XCTestCase {
         XCTAssertEqual(notPcapng.status, 2, notPcapng.stderr)
         XCTAssertTrue(notPcapng.stderr.contains("\(text.path): cannot append: it is not a pcapng file"), notPcapng.stderr)
         XCTAssertEqual(try Data(contentsOf: text), Data("not a capture\n".utf8))
+        // A capture that cannot start leaves neither the file nor a temporary file.
+        let fresh = dir.appendingPathComponent("new.pcapng")
+        let noIface = try CLI.run(["capture", "-i", "no-such-interface0", "--duration", "1", "--write", fresh.path])
+        XCTAssertEqual(noIface.status, 3, noIface.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: fresh.path))
+        XCTAssertEqual(leftovers(), [])
         // --write onto a --log input is refused by identity, whatever the flags.
         let log = dir.appendingPathComponent("d.log")
         try Data("hello\n".utf8).write(to: log)

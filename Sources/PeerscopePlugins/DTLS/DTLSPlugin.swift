@@ -19,6 +19,7 @@ public final class DTLSPlugin: DecoderPlugin {
             DiagnosticSpec("alert.length", .warning, "an alert record that is not 2 bytes"),
             DiagnosticSpec("cid.unknown", .info, "a DTLS 1.3 record with a connection ID never negotiated"),
             DiagnosticSpec("empty", .info, "an empty datagram on a DTLS flow"),
+            DiagnosticSpec("flows_evicted", .info, "more DTLS flows than tracked: the least recently seen is forgotten"),
         ])
 
     public static let stallTimeout: Nanos = 10 * CaptureTime.second
@@ -81,7 +82,7 @@ public final class DTLSPlugin: DecoderPlugin {
         let b = input.payload
         let key = input.flow?.canonical
         var st = key.flatMap { flows[$0] } ?? FlowState()
-        if let key, flows[key] == nil, flows.count >= Self.maxFlows { evict() }
+        if let key, flows[key] == nil, flows.count >= Self.maxFlows { evict(ctx) }
         st.flow = st.flow ?? input.flow
         let src = input.flow?.src
         var side = src.flatMap { st.sides[$0] } ?? Side()
@@ -374,8 +375,14 @@ public final class DTLSPlugin: DecoderPlugin {
                             source: Self.descriptor.id, attrs: attrs))
     }
 
-    private func evict() {
-        let victims = flows.sorted { $0.value.lastAt < $1.value.lastAt }.prefix(max(1, Self.maxFlows / 8))
-        for (k, _) in victims { flows[k] = nil }
+    private func evict(_ ctx: PluginContext) {
+        // Ties by flow, never the table's hash order: every run evicts the same flows.
+        let victims = flows.sorted { a, b in
+            a.value.lastAt != b.value.lastAt ? a.value.lastAt < b.value.lastAt : "\(a.key)" < "\(b.key)"
+        }.prefix(max(1, Self.maxFlows / 8))
+        for (k, _) in victims {
+            flows[k] = nil
+            ctx.diagnose("flows_evicted", "more than \(Self.maxFlows) DTLS flows tracked: \(k) (least recently seen) was forgotten", severity: .info)
+        }
     }
 }

@@ -119,6 +119,9 @@ final class DiscoveryTracker {
     }
 
     var instances: [String: Instance] = [:]
+    /// Instances and hosts dropped because their table was full (reported as diagnostics by the plugin).
+    var evictedInstances = 0
+    var evictedHosts = 0
     var hosts: [String: Host] = [:]
     struct BrowseKey: Hashable {
         var querier: IPAddress?
@@ -230,31 +233,19 @@ final class DiscoveryTracker {
     }
 
     private func evictInstance() {
-        // The gone instance seen longest ago, else the alive one expiring first; ties go to the smaller
-        // key, never to the table's (per-process hashed) order, so every run evicts the same one.
-        // One pass over the table's fields: no copies of its instances.
-        var victim: [String: Instance].Index?
-        do {
-            let values = instances.values
-            var oldest: Nanos = .max
-            func before(_ t: Nanos, _ i: [String: Instance].Index, _ best: Nanos) -> Bool {
-                guard let v = victim else { return true }
-                return t < best || (t == best && values[i].key < values[v].key)
-            }
-            for i in values.indices where values[i].state != .alive {
-                let seen = values[i].lastSeen
-                if before(seen, i, oldest) { victim = i; oldest = seen }
-            }
-            if victim == nil {
-                var first: Nanos = .max
-                for i in values.indices {
-                    let d = values[i].deadline ?? .max
-                    if before(d, i, first) { victim = i; first = d }
-                }
-            }
+        // A sixteenth of the table at once (the cost of choosing is shared by the next inserts): gone
+        // instances seen longest ago first, then alive ones expiring first; ties go to the smaller key,
+        // never to the table's (per-process hashed) order, so every run evicts the same ones.
+        let n = max(1, Self.maxInstances / 16)
+        let ranked = instances.values.map { v -> (gone: Bool, t: Nanos, key: String) in
+            v.state != .alive ? (true, v.lastSeen, v.key) : (false, v.deadline ?? .max, v.key)
+        }.sorted { a, b in
+            if a.gone != b.gone { return a.gone }
+            return a.t != b.t ? a.t < b.t : a.key < b.key
         }
-        if let vi = victim {
-            let v = instances.remove(at: vi).value
+        for r in ranked.prefix(n) {
+            guard let v = instances.removeValue(forKey: r.key) else { continue }
+            evictedInstances &+= 1
             if let t = v.srv?.target.key { byTarget[t]?.remove(v.key) }
             if let name = v.displayName {
                 byDisplayName[name]?.remove(v.key)
@@ -514,7 +505,12 @@ final class DiscoveryTracker {
     }
 
     private func evictHost() {
-        if let v = hosts.min(by: { $0.value.lastSeen < $1.value.lastSeen }) { hosts[v.key] = nil }
+        // A sixteenth of the table at once, seen longest ago first (ties by name).
+        let victims = hosts.map { (t: $0.value.lastSeen, key: $0.key) }.sorted { $0.t != $1.t ? $0.t < $1.t : $0.key < $1.key }
+        for v in victims.prefix(max(1, Self.maxHosts / 16)) {
+            hosts[v.key] = nil
+            evictedHosts &+= 1
+        }
     }
 
     // MARK: - Events and the directory

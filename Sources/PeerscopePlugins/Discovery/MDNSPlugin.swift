@@ -23,6 +23,8 @@ public final class MDNSPlugin: DecoderPlugin {
             DiagnosticSpec("nsec.bitmap", .warning, "a malformed NSEC type bitmap"),
             DiagnosticSpec("opt.overrun", .warning, "an EDNS option past its record"),
             DiagnosticSpec("trailing", .info, "bytes after the last record"),
+            DiagnosticSpec("instances_evicted", .info, "more service instances than tracked: the least recently seen are forgotten"),
+            DiagnosticSpec("hosts_evicted", .info, "more host names than tracked: the least recently seen are forgotten"),
         ])
 
     let tracker = DiscoveryTracker()
@@ -61,7 +63,17 @@ public final class MDNSPlugin: DecoderPlugin {
         if ctx.wantsMessages {
             ctx.message(msg.isResponse ? "response" : "query", Self.fields(msg))
         }
+        let (instancesBefore, hostsBefore) = (tracker.evictedInstances, tracker.evictedHosts)
         tracker.process(msg, input, ctx)
+        // Bounded tables: each eviction is one diagnostic, so the report counts them all.
+        for _ in instancesBefore ..< tracker.evictedInstances {
+            ctx.diagnose("instances_evicted", "more than \(DiscoveryTracker.maxInstances) service instances tracked: the least recently seen were forgotten",
+                         severity: .info)
+        }
+        for _ in hostsBefore ..< tracker.evictedHosts {
+            ctx.diagnose("hosts_evicted", "more than \(DiscoveryTracker.maxHosts) host names tracked: the least recently seen were forgotten",
+                         severity: .info)
+        }
     }
 
     public func tick(_ t: Nanos, _ ctx: PluginContext) {
