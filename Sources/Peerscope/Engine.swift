@@ -1,3 +1,4 @@
+import Foundation
 import PeerscopeCore
 import PeerscopeCapture
 import PeerscopePackets
@@ -73,6 +74,9 @@ public final class Engine {
     private var finished = false
 
     public init(options: EngineOptions = EngineOptions(), onMessage: @escaping (DecodedMessage) -> Void = { _ in }) {
+        var options = options
+        // The switch the tests use to show that fast paths change nothing.
+        if ProcessInfo.processInfo.environment["PEERSCOPE_NO_FAST_PATHS"] == "1" { options.decode.fastPaths = false }
         self.options = options
         coalescer = EventCoalescer(gaps: options.coalesceGaps)
         limiter = DiagnosticLimiter(keptPerID: options.diagnosticsKeptPerID)

@@ -52,15 +52,22 @@ public enum PeerscopeRun {
     /// reported in `inputProblems` and the rest are still analysed; only when none can be opened does
     /// it throw.
     public static func decode(paths: [String], options: DecodeOptions = DecodeOptions(wantsMessages: true),
-                              collectEvents: Bool = true,
+                              collectEvents: Bool = true, progress: Progress? = nil,
                               onMessage: @escaping (DecodedMessage) -> Void = { _ in }) throws(InputError) -> RunResult {
         var engineOptions = EngineOptions(decode: options)
         engineOptions.collectEvents = collectEvents
-        return try run(paths: paths, engine: Engine(options: engineOptions, onMessage: onMessage))
+        return try run(paths: paths, engine: Engine(options: engineOptions, onMessage: onMessage), progress: progress)
+    }
+
+    /// Told, now and then while reading, the bytes read so far and the total when known (the callback
+    /// decides where, if anywhere, to show it).
+    public struct Progress {
+        public var report: (_ bytesRead: Int64, _ totalBytes: Int64?) -> Void
+        public init(_ report: @escaping (_ bytesRead: Int64, _ totalBytes: Int64?) -> Void) { self.report = report }
     }
 
     /// Runs `engine` over the capture files at `paths`.
-    public static func run(paths: [String], engine: Engine) throws(InputError) -> RunResult {
+    public static func run(paths: [String], engine: Engine, progress: Progress? = nil) throws(InputError) -> RunResult {
         var problems: [String] = []
         var readers: [CaptureFileReader] = []
         var firstError: InputError?
@@ -76,7 +83,18 @@ public enum PeerscopeRun {
         }
         if readers.isEmpty, let firstError { throw firstError }
         let reader = MergedCaptureReader(readers: readers)
-        while let frame = reader.next() { engine.process(frame) }
+        if let progress {
+            let total = reader.totalBytes
+            var n = 0
+            while let frame = reader.next() {
+                engine.process(frame)
+                n &+= 1
+                if n & 0xFFF == 0 { progress.report(reader.bytesRead, total) }
+            }
+            progress.report(reader.bytesRead, total)
+        } else {
+            while let frame = reader.next() { engine.process(frame) }
+        }
         // Non-fatal findings of the readers (out-of-range timestamps, ...).
         for d in reader.diagnostics { engine.record(d) }
         for p in reader.problems {

@@ -49,6 +49,8 @@ public final class AnalysisSession {
     public let configuration: Configuration
     /// Called as each stage ends (same thread as `finish`).
     public var onStage: ((AnalysisStage) -> Void)?
+    /// Told now and then how far reading the capture files got (bytes read, total): progress.
+    public var progress: PeerscopeRun.Progress?
 
     /// Capture files, in input order (read and merged by time in `finish`).
     public private(set) var captures: [String] = []
@@ -177,7 +179,7 @@ public final class AnalysisSession {
             run = RunResult(inputs: [], directory: engine.directory)
         } else {
             do {
-                run = try PeerscopeRun.run(paths: captures, engine: engine)
+                run = try PeerscopeRun.run(paths: captures, engine: engine, progress: progress)
             } catch {
                 if logs.isEmpty { throw error }
                 // Logs may still tell the story: carry on with them.

@@ -1,6 +1,11 @@
-// peerscope-bench: speed and memory of reading, decoding and analysing a large capture, with
-// tcpdump and tshark on the same file for ratios measured in the same run. Build in release:
-//   swift run -c release PeerscopeBench [--frames N] [--keep DIR]
+// peerscope-bench: speed and memory of reading, decoding and analysing large captures, side by side
+// with a bare C `pcap_next_ex` loop (the floor), tcpdump and tshark, in one run. Build in release:
+//   swift build -c release && .build/release/PeerscopeBench [--frames N] [--mdns-frames N] [--only mdns|group]
+//       [--mdns-gb] [--long] [--keep DIR]
+//   .build/release/PeerscopeBench --stages FILE
+// It writes its inputs itself, deterministically: the mDNS-heavy file (a crowded network, see
+// CrowdedMDNS.swift in the simulator) and the group file (copies of the simulated 8-peer group scenario, each with new
+// peers). Every row gives time, packets/s, peak RSS and its speed as a share of the bare loop's.
 import CPcap
 import Foundation
 import Peerscope
@@ -15,18 +20,33 @@ import Glibc
 import Darwin
 #endif
 
-var targetFrames = 2_000_000
+var targetFrames = 1_000_000
+var mdnsFrames = 400_000
+var mdnsHosts = 2000
 var keepDir: String?
 var stagesOf: String?
+var only: String?
+var mdnsGB = false
+var longRun = false
 var args = CommandLine.arguments.dropFirst()
 while let a = args.first {
     args = args.dropFirst()
     switch a {
     case "--frames": targetFrames = args.first.flatMap { Int($0) } ?? targetFrames; args = args.dropFirst()
+    case "--mdns-frames": mdnsFrames = args.first.flatMap { Int($0) } ?? mdnsFrames; args = args.dropFirst()
     case "--keep": keepDir = args.first; args = args.dropFirst()
     case "--stages": stagesOf = args.first; args = args.dropFirst()
+    case "--only": only = args.first; args = args.dropFirst()
+    case "--mdns-gb": mdnsGB = true
+    case "--long": longRun = true
+    case "--mdns-hosts": mdnsHosts = args.first.flatMap { Int($0) } ?? mdnsHosts; args = args.dropFirst()
+    case "--write-mdns":
+        // Only write the mDNS-heavy file (for profiling and for comparing runs by hand).
+        guard let path = args.first, let r = try? CrowdedMDNS.write(path: path, packets: mdnsFrames, hostCount: mdnsHosts) else { exit(2) }
+        print("\(path): \(r.frames) packets (\(r.mdns) mDNS), \(r.bytes) bytes")
+        exit(0)
     default:
-        print("usage: PeerscopeBench [--frames N] [--keep DIR]")
+        print("usage: PeerscopeBench [--frames N] [--mdns-frames N] [--only mdns|group] [--mdns-gb] [--long] [--keep DIR] | --stages FILE")
         exit(2)
     }
 }
@@ -149,6 +169,12 @@ func which(_ tool: String) -> String? {
     return nil
 }
 
+/// The 1-minute load average (`uptime`'s first figure): the machine is shared, say how busy it was.
+func loadAverage() -> String {
+    guard let s = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return "-" }
+    return s.split(separator: " ").prefix(3).joined(separator: " ")
+}
+
 func fmt(_ x: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", x) }
 
 let dir = keepDir ?? (NSTemporaryDirectory() + "peerscope-bench-\(getpid())")
@@ -186,68 +212,137 @@ if let stagesOf {
     exit(0)
 }
 
-print("peerscope benchmark (\(ProcessInfo.processInfo.processorCount) cores)")
-var t0 = now()
-let (frames, bytes) = try makeCapture(path: big, frames: targetFrames)
-let (qFrames, qBytes) = try makeCapture(path: quarter, frames: targetFrames / 4)
-print("capture: \(frames) frames, \(fmt(Double(bytes) / 1e6, 1)) MB of simulated 8-peer sessions (made in \(fmt(now() - t0, 1)) s); quarter: \(qFrames) frames, \(fmt(Double(qBytes) / 1e6, 1)) MB")
-
-// In-process: the bare reader.
-t0 = now()
-var n = 0
-if let r = try? CaptureFileReader(path: big) { while r.next() != nil { n += 1 } }
-let readSeconds = now() - t0
-print("")
-print(String(format: "%-34@ %9@ %12@ %10@ %12@", "step" as NSString, "seconds" as NSString, "frames/s" as NSString, "MB/s" as NSString, "peak RSS MiB" as NSString))
-func row(_ name: String, _ s: Double, _ rss: Int?) {
-    let fps = Double(frames) / s, mbs = Double(bytes) / 1e6 / s
-    print(String(format: "%-34@ %9@ %12@ %10@ %12@", name as NSString, fmt(s, 3) as NSString, fmt(fps / 1e6, 2) + " M" as NSString,
-                 fmt(mbs, 1) as NSString, (rss.map { fmt(Double($0) / 1024, 1) } ?? "-") as NSString))
+/// The floor: a bare C loop over `pcap_next_ex` (libpcap's own buffering), compiled here with cc.
+func bareLoop() -> String? {
+    let src = dir + "/bare.c", bin = dir + "/bare-loop"
+    let code = """
+    #include <pcap/pcap.h>
+    #include <stdio.h>
+    int main(int argc, char **argv) {
+        char err[PCAP_ERRBUF_SIZE];
+        pcap_t *p = pcap_open_offline(argv[1], err);
+        if (!p) { fprintf(stderr, "%s\\n", err); return 3; }
+        struct pcap_pkthdr *h; const u_char *d; long n = 0, bytes = 0;
+        while (pcap_next_ex(p, &h, &d) == 1) { n++; bytes += h->caplen; }
+        pcap_close(p);
+        printf("%ld %ld\\n", n, bytes);
+        return 0;
+    }
+    """
+    guard (try? code.write(toFile: src, atomically: true, encoding: .utf8)) != nil, let cc = which("cc") ?? which("clang"),
+          let m = measure([cc, "-O2", "-o", bin, src, "-lpcap"]), m.status == 0 else { return nil }
+    return bin
 }
-row("read frames (in process)", readSeconds, nil)
-// The same loop through libpcap, for a ratio that survives a busy machine.
-do {
-    var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE))
-    let t1 = now()
-    if let p = pcap_open_offline(big, &errbuf) {
-        var hdr: UnsafeMutablePointer<pcap_pkthdr>?
-        var data: UnsafePointer<UInt8>?
-        var m = 0
-        while pcap_next_ex(p, &hdr, &data) == 1 { m += 1 }
-        pcap_close(p)
-        let libpcapSeconds = now() - t1
-        row("libpcap pcap_next_ex (in process)", libpcapSeconds, nil)
-        print("  peerscope reader / libpcap (time): \(fmt(readSeconds / max(1e-9, libpcapSeconds))) (\(n) and \(m) frames)")
+
+struct Row {
+    var name: String
+    var seconds: Double
+    var rssKiB: Int?
+    /// Packets this row read (a scaled row read fewer and is scaled to the file).
+    var note: String = ""
+}
+
+/// Prints one table: every row with packets/s and its speed as a share of the floor's.
+func table(_ title: String, frames: Int, bytes: Int, _ rows: [Row]) {
+    print("")
+    print(title)
+    func cols(_ c: [String]) -> String {
+        let widths = [42, 9, 11, 13, 15]
+        return "  " + c.enumerated().map { i, v in
+            let n = max(0, widths[min(i, widths.count - 1)] - v.count)
+            return i == 0 ? v + String(repeating: " ", count: n) : String(repeating: " ", count: n) + v
+        }.joined(separator: " ")
+    }
+    print(cols(["tool", "seconds", "packets/s", "peak RSS MiB", "% of bare loop"]))
+    let floor = rows.first?.seconds ?? 1
+    for r in rows {
+        let pps = Double(frames) / max(1e-9, r.seconds)
+        let share = 100 * floor / max(1e-9, r.seconds)
+        print(cols([r.name, fmt(r.seconds, 3), fmt(pps / 1e6, 3) + " M", r.rssKiB.map { fmt(Double($0) / 1024, 1) } ?? "-",
+                    fmt(share, share < 1 ? 2 : 1) + " %"]) + (r.note.isEmpty ? "" : "  " + r.note))
     }
 }
 
-var results: [String: Measured] = [:]
-if let m = measure([peerscope, "decode", big]) { results["decode"] = m; row("peerscope decode (JSON Lines)", m.seconds, m.maxRSSKiB) }
-if let m = measure([peerscope, "analyze", "--format", "json", "--output", "/dev/null", big]) {
-    results["analyze"] = m
-    row("peerscope analyze", m.seconds, m.maxRSSKiB)
+/// The rows every file gets: the floor, peerscope's reader in process, decode, analyze, tcpdump, tshark.
+func rowsFor(_ path: String, frames: Int, tsharkArgs: [String], tsharkFile: (path: String, frames: Int)? = nil) -> [Row] {
+    var rows: [Row] = []
+    if let bare = bareBinary, let m = measure([bare, path]) {
+        rows.append(Row(name: "bare C loop, pcap_next_ex (floor)", seconds: m.seconds, rssKiB: m.maxRSSKiB))
+    } else {
+        // No C compiler: the same loop through libpcap in process.
+        var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE))
+        let t1 = now()
+        if let p = pcap_open_offline(path, &errbuf) {
+            var hdr: UnsafeMutablePointer<pcap_pkthdr>?
+            var data: UnsafePointer<UInt8>?
+            while pcap_next_ex(p, &hdr, &data) == 1 {}
+            pcap_close(p)
+        }
+        rows.append(Row(name: "pcap_next_ex in process (floor, no cc)", seconds: now() - t1, rssKiB: nil))
+    }
+    let t0 = now()
+    var n = 0
+    if let r = try? CaptureFileReader(path: path) { while r.next() != nil { n += 1 } }
+    rows.append(Row(name: "peerscope reader (in process)", seconds: now() - t0, rssKiB: nil))
+    if let m = measure([peerscope, "decode", path]) { rows.append(Row(name: "peerscope decode (JSON Lines)", seconds: m.seconds, rssKiB: m.maxRSSKiB)) }
+    if let m = measure([peerscope, "analyze", "--format", "json", "--output", "/dev/null", path]) {
+        rows.append(Row(name: "peerscope analyze --format json", seconds: m.seconds, rssKiB: m.maxRSSKiB))
+    }
+    if let tcpdump = which("tcpdump"), let m = measure([tcpdump, "-nr", path], env: ["TZ": "UTC"]) {
+        rows.append(Row(name: "tcpdump -nr (text)", seconds: m.seconds, rssKiB: m.maxRSSKiB))
+    }
+    if let tshark = which("tshark") {
+        let input = tsharkFile ?? (path, frames)
+        if let m = measure([tshark, "-r", input.path] + tsharkArgs) {
+            let scale = Double(frames) / Double(max(1, input.frames))
+            rows.append(Row(name: "tshark " + tsharkArgs.joined(separator: " "), seconds: m.seconds * scale, rssKiB: m.maxRSSKiB,
+                            note: scale == 1 ? "" : "(read \(input.frames) packets, time scaled x\(fmt(scale, 1)))"))
+        }
+    }
+    return rows
 }
-if let tcpdump = which("tcpdump"), let m = measure([tcpdump, "-nr", big], env: ["TZ": "UTC"]) {
-    results["tcpdump"] = m
-    row("tcpdump -nr (text)", m.seconds, m.maxRSSKiB)
-}
-if let tshark = which("tshark"), let m = measure([tshark, "-r", quarter, "-T", "fields", "-e", "frame.number"]) {
-    // tshark is slow: it reads the quarter file; scaled to the full file for the ratio.
-    let scaled = Measured(seconds: m.seconds * Double(frames) / Double(max(1, qFrames)), maxRSSKiB: m.maxRSSKiB, status: m.status)
-    results["tshark"] = scaled
-    row("tshark -T fields (quarter, x\(fmt(Double(frames) / Double(max(1, qFrames)), 1)))", scaled.seconds, m.maxRSSKiB)
-}
-if let q = measure([peerscope, "analyze", "--format", "json", "--output", "/dev/null", quarter]), let full = results["analyze"] {
+
+let bareBinary = bareLoop()
+print("peerscope benchmark (\(ProcessInfo.processInfo.processorCount) cores; load average \(loadAverage()))")
+if bareBinary == nil { print("no C compiler: the floor is libpcap's loop in this process") }
+
+if only == nil || only == "mdns" {
+    let path = dir + "/mdns-heavy.pcap"
+    let t = now()
+    let (frames, bytes, mdns) = try CrowdedMDNS.write(path: path, packets: mdnsFrames, hostCount: mdnsHosts)
     print("")
-    print("memory: analyze peak RSS \(fmt(Double(q.maxRSSKiB) / 1024, 1)) MiB on the quarter file, \(fmt(Double(full.maxRSSKiB) / 1024, 1)) MiB on the full one (x\(fmt(Double(full.maxRSSKiB) / Double(max(1, q.maxRSSKiB)), 2)) for x\(fmt(Double(frames) / Double(max(1, qFrames)), 1)) the frames)")
+    print("mDNS-heavy file: \(frames) packets (\(mdns) mDNS), \(fmt(Double(bytes) / 1e6, 1)) MB, written in \(fmt(now() - t, 1)) s")
+    let rows = rowsFor(path, frames: frames, tsharkArgs: ["-Y", "mdns", "-T", "fields", "-e", "dns.qry.name", "-e", "dns.resp.name"])
+    table("mDNS-heavy (\(frames) packets)", frames: frames, bytes: bytes, rows)
+    if mdnsGB {
+        let gbPath = dir + "/mdns-1gb.pcap"
+        let (gf, gb, _) = try CrowdedMDNS.write(path: gbPath, packets: frames * Int((1e9 / Double(bytes)).rounded(.up)))
+        if let m = measure([peerscope, "analyze", "--format", "json", "--output", "/dev/null", gbPath]) {
+            print("  1 GB mDNS-heavy file (\(gf) packets, \(fmt(Double(gb) / 1e9, 2)) GB): analyze \(fmt(m.seconds, 2)) s, "
+                  + "\(fmt(Double(gf) / m.seconds / 1e6, 3)) M packets/s, peak RSS \(fmt(Double(m.maxRSSKiB) / 1024, 1)) MiB")
+        }
+        if keepDir == nil { try? FileManager.default.removeItem(atPath: gbPath) }
+    }
 }
-if let a = results["analyze"] {
+
+if only == nil || only == "group" {
+    let big = dir + "/group.pcap", small = dir + "/group-eighth.pcap"
+    let t = now()
+    let (frames, bytes) = try makeCapture(path: big, frames: targetFrames)
+    let (sFrames, _) = try makeCapture(path: small, frames: targetFrames / 8)
     print("")
-    print("ratios in this run (time):")
-    if let t = results["tcpdump"] { print("  analyze / tcpdump -nr: \(fmt(a.seconds / t.seconds))") }
-    if let t = results["tshark"] { print("  analyze / tshark -T fields: \(fmt(a.seconds / t.seconds, 3))") }
-    if let d = results["decode"] { print("  decode / analyze: \(fmt(d.seconds / a.seconds))") }
+    print("group file: \(frames) frames, \(fmt(Double(bytes) / 1e6, 1)) MB of simulated 8-peer sessions; eighth: \(sFrames) frames (made in \(fmt(now() - t, 1)) s)")
+    let rows = rowsFor(big, frames: frames, tsharkArgs: ["-T", "fields", "-e", "frame.number"], tsharkFile: (small, sFrames))
+    table("group (\(frames) frames)", frames: frames, bytes: bytes, rows)
+    if let full = rows.first(where: { $0.name.hasPrefix("peerscope analyze") }),
+       let m = measure([peerscope, "analyze", "--format", "json", "--output", "/dev/null", small]) {
+        print("  linearity: analyze \(fmt(m.seconds, 2)) s for \(sFrames) frames, \(fmt(full.seconds, 2)) s for \(frames): "
+              + "x\(fmt(full.seconds / m.seconds, 2)) the time for x\(fmt(Double(frames) / Double(max(1, sFrames)), 2)) the frames")
+        print("  memory: peak RSS \(fmt(Double(m.maxRSSKiB) / 1024, 1)) MiB for the eighth, \(fmt(Double(full.rssKiB ?? 0) / 1024, 1)) MiB for the whole")
+    }
 }
+
+if longRun {
 // Memory over time: one healthy pair connected for days (the same two peers, one session), at a
 // quarter and at the full frame count. Memory should follow the active peers and flows, not the
 // length of the capture.
@@ -271,4 +366,5 @@ if let (lf, hours) = try? makeLongSession(path: longFull, frames: targetFrames),
     print("  memory x\(fmt(Double(mf.maxRSSKiB) / Double(max(1, mq.maxRSSKiB)), 2)) for x\(fmt(Double(lf) / Double(max(1, lq)), 1)) the frames")
 }
 
+}
 if keepDir == nil { try? FileManager.default.removeItem(atPath: dir) }

@@ -186,6 +186,10 @@ struct AnalysisArguments: ParsableArguments {
     /// Finishes `session` (each capture of a fleet has its own); unreadable input becomes exit
     /// status 3 (or, with `emptyReportOnFailure`, an empty report that says so).
     static func finish(_ session: AnalysisSession, emptyReportOnFailure: Bool) throws -> Analysis {
+        // Bytes read, rate and time left on a terminal's standard error (erased before the report).
+        let progress = ProgressLine.make()
+        session.progress = progress?.callback
+        defer { progress?.finish() }
         do {
             return try session.finish()
         } catch {

@@ -66,10 +66,13 @@ struct Decode: ParsableCommand {
         let only = Set(plugins)
         let multi = files.count > 1
         let result: RunResult
+        // Progress on a terminal's standard error, unless the lines themselves go to that screen.
+        let progress = ProgressLine.make(unlessStdoutIsTerminal: true)
+        defer { progress?.finish() }
         do {
             result = try PeerscopeRun.decode(
                 paths: files, options: DecodeOptions(showPayloads: showPayloads, wantsMessages: true),
-                collectEvents: false
+                collectEvents: false, progress: progress?.callback
             ) { m in
                 if only.isEmpty || only.contains(m.plugin) { out.jsonLine(m.json(includeInput: multi)) }
             }
@@ -94,6 +97,7 @@ struct Decode: ParsableCommand {
             }
         }
         try out.finish()
+        progress?.finish()
         for p in result.inputProblems { printError(p) }
         if !result.complete { throw ExitCode(ExitStatus.input) }
     }
@@ -103,7 +107,10 @@ struct Decode: ParsableCommand {
         let session = AnalysisSession(AnalysisSession.Configuration(
             engine: EngineOptions(decode: DecodeOptions(showPayloads: showPayloads, wantsMessages: false))))
         session.add(files)
+        let progress = ProgressLine.make(unlessStdoutIsTerminal: output == nil)
+        session.progress = progress?.callback
         let decoded: AnalysisSession.Decoded
+        defer { progress?.finish() }
         do { decoded = try session.decode() } catch {
             throw CommandFailure(message: error.description, status: ExitStatus.input)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Peerscope
 import PeerscopeCapture
 import PeerscopeCore
 
@@ -107,3 +108,53 @@ enum StandardOutput {
 
 /// Whether standard output is a terminal (colour and layout decisions).
 var standardOutputIsTerminal: Bool { isatty(STDOUT_FILENO) != 0 }
+
+/// Whether standard error is a terminal: only then is progress shown.
+var standardErrorIsTerminal: Bool { isatty(STDERR_FILENO) != 0 }
+
+/// Progress of a long read on standard error: bytes read, rate and time left, one line redrawn in
+/// place at most five times a second, and erased when reading ends. Shown only when standard error is
+/// a terminal, so nothing reaches a pipe, a file or a CI log, and never on standard output (where the
+/// JSON goes). The rate and time left are about the user's wait, so they use the wall clock; analysis
+/// itself never does.
+final class ProgressLine {
+    private let start = DispatchTime.now().uptimeNanoseconds
+    private var lastShown: UInt64?
+    private var shown = false
+
+    /// A progress line when standard error is a terminal (and, with `unlessStdoutIsTerminal`, standard
+    /// output is not the same screen: `decode` streams its lines there while reading).
+    static func make(unlessStdoutIsTerminal: Bool = false) -> ProgressLine? {
+        guard standardErrorIsTerminal, ProcessInfo.processInfo.environment["PEERSCOPE_NO_PROGRESS"] == nil else { return nil }
+        if unlessStdoutIsTerminal && standardOutputIsTerminal { return nil }
+        return ProgressLine()
+    }
+
+    var callback: PeerscopeRun.Progress { PeerscopeRun.Progress { [self] read, total in update(read, total) } }
+
+    func update(_ read: Int64, _ total: Int64?) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if let lastShown, now &- lastShown < 200_000_000, read < (total ?? .max) { return }
+        lastShown = now
+        let seconds = max(0.001, Double(now &- start) / 1e9)
+        let rate = Double(read) / seconds
+        var line = "peerscope: read \(Self.mb(Double(read)))"
+        if let total, total > 0 {
+            line += " of \(Self.mb(Double(total))) (\(min(100, read.multipliedReportingOverflow(by: 100).partialValue / total)) %)"
+        }
+        line += ", \(Self.mb(rate))/s"
+        if let total, rate > 0, read < total {
+            line += ", \(Int((Double(total - read) / rate).rounded(.up))) s left"
+        }
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+        shown = true
+    }
+
+    /// Erases the line (the report or the shell prompt comes next).
+    func finish() {
+        if shown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        shown = false
+    }
+
+    static func mb(_ bytes: Double) -> String { String(format: "%.1f MB", bytes / 1e6) }
+}

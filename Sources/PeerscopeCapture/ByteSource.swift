@@ -55,10 +55,20 @@ final class ByteSource {
         // Small internal buffers: reads of at least twice this size go straight into our buffer.
         gzbuffer(g, 128 * 1024)
         gz = g
+        size = st.st_size > 0 && (st.st_mode & S_IFMT) == S_IFREG ? Int64(st.st_size) : nil
     }
+
+    /// The file's size when it is a regular file (nil for standard input and pipes).
+    private(set) var size: Int64?
 
     deinit {
         if let gz { gzclose_r(gz) }
+    }
+
+    /// Bytes of the file consumed so far (compressed bytes for gzip data), for progress.
+    var offset: Int64 {
+        guard let gz else { return 0 }
+        return Int64(gzoffset(gz))
     }
 
     /// True when the data is gzip-compressed (valid after the first read).

@@ -83,6 +83,10 @@ public final class CaptureFileReader {
     public var formatDescription: String { state.formatDescription }
     /// True when the file is gzip-compressed.
     public var isCompressed: Bool { state.compressed }
+
+    /// Bytes of the file read so far (compressed bytes for gzip data) and its size when known: progress.
+    public var bytesRead: Int64 { state.bytesRead }
+    public var fileSize: Int64? { state.fileSize }
 }
 
 /// The reader proper (see `CaptureFileReader`).
@@ -189,6 +193,9 @@ struct ReaderState {
             }
         }
     }
+
+    var bytesRead: Int64 { source.offset }
+    var fileSize: Int64? { source.size }
 
     var formatDescription: String {
         let order = bigEndian ? "big-endian" : "little-endian"

@@ -43,6 +43,17 @@ public final class MergedCaptureReader {
         self.readers = readers
     }
 
+    /// Bytes read so far over all files, and their total size when every size is known: progress.
+    public var bytesRead: Int64 { readers.reduce(0) { $0 &+ $1.bytesRead } }
+    public var totalBytes: Int64? {
+        var total: Int64 = 0
+        for r in readers {
+            guard let s = r.fileSize else { return nil }
+            total &+= s
+        }
+        return total
+    }
+
     /// The next frame in capture-time order, or nil when every file is exhausted.
     public func next() -> RawFrame? {
         if !primed {

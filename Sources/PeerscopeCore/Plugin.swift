@@ -184,9 +184,14 @@ public struct DecodeOptions: Sendable {
     /// Build `DecodedMessage`s (for `peerscope decode`); analysis alone may skip that work.
     public var wantsMessages: Bool
 
-    public init(showPayloads: Bool = false, wantsMessages: Bool = false) {
+    /// Take fast paths that skip work whose outcome is known (byte-identical mDNS refreshes). Off only
+    /// to show that they change nothing: reports must be byte-identical either way.
+    public var fastPaths: Bool
+
+    public init(showPayloads: Bool = false, wantsMessages: Bool = false, fastPaths: Bool = true) {
         self.showPayloads = showPayloads
         self.wantsMessages = wantsMessages
+        self.fastPaths = fastPaths
     }
 }
 

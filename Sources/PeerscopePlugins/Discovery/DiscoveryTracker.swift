@@ -92,8 +92,17 @@ final class DiscoveryTracker {
         /// Endpoints `resolved` events reported so far: another one comes only for new endpoints (a host
         /// answering on several interfaces flushes and re-adds its addresses all the time).
         var reportedEndpoints: Set<Endpoint> = []
+        /// Changes with every write outside the refresh fast path (see `Refresh`).
+        var stamp: UInt64 = 0
 
         var displayName: String? { txt?.displayName }
+
+        /// The address that last announced the instance (a set's `first` would depend on its hashing,
+        /// which differs from run to run and from copy to copy).
+        var lastSource: IPAddress? {
+            if let a = lastFlow?.src.address, sources.contains(a) { return a }
+            return sources.min()
+        }
 
         /// When the instance stops being usable: its SRV (when seen) or PTR expires, whichever first.
         var deadline: Nanos? {
@@ -116,6 +125,8 @@ final class DiscoveryTracker {
         /// address -> (received, expiry)
         var addresses: [IPAddress: (received: Nanos, expiry: Nanos)] = [:]
         var lastSeen: Nanos = 0
+        /// Changes with every write outside the refresh fast path, and when an SRV starts pointing here.
+        var stamp: UInt64 = 0
     }
 
     var instances: [String: Instance] = [:]
@@ -128,6 +139,14 @@ final class DiscoveryTracker {
         var name: String
     }
     var browseLast: [BrowseKey: Nanos] = [:]
+    /// `browseLast`'s times, earliest first (an entry goes stale when its name is queried again).
+    struct BrowseDue: Comparable {
+        var t: Nanos
+        var key: BrowseKey
+        static func < (a: BrowseDue, b: BrowseDue) -> Bool { a.t < b.t }
+        static func == (a: BrowseDue, b: BrowseDue) -> Bool { a.t == b.t && a.key == b.key }
+    }
+    var browseDue = Heap<BrowseDue>()
     var browsers: [IPAddress: Set<String>] = [:]
     var serviceStats: [String: (instances: Set<String>, queries: Int, mpc: Set<String>)] = [:]
     var reportedConflicts: Set<String> = []
@@ -142,11 +161,26 @@ final class DiscoveryTracker {
         static func < (a: Due, b: Due) -> Bool { (a.t, a.key) < (b.t, b.key) }
     }
     var due = Heap<Due>()
+    /// Instances that ended, by last seen (entries go stale when one revives or leaves the table).
+    var ended = Heap<Due>()
+    /// Address expiries by host, earliest first (stale entries are harmless: the host is checked again).
+    var hostDue = Heap<Due>()
     /// Display name -> keys of alive instances with that name (a superset: entries that ended or
     /// changed name are dropped when next looked at).
     var byDisplayName: [String: Set<String>] = [:]
     var messages: UInt64 = 0
     var malformed: UInt64 = 0
+    /// Byte-identical responses seen before, per source (see DiscoveryRefresh.swift).
+    var refreshes: [RefreshKey: Refresh] = [:]
+    /// Responses taken by the fast path (for tests and the bench).
+    var fastRefreshes: UInt64 = 0
+    private var stampCounter: UInt64 = 0
+
+    /// A fresh stamp for a written instance or host.
+    func bump() -> UInt64 {
+        stampCounter &+= 1
+        return stampCounter
+    }
 
     // MARK: - Packets
 
@@ -190,6 +224,7 @@ final class DiscoveryTracker {
             if let last = browseLast[throttleKey], t &- last < Self.browseWindow, t >= last { continue }
             if browseLast.count >= Self.maxInstances { pruneBrowse(t) }
             browseLast[throttleKey] = t
+            browseDue.insert(BrowseDue(t: t, key: throttleKey))
             noteService(service, query: true)
             if let src, browsers.count < Self.maxHosts || browsers[src] != nil {
                 browsers[src, default: []].insert(service)
@@ -215,11 +250,19 @@ final class DiscoveryTracker {
     }
 
     private func pruneBrowse(_ t: Nanos) {
-        browseLast = browseLast.filter { t &- $0.value < Self.browseWindow }
-        if browseLast.count >= Self.maxInstances { browseLast.removeAll(keepingCapacity: true) }
+        // Drops the entries older than the window, as `browseLast.filter { t &- $0.value < window }`
+        // would, but visits only those (earliest first), not the whole table every second.
+        while let top = browseDue.min, top.t <= t, t &- top.t >= Self.browseWindow {
+            _ = browseDue.removeMin()
+            if browseLast[top.key] == top.t { browseLast[top.key] = nil }
+        }
+        if browseLast.count >= Self.maxInstances {
+            browseLast.removeAll(keepingCapacity: true)
+            browseDue = Heap()
+        }
     }
 
-    private func instanceKey(_ n: DNSName) -> (String, DNSSD.InstanceName)? {
+    func instanceKey(_ n: DNSName) -> (String, DNSSD.InstanceName)? {
         guard let inst = DNSSD.instanceName(n) else { return nil }
         return (n.key, inst)
     }
@@ -233,24 +276,45 @@ final class DiscoveryTracker {
     }
 
     private func evictInstance() {
-        // A sixteenth of the table at once (the cost of choosing is shared by the next inserts): gone
-        // instances seen longest ago first, then alive ones expiring first; ties go to the smaller key,
-        // never to the table's (per-process hashed) order, so every run evicts the same ones.
-        let n = max(1, Self.maxInstances / 16)
-        let ranked = instances.values.map { v -> (gone: Bool, t: Nanos, key: String) in
-            v.state != .alive ? (true, v.lastSeen, v.key) : (false, v.deadline ?? .max, v.key)
-        }.sorted { a, b in
-            if a.gone != b.gone { return a.gone }
-            return a.t != b.t ? a.t < b.t : a.key < b.key
-        }
-        for r in ranked.prefix(n) {
-            guard let v = instances.removeValue(forKey: r.key) else { continue }
+        // A sixteenth of the table at once: gone instances seen longest ago first, then alive ones
+        // expiring first; ties go to the smaller key, never to the table's (per-process hashed) order,
+        // so every run evicts the same ones. Victims come off heaps kept in that order (entries that no
+        // longer hold are dropped on the way): a logarithmic step per victim, not a sort of the table.
+        for _ in 0 ..< max(1, Self.maxInstances / 16) {
+            guard let key = nextVictim(), let v = instances.removeValue(forKey: key) else { break }
             evictedInstances &+= 1
             if let t = v.srv?.target.key { byTarget[t]?.remove(v.key) }
             if let name = v.displayName {
                 byDisplayName[name]?.remove(v.key)
                 if byDisplayName[name]?.isEmpty == true { byDisplayName[name] = nil }
             }
+        }
+    }
+
+    /// The next instance to evict (see `evictInstance`).
+    private func nextVictim() -> String? {
+        while let top = ended.min {
+            if let x = instances.index(forKey: top.key), instances.values[x].state != .alive,
+               instances.values[x].lastSeen == top.t { return top.key }
+            _ = ended.removeMin()
+        }
+        while let top = due.min {
+            if let x = instances.index(forKey: top.key), instances.values[x].state == .alive,
+               instances.values[x].deadline == top.t { return top.key }
+            _ = due.removeMin()
+        }
+        // Only alive instances without any expiry left (none on the heaps): the smallest key.
+        return instances.keys.min()
+    }
+
+    /// An instance ended (goodbye, expiry): it is an eviction candidate from now on, by last seen.
+    private func noteEnded(_ i: Instance) {
+        ended.insert(Due(t: i.lastSeen, key: i.key))
+        if ended.count > 4 * Self.maxInstances {
+            // Drop the entries that no longer hold (the instance revived, changed or left the table).
+            ended = Heap(ended.unordered.filter { e in
+                instances[e.key].map { $0.state != .alive && $0.lastSeen == e.t } ?? false
+            })
         }
     }
 
@@ -283,10 +347,16 @@ final class DiscoveryTracker {
             }
             if r.ttl == 0 {
                 // Goodbye: RFC 6762 §10.1 keeps it one more second.
-                if h.addresses[addr] != nil { h.addresses[addr] = (t, t &+ CaptureTime.second) }
+                if h.addresses[addr] != nil {
+                    h.addresses[addr] = (t, t &+ CaptureTime.second)
+                    hostDue.insert(Due(t: t &+ CaptureTime.second, key: hk))
+                }
             } else {
                 h.addresses[addr] = (t, t &+ Nanos(r.ttl) &* CaptureTime.second)
+                hostDue.insert(Due(t: t &+ Nanos(r.ttl) &* CaptureTime.second, key: hk))
             }
+            if h.addresses.isEmpty { hostDue.insert(Due(t: t, key: hk)) }
+            h.stamp = bump()
             hosts[hk] = h
         }
 
@@ -314,6 +384,7 @@ final class DiscoveryTracker {
                 if inst.ptrExpiry == nil && inst.srvExpiry == nil && inst.txtExpiry == nil { announcedNow.insert(key) }
                 inst.ptrExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
                 touch(&inst, t, src, input)
+                inst.stamp = bump()
                 instances[key] = inst
                 indexName(inst)
                 touched.append(key)
@@ -337,12 +408,17 @@ final class DiscoveryTracker {
                     byTarget[cur.target.key]?.remove(key)
                     inst.reportedEndpoints = []
                 }
-                if byTarget.count < Self.maxHosts || byTarget[target.key] != nil { byTarget[target.key, default: []].insert(key) }
+                if byTarget.count < Self.maxHosts || byTarget[target.key] != nil,
+                   byTarget[target.key, default: []].insert(key).inserted {
+                    // The host's addresses now resolve one more instance: refreshes cached with it are stale.
+                    if let hi = hosts.index(forKey: target.key) { hosts.values[hi].stamp = bump() }
+                }
                 inst.srvSource = src
                 if inst.ptrExpiry == nil && inst.srvExpiry == nil && inst.txtExpiry == nil { announcedNow.insert(key) }
                 inst.srv = new
                 inst.srvExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
                 touch(&inst, t, src, input)
+                inst.stamp = bump()
                 instances[key] = inst
                 indexName(inst)
                 touched.append(key)
@@ -373,6 +449,7 @@ final class DiscoveryTracker {
                 }
                 inst.txtExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
                 touch(&inst, t, src, input)
+                inst.stamp = bump()
                 instances[key] = inst
                 indexName(inst)
                 touched.append(key)
@@ -418,7 +495,11 @@ final class DiscoveryTracker {
             var a = attrs(i)
             a["record"] = record
             a["known"] = wasKnown ? "true" : "false"
-            if wasKnown { instances[key] = i }
+            if wasKnown {
+                i.stamp = bump()
+                instances[key] = i
+                noteEnded(i)
+            }
             ctx.event(.goodbye, from: hint(i, src), attrs: a)
         }
         // SRV targets whose addresses arrive in a later packet than the SRV.
@@ -443,12 +524,13 @@ final class DiscoveryTracker {
     }
 
     /// Emits `resolved` when the instance's SRV target has addresses not reported before.
-    private func resolve(_ inst: inout Instance, t: Nanos, src: IPAddress?, _ ctx: PluginContext) {
+    func resolve(_ inst: inout Instance, t: Nanos, src: IPAddress?, _ ctx: PluginContext) {
         guard let srv = inst.srv else { return }
         let addrs = addresses(of: srv.target, t: t)
         let endpoints = addrs.map { Endpoint($0, srv.port) }
         guard endpoints.contains(where: { !inst.reportedEndpoints.contains($0) }) else { return }
         if inst.reportedEndpoints.count < 64 { inst.reportedEndpoints.formUnion(endpoints) }
+        inst.stamp = bump()
         instances[inst.key] = inst
         teach(inst, src: nil, ctx)
         var a = attrs(inst)
@@ -481,7 +563,7 @@ final class DiscoveryTracker {
         inst.reportedEndpoints = []
     }
 
-    private func touch(_ inst: inout Instance, _ t: Nanos, _ src: IPAddress?, _ input: PluginInput) {
+    func touch(_ inst: inout Instance, _ t: Nanos, _ src: IPAddress?, _ input: PluginInput) {
         inst.lastSeen = t
         inst.lastEvidence = input.evidence
         inst.lastFlow = input.flow
@@ -542,10 +624,10 @@ final class DiscoveryTracker {
     }
 
     private func hint(_ inst: Instance, _ src: IPAddress?) -> PeerHint {
-        PeerHint(peerID: inst.peerID, displayName: inst.displayName, address: src ?? inst.sources.first)
+        PeerHint(peerID: inst.peerID, displayName: inst.displayName, address: src ?? inst.lastSource)
     }
 
-    private func teach(_ inst: Instance, src: IPAddress?, _ ctx: PluginContext) {
+    func teach(_ inst: Instance, src: IPAddress?, _ ctx: PluginContext) {
         guard let id = inst.peerID else { return }
         let dir = ctx.directory
         dir.learn(peerID: id, displayName: inst.displayName)
@@ -601,7 +683,7 @@ final class DiscoveryTracker {
             a["otherPeerID"] = PeerIdentity.idString(oid)
             a["otherInstance"] = other.fullName
             ctx.event(.nameConflict, from: hint(inst, nil),
-                      to: PeerHint(peerID: oid, displayName: other.displayName, address: other.sources.first), attrs: a)
+                      to: PeerHint(peerID: oid, displayName: other.displayName, address: other.lastSource), attrs: a)
         }
     }
 
@@ -613,10 +695,16 @@ final class DiscoveryTracker {
         var expired: [Instance] = []
         while let top = due.min, top.t <= t {
             _ = due.removeMin()
-            guard var i = instances[top.key], i.state == .alive, let d = i.deadline, d == top.t else { continue }
+            // Most entries are stale (the instance was refreshed since): look before copying it out.
+            guard let x = instances.index(forKey: top.key), instances.values[x].state == .alive,
+                  instances.values[x].srvExpiry == top.t || instances.values[x].ptrExpiry == top.t
+                      || instances.values[x].txtExpiry == top.t,
+                  var i = Optional(instances.values[x]), let d = i.deadline, d == top.t else { continue }
             expired.append(i)
             i.state = .expired
+            i.stamp = bump()
             instances[top.key] = i
+            noteEnded(i)
         }
         nextDeadline = due.min?.t ?? .max
         for inst in expired.sorted(by: { ($0.deadline ?? 0, $0.key) < ($1.deadline ?? 0, $1.key) }) {
@@ -626,12 +714,18 @@ final class DiscoveryTracker {
             ctx.event(PeerEvent(kind: .expired, t: inst.deadline ?? t, evidence: inst.lastEvidence,
                                 from: hint(inst, nil), flow: inst.lastFlow, source: ctx.currentPlugin, attrs: a))
         }
-        // Host addresses past their TTL.
-        for (k, h) in hosts {
+        // Host addresses past their TTL: only the hosts with an address due are looked at.
+        while let top = hostDue.min, top.t <= t {
+            _ = hostDue.removeMin()
+            guard let h = hosts[top.key] else { continue }
             let live = h.addresses.filter { $0.value.expiry > t }
-            if live.isEmpty { hosts[k] = nil } else if live.count != h.addresses.count { hosts[k]?.addresses = live }
+            if live.isEmpty { hosts[top.key] = nil } else if live.count != h.addresses.count { hosts[top.key]?.addresses = live }
         }
         if browseLast.count > 1024 { pruneBrowse(t) }
+        if browseDue.count > 4096 + 2 * browseLast.count {
+            // Entries of queries answered again since: keep one per throttled name.
+            browseDue = Heap(browseLast.map { BrowseDue(t: $0.value, key: $0.key) })
+        }
     }
 
     // MARK: - Summary

@@ -54,6 +54,13 @@ public final class MDNSPlugin: DecoderPlugin {
                 return
             }
         }
+        // A response that repeats, byte for byte, one read before from the same source (see DiscoveryRefresh.swift).
+        var fast: (hash: UInt64, src: IPAddress)?
+        if ctx.options.fastPaths, !ctx.wantsMessages, let flags = p.u16be(2), flags & 0x8000 != 0, let src = input.flow?.src.address {
+            let hash = DiscoveryTracker.hash(p)
+            if tracker.refresh(p, hash: hash, src: src, input, ctx) { return }
+            fast = (hash, src)
+        }
         let (parsed, problems) = DNSMessage.parse(p)
         if !problems.isEmpty { tracker.malformed &+= 1 }
         for p in problems {
@@ -74,7 +81,11 @@ public final class MDNSPlugin: DecoderPlugin {
             ctx.diagnose("hosts_evicted", "more than \(DiscoveryTracker.maxHosts) host names tracked: the least recently seen were forgotten",
                          severity: .info)
         }
+        if let fast, problems.isEmpty, msg.isResponse { tracker.remember(p, hash: fast.hash, msg, src: fast.src, input) }
     }
+
+    /// Responses the refresh fast path took.
+    public var fastRefreshes: UInt64 { tracker.fastRefreshes }
 
     public func tick(_ t: Nanos, _ ctx: PluginContext) {
         tracker.tick(t, ctx)

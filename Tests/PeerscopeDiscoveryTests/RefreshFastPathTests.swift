@@ -1,0 +1,137 @@
+import PeerscopeCore
+import XCTest
+@testable import PeerscopePlugins
+
+/// The fast path for byte-identical mDNS refreshes: a repeat only moves times, and a refresh that
+/// changes anything (a new address, a new TXT, TTL 0) goes through the full path and gives its events.
+/// Every sequence runs twice, fast path on and off, and must give the same events and directory.
+final class RefreshFastPathTests: XCTestCase {
+    let s = CaptureTime.second
+    let t0: Nanos = 1_800_000_000 * CaptureTime.second
+    static let inst = ["1ddatjp8m3xy7", "_chat", "_tcp", "local"]
+
+    final class Harness {
+        let directory = PeerDirectory()
+        let context: PluginContext
+        let pipeline: PluginPipeline
+        var events: [PeerEvent] = []
+        var frame: UInt64 = 0
+        var lastTick: Nanos = 0
+
+        init(fast: Bool) {
+            context = PluginContext(directory: directory, options: DecodeOptions(fastPaths: fast))
+            pipeline = PluginPipeline(plugins: [MDNSPlugin.self], context: context)
+            context.onEvent = { [unowned self] in self.events.append($0) }
+        }
+
+        var plugin: MDNSPlugin? { pipeline.plugins.first as? MDNSPlugin }
+
+        func send(_ b: [UInt8], at t: Nanos, from src: String) {
+            if lastTick == 0 { lastTick = t }
+            while lastTick + CaptureTime.second <= t {
+                lastTick += CaptureTime.second
+                pipeline.tick(lastTick)
+            }
+            frame += 1
+            guard let sa = IPAddress(src), let da = IPAddress("224.0.0.251") else { return }
+            let info = FrameInfo(input: 0, number: frame, t: t, capturedLength: b.count + 42, originalLength: b.count + 42,
+                                 linkType: LinkType.ethernet)
+            pipeline.process(.udp(frame: info, flow: FlowKey(.udp, Endpoint(sa, 5353), Endpoint(da, 5353)), payload: Bytes(b)))
+        }
+
+        func finish(_ t: Nanos) { pipeline.finish(t) }
+
+        /// Events as comparable lines (kind, time, frame, attributes sorted).
+        var lines: [String] {
+            events.map { e in
+                "\(e.kind) t=\(e.t) \(e.evidence) " + e.attrs.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            }
+        }
+    }
+
+    func announcement(addr: [UInt8] = [192, 168, 1, 10], txt: [String] = ["_d=the-air", "room=lobby"], ttl: UInt32 = 120,
+                      port: UInt16 = 50001) -> [UInt8] {
+        var b = DNSBuilder(an: 1, ar: 3)
+        b.ptr("_chat._tcp.local", Self.inst, ttl: ttl == 0 ? 0 : 4500)
+        b.srv(Self.inst, target: "a-host.local", port: port, ttl: ttl)
+        b.txt(Self.inst, txt, ttl: ttl == 0 ? 0 : 4500)
+        b.a("a-host.local", addr, ttl: ttl)
+        return b.bytes
+    }
+
+    /// Runs `packets` (time offset in seconds, bytes) with the fast path on and off.
+    func both(_ packets: [(Int64, [UInt8])], end: Int64) -> (fast: Harness, slow: Harness) {
+        let fast = Harness(fast: true), slow = Harness(fast: false)
+        for h in [fast, slow] {
+            for (dt, b) in packets { h.send(b, at: t0 + dt * s, from: "192.168.1.10") }
+            h.finish(t0 + end * s)
+        }
+        XCTAssertEqual(fast.directory.entries, slow.directory.entries, "the directory learns the same either way")
+        return (fast, slow)
+    }
+
+    func testIdenticalRefreshesTakeTheFastPathAndChangeNothing() throws {
+        let a = announcement()
+        let (fast, slow) = both([(0, a), (30, a), (60, a), (90, a)], end: 400)
+        XCTAssertEqual(fast.plugin?.fastRefreshes, 3, "the three repeats take the fast path")
+        XCTAssertEqual(slow.plugin?.fastRefreshes, 0)
+        XCTAssertEqual(fast.lines, slow.lines)
+        // The refreshes moved the expiry: SRV/A TTL 120 s after the last copy at +90 s.
+        let expired = try XCTUnwrap(fast.events.first { $0.kind == .expired })
+        XCTAssertEqual(expired.t, t0 + 210 * s)
+        XCTAssertEqual(expired.attrs["lastSeen"], CaptureTime.iso8601(t0 + 90 * s))
+        let id = try XCTUnwrap(DNSSD.mpcPeerID("1ddatjp8m3xy7"))
+        XCTAssertEqual(fast.directory.entries[id]?.advertisedLast, t0 + 90 * s)
+        XCTAssertEqual(fast.directory.entries[id]?.advertisedLast, slow.directory.entries[id]?.advertisedLast)
+    }
+
+    func testANewAddressIsNeverSkipped() {
+        let (fast, slow) = both([(0, announcement()), (30, announcement()), (60, announcement(addr: [192, 168, 1, 77])),
+                                 (90, announcement(addr: [192, 168, 1, 77]))], end: 100)
+        XCTAssertEqual(fast.lines, slow.lines)
+        let resolved = fast.events.filter { $0.kind == .resolved }
+        XCTAssertEqual(resolved.map { $0.attrs["endpoints"] }, ["192.168.1.10:50001", "192.168.1.77:50001"])
+        XCTAssertEqual(resolved.last?.evidence, .frame(input: 0, frame: 3))
+        XCTAssertEqual(fast.plugin?.fastRefreshes, 2, "the copies at +30 s and +90 s repeat; +60 s changed")
+    }
+
+    func testANewTXTIsNeverSkipped() {
+        let (fast, slow) = both([(0, announcement()), (30, announcement()), (60, announcement(txt: ["_d=the-air", "room=hall"])),
+                                 (90, announcement(txt: ["_d=the-air", "room=hall"]))], end: 100)
+        XCTAssertEqual(fast.lines, slow.lines)
+        let updated = fast.events.filter { $0.kind == .updated }
+        XCTAssertEqual(updated.count, 1)
+        XCTAssertEqual(updated.first?.attrs["changedKeys"], "room")
+        XCTAssertEqual(updated.first?.evidence, .frame(input: 0, frame: 3))
+    }
+
+    func testAGoodbyeIsNeverSkippedNorARepeatedOne() {
+        let bye = announcement(ttl: 0)
+        let (fast, slow) = both([(0, announcement()), (30, announcement()), (60, bye), (61, bye), (70, announcement()),
+                                 (80, announcement())], end: 100)
+        XCTAssertEqual(fast.lines, slow.lines)
+        XCTAssertEqual(fast.events.filter { $0.kind == .goodbye }.map(\.evidence), [.frame(input: 0, frame: 3)])
+        // After the goodbye the same announcement as before is news again: announced, not a repeat.
+        XCTAssertEqual(fast.events.filter { $0.kind == .announced }.map(\.evidence),
+                       [.frame(input: 0, frame: 1), .frame(input: 0, frame: 5)])
+    }
+
+    func testARepeatAfterAnotherSourceChangedTheInstanceGoesTheFullPath() {
+        // Another host answers for the same instance with another target (a conflict): the first host's
+        // next copy is not a mere refresh any more.
+        var other = DNSBuilder(an: 1, ar: 1)
+        other.srv(Self.inst, target: "b-host.local", port: 50001, ttl: 120)
+        other.a("b-host.local", [192, 168, 1, 99], ttl: 120)
+        let fast = Harness(fast: true), slow = Harness(fast: false)
+        for h in [fast, slow] {
+            h.send(announcement(), at: t0, from: "192.168.1.10")
+            h.send(announcement(), at: t0 + 10 * s, from: "192.168.1.10")
+            h.send(other.bytes, at: t0 + 20 * s, from: "192.168.1.99")
+            h.send(announcement(), at: t0 + 30 * s, from: "192.168.1.10")
+            h.finish(t0 + 40 * s)
+        }
+        XCTAssertEqual(fast.lines, slow.lines)
+        XCTAssertEqual(fast.plugin?.fastRefreshes, 1, "only the copy at +10 s")
+        XCTAssertFalse(fast.events.filter { $0.kind == .instanceConflict }.isEmpty)
+    }
+}
