@@ -183,8 +183,8 @@ struct AnalysisArguments: ParsableArguments {
         try Self.finish(try session(files: files), emptyReportOnFailure: emptyReportOnFailure)
     }
 
-    /// Finishes `session`; unreadable input becomes exit status 3 (or, with `emptyReportOnFailure`,
-    /// an empty report that says so).
+    /// Finishes `session` (each capture of a fleet has its own); unreadable input becomes exit
+    /// status 3 (or, with `emptyReportOnFailure`, an empty report that says so).
     static func finish(_ session: AnalysisSession, emptyReportOnFailure: Bool) throws -> Analysis {
         // Bytes read, rate and time left on a terminal's standard error (erased before the report).
         let progress = ProgressLine.make()
@@ -200,12 +200,6 @@ struct AnalysisArguments: ParsableArguments {
                 throw CommandFailure(message: error.description, status: ExitStatus.input)
             }
         }
-    }
-
-    /// Options for one capture of a fleet (`check --fleet`): these settings, `captures` and the --log files.
-    func analysisOptions(captures: [String]) throws -> AnalysisOptions {
-        let c = try configuration()
-        return AnalysisOptions(captures: captures, logs: logs, engine: c.engine, logOptions: c.logOptions, detectors: c.detectors)
     }
 
     /// A session over `files` given on the command line (named like captures, or sorted by their

@@ -1,5 +1,106 @@
-// The built-in event kinds: one entry each (see `EventCatalogue`). Keep them grouped by family, in
-// the order of `EventKind`'s constants.
+// The built-in event kinds: a constant and one catalogue entry each (see `EventCatalogue`), grouped
+// by family. Adding a kind: its constant here and its entry in the family's list below.
+
+/// The built-in kinds.
+extension EventKind {
+    // Discovery (mDNS / DNS-SD, or browser logs)
+    public static let browse: EventKind = "discovery.browse"          // a browse query for a service type
+    public static let announced: EventKind = "discovery.announced"    // PTR/TXT seen for an instance
+    public static let resolved: EventKind = "discovery.resolved"      // SRV (+ addresses) known
+    public static let updated: EventKind = "discovery.updated"        // TXT changed
+    public static let goodbye: EventKind = "discovery.goodbye"        // TTL 0
+    public static let expired: EventKind = "discovery.expired"        // TTL ran out, no refresh
+    public static let found: EventKind = "discovery.found"            // browser found peer (logs)
+    public static let lost: EventKind = "discovery.lost"              // browser lost peer (logs)
+    public static let instanceConflict: EventKind = "discovery.conflict.instance"
+    public static let nameConflict: EventKind = "discovery.conflict.name"
+
+    // Invitation channel (TCP)
+    public static let invitationHello: EventKind = "invitation.hello"
+    public static let invitationAccept: EventKind = "invitation.accept"
+    public static let invitationReceipt: EventKind = "invitation.receipt"
+    public static let invite: EventKind = "invitation.invite"
+    public static let inviteResponse: EventKind = "invitation.response"   // attrs["accepted"] = "true"/"false"
+    public static let inviteConnect: EventKind = "invitation.connect"
+    public static let inviteTimeout: EventKind = "invitation.timeout"     // from logs
+    public static let connectionDecision: EventKind = "invitation.decision" // logs: Peer approves/declines, already in dictionary
+
+    // ICE / STUN
+    public static let iceRequest: EventKind = "ice.request"
+    public static let iceSuccess: EventKind = "ice.success"
+    public static let iceError: EventKind = "ice.error"
+    public static let iceTimeout: EventKind = "ice.timeout"               // from logs
+
+    // DTLS
+    public static let dtlsHandshake: EventKind = "dtls.handshake"         // attrs["message"] = ClientHello, ...
+    public static let dtlsChangeCipherSpec: EventKind = "dtls.ccs"
+    public static let dtlsEstablished: EventKind = "dtls.established"
+    public static let dtlsAlert: EventKind = "dtls.alert"                 // attrs level, description
+    public static let dtlsApplicationData: EventKind = "dtls.data"
+    public static let dtlsTimeout: EventKind = "dtls.timeout"             // from logs
+
+    // GCK session packets
+    public static let gckHello: EventKind = "gck.hello"
+    public static let gckDD: EventKind = "gck.dd"
+    public static let gckLSA: EventKind = "gck.lsa"
+    public static let gckLSAACK: EventKind = "gck.lsaack"
+    public static let gckData: EventKind = "gck.data"
+    public static let gckHeartbeat: EventKind = "gck.heartbeat"
+    public static let gckTimeout: EventKind = "gck.timeout"               // logs: Hello/DD/LSAACK/Heartbeat timeout; attrs["wait"]
+    public static let gckGivingUp: EventKind = "gck.givingup"             // logs: Not in connected state, so giving up
+
+    // App messages (the seeds' JSON)
+    public static let appHandshake: EventKind = "app.handshake"
+    public static let appHandshakeResponse: EventKind = "app.handshake_response"
+    public static let appKeepAlive: EventKind = "app.keep_alive"
+    public static let appChat: EventKind = "app.chat"
+    public static let appOther: EventKind = "app.other"                   // attrs["type"]
+    public static let appTimeout: EventKind = "app.timeout"               // logs: handshake/keep-alive timeout printed by the app
+    public static let appDuplicateIgnored: EventKind = "app.duplicate_ignored"
+
+    // Session state (logs mostly)
+    public static let stateChange: EventKind = "session.state"            // attrs from, to (Not Connected|Connecting|Connected)
+    public static let disconnected: EventKind = "session.disconnected"
+    public static let reconnectAttempt: EventKind = "session.reconnect"   // attrs attempt, delay
+    public static let encryptionIncompatible: EventKind = "session.encryption_incompatible"
+    public static let permissionError: EventKind = "session.permission"   // -72008 and friends
+
+    // Transport
+    public static let tcpOpened: EventKind = "tcp.opened"
+    public static let tcpRefused: EventKind = "tcp.refused"
+    public static let tcpReset: EventKind = "tcp.reset"
+    public static let tcpClosed: EventKind = "tcp.closed"
+    public static let icmpUnreachable: EventKind = "icmp.unreachable"
+    public static let sendError: EventKind = "channel.send_error"         // logs: DTLS send failed, SSLWrite failed...
+    public static let checksumError: EventKind = "channel.checksum"       // a packet failing its CRC
+
+    // Seen on the wire only: checks and handshakes that got no answer
+    public static let iceUnanswered: EventKind = "ice.unanswered"         // STUN request unanswered (attr atEnd)
+    public static let dtlsStalled: EventKind = "dtls.stalled"             // DTLS handshake stopped (attr atEnd)
+
+    // Logs only (the packet plugins have no evidence for these)
+    public static let logPeerCreated: EventKind = "log.peer_created"          // local MCPeerID created
+    public static let logAdvertising: EventKind = "log.advertising"           // the local peer starts/stops advertising
+    public static let logSessionInit: EventKind = "log.session_init"          // attrs encryption
+    public static let logICEScheduled: EventKind = "log.ice_scheduled"        // ICE check started (timeout armed)
+    public static let logDTLSFailed: EventKind = "log.dtls_failed"            // DTLS handshake call failed
+    public static let logTimeoutIgnored: EventKind = "log.timeout_ignored"    // timer fired on a connected channel
+    public static let logChannelClosed: EventKind = "log.channel_closed"
+    public static let logCleanupTimeout: EventKind = "log.cleanup_timeout"    // "Timed out, enforcing clean up."
+    public static let logStaleIdentifier: EventKind = "log.stale_identifier"
+    public static let logMeshFailed: EventKind = "log.mesh_failed"
+    public static let logCertificateRejected: EventKind = "log.certificate_rejected"
+    public static let logSessionOpened: EventKind = "log.session_opened"
+    public static let logReconnectStart: EventKind = "log.reconnect_start"
+    public static let logSocketError: EventKind = "log.socket_error"
+    public static let logAppError: EventKind = "log.app_error"
+    public static let logSocketSetup: EventKind = "log.socket_setup"            // AWDL disabled: no socket for an interface
+    public static let logInvitationError: EventKind = "log.invitation_error"    // the invitation channel failed or got junk
+    public static let logInvitationData: EventKind = "log.invitation_data"      // an invitation Data frame (2100) arrived
+    public static let logSessionError: EventKind = "log.session_error"          // MCSession refused a call (wrong state)
+    public static let logPacketDropped: EventKind = "log.packet_dropped"        // GCK could not process a packet
+    public static let logInviting: EventKind = "log.inviting"                   // the app asks MPC to invite a peer
+}
 
 private let second = CaptureTime.second
 

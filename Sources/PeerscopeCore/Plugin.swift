@@ -101,14 +101,18 @@ public struct PluginInput: Sendable {
     /// For carried payloads inside a TCP stream: the connection and direction of the outer stream.
     public var connection: (TCPConnectionInfo, TCPDirection)?
     public var payload: Bytes
+    /// For carried payloads: what the parent already parsed the bytes into (app JSON's object, an
+    /// invitation Data frame's plist), so the message plugin does not parse them again.
+    public var parsed: (any Sendable)?
 
     public init(frame: FrameInfo, delivery: Delivery, flow: FlowKey?, connection: (TCPConnectionInfo, TCPDirection)? = nil,
-                payload: Bytes) {
+                payload: Bytes, parsed: (any Sendable)? = nil) {
         self.frame = frame
         self.delivery = delivery
         self.flow = flow
         self.connection = connection
         self.payload = payload
+        self.parsed = parsed
     }
 
     public var t: Nanos { frame.t }
@@ -199,7 +203,8 @@ public final class PluginContext {
     public var onEvent: (PeerEvent) -> Void = { _ in }
     public var onDiagnostic: (Diagnostic) -> Void = { _ in }
     /// Set by the pipeline: dispatches a hand-off to the plugins that claim the carrier.
-    public var onHandOff: (_ carrier: String, _ key: String?, _ payload: Bytes, _ from: PluginInput, _ parent: String) -> Void = { _, _, _, _, _ in }
+    public var onHandOff: (_ carrier: String, _ key: String?, _ payload: Bytes, _ parsed: (any Sendable)?, _ from: PluginInput,
+                           _ parent: String) -> Void = { _, _, _, _, _, _ in }
 
     /// The plugin and input being decoded right now (set by the pipeline).
     public var currentPlugin: String = ""
@@ -237,10 +242,11 @@ public final class PluginContext {
                                 message: message, evidence: currentInput?.evidence, offset: offset, t: currentInput?.t ?? now))
     }
 
-    /// Hand an inner payload on to the plugins that claim `carrier` (and `key`).
-    public func handOff(_ carrier: String, key: String? = nil, payload: Bytes) {
+    /// Hand an inner payload on to the plugins that claim `carrier` (and `key`), with the value the
+    /// bytes were parsed into when there is one (`PluginInput.parsed`).
+    public func handOff(_ carrier: String, key: String? = nil, payload: Bytes, parsed: (any Sendable)? = nil) {
         guard let input = currentInput else { return }
-        onHandOff(carrier, key, payload, input, currentPlugin)
+        onHandOff(carrier, key, payload, parsed, input, currentPlugin)
     }
 
     /// Hints for the two ends of the current input's flow, from what the directory has learnt.

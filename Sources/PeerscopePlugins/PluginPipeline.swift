@@ -56,8 +56,8 @@ public final class PluginPipeline {
                 }
             }
         }
-        context.onHandOff = { [unowned self] carrier, key, payload, outer, parent in
-            self.handOff(carrier: carrier, key: key, payload: payload, outer: outer, parent: parent)
+        context.onHandOff = { [unowned self] carrier, key, payload, parsed, outer, parent in
+            self.handOff(carrier: carrier, key: key, payload: payload, parsed: parsed, outer: outer, parent: parent)
         }
     }
 
@@ -167,7 +167,7 @@ public final class PluginPipeline {
     /// What the pipeline itself may report, under the id of the plugin handing a payload on.
     public static let diagnostics = [DiagnosticSpec("handoff.depth", .warning, "payloads nested too deep; the inner one is skipped")]
 
-    private func handOff(carrier: String, key: String?, payload: Bytes, outer: PluginInput, parent: String) {
+    private func handOff(carrier: String, key: String?, payload: Bytes, parsed: (any Sendable)?, outer: PluginInput, parent: String) {
         guard let claimants = carriedBy[carrier], handOffDepth < maxHandOffDepth else {
             if handOffDepth >= maxHandOffDepth {
                 context.diagnose("handoff.depth", "payloads nested more than \(maxHandOffDepth) deep; inner payload skipped")
@@ -175,7 +175,7 @@ public final class PluginPipeline {
             return
         }
         let input = PluginInput(frame: outer.frame, delivery: .carried(carrier: carrier, key: key, parent: parent),
-                                flow: outer.flow, connection: outer.connection, payload: payload)
+                                flow: outer.flow, connection: outer.connection, payload: payload, parsed: parsed)
         handOffDepth += 1
         defer { handOffDepth -= 1 }
         for (k, i) in claimants where (k == nil || k == key) && plugins[i].probe(input) == .accept {

@@ -100,6 +100,41 @@ final class PipelineTests: XCTestCase {
     }
 }
 
+/// Records the parsed value handed on with the payload.
+final class ParsedRecorder: Recorder {
+    override class var descriptor: PluginDescriptor { PluginDescriptor(id: "parsed", summary: "", claims: [.carried("app.json", key: "probe_type")], messageTypes: []) }
+    nonisolated(unsafe) static var parsed: [JSONValue] = []
+    override func decode(_ input: PluginInput, _ ctx: PluginContext) {
+        if let v = input.parsed as? JSONValue { Self.parsed.append(v) }
+    }
+}
+
+final class ParsedHandOffTests: XCTestCase {
+    func testAHandOffCarriesTheParsedValueWithTheBytes() throws {
+        ParsedRecorder.parsed = []
+        let ctx = PluginContext()
+        let p = PluginPipeline(plugins: [AppJSONPlugin.self, ParsedRecorder.self], context: ctx)
+        let frame = FrameInfo(input: 0, number: 1, t: 0, capturedLength: 0, originalLength: 0, linkType: 1)
+        let flow = FlowKey(.udp, Endpoint(.v4(0x0A00_0001), 40000), Endpoint(.v4(0x0A00_0002), 40001))
+        p.process(.udp(frame: frame, flow: flow, payload: Bytes(Array(#"{"type":"probe_type","n":7}"#.utf8))))
+        XCTAssertEqual(ParsedRecorder.parsed.first?["n"], .int(7), "the framing plugin's parse, not a second one")
+    }
+
+    func testMessagePluginsUseTheParsedValue() {
+        // No bytes at all: only the parsed object can give the device ID.
+        let ctx = PluginContext()
+        var events: [PeerEvent] = []
+        ctx.onEvent = { events.append($0) }
+        let frame = FrameInfo(input: 0, number: 1, t: 0, capturedLength: 0, originalLength: 0, linkType: 1)
+        let input = PluginInput(frame: frame, delivery: .carried(carrier: "app.json", key: "handshake", parent: "app-json"),
+                                flow: nil, payload: Bytes([]),
+                                parsed: JSONValue.object([("type", "handshake"), ("deviceId", "D-1")]))
+        ctx.currentInput = input
+        AppHandshakePlugin().decode(input, ctx)
+        XCTAssertEqual(events.first?.attrs["deviceId"], "D-1")
+    }
+}
+
 final class RegistryTests: XCTestCase {
     func testRegistryIdsAreUniqueAndEveryPluginClaimsSomething() {
         let ds = PluginRegistry.decoders.map { $0.descriptor }

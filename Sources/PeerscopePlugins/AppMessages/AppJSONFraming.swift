@@ -324,7 +324,7 @@ public final class AppJSONPlugin: DecoderPlugin {
             ctx.diagnose("not_object", "JSON message is not an object", offset: offset)
             return
         }
-        ctx.handOff("app.json", key: AppJSON.key(for: value), payload: trimmed)
+        ctx.handOff("app.json", key: AppJSON.key(for: value), payload: trimmed, parsed: value)
     }
 }
 
@@ -340,6 +340,8 @@ enum AppJSON {
     }
 
     static func parse(_ input: PluginInput, _ ctx: PluginContext) -> JSONValue? {
+        // The framing plugin hands the object it parsed on with the bytes.
+        if let v = input.parsed as? JSONValue { return v.objectValue != nil ? v : nil }
         do {
             let v = try JSONParser.parse(input.payload)
             guard v.objectValue != nil else { return nil }

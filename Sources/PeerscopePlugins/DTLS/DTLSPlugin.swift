@@ -19,6 +19,7 @@ public final class DTLSPlugin: DecoderPlugin {
             DiagnosticSpec("alert.length", .warning, "an alert record that is not 2 bytes"),
             DiagnosticSpec("cid.unknown", .info, "a DTLS 1.3 record with a connection ID never negotiated"),
             DiagnosticSpec("empty", .info, "an empty datagram on a DTLS flow"),
+            DiagnosticSpec("flows_evicted", .info, "more DTLS flows than tracked: the least recently seen is forgotten"),
         ])
 
     public static let stallTimeout: Nanos = 10 * CaptureTime.second

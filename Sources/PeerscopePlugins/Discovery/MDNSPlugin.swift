@@ -23,6 +23,8 @@ public final class MDNSPlugin: DecoderPlugin {
             DiagnosticSpec("nsec.bitmap", .warning, "a malformed NSEC type bitmap"),
             DiagnosticSpec("opt.overrun", .warning, "an EDNS option past its record"),
             DiagnosticSpec("trailing", .info, "bytes after the last record"),
+            DiagnosticSpec("instances_evicted", .info, "more service instances than tracked: the least recently seen are forgotten"),
+            DiagnosticSpec("hosts_evicted", .info, "more host names than tracked: the least recently seen are forgotten"),
         ])
 
     let tracker = DiscoveryTracker()

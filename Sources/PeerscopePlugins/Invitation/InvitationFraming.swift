@@ -521,6 +521,6 @@ public final class InvitationFramingPlugin: DecoderPlugin {
             ctx.diagnose("data.unknown_message_id", "message ID \(id) is not 1 (invite), 2 (response) or 3 (connect)",
                          offset: bodyOffset, severity: .info)
         }
-        ctx.handOff(Self.dataCarrier, key: String(id), payload: body)
+        ctx.handOff(Self.dataCarrier, key: String(id), payload: body, parsed: plist)
     }
 }

@@ -39,6 +39,12 @@ public struct InvitationMessage: Sendable {
         } catch {
             return .failure(error)
         }
+        return parse(top, in: body)
+    }
+
+    /// Reads a message from its plist, already decoded from `body` (the framing plugin hands it on
+    /// with the bytes; offsets are reported within `body`).
+    public static func parse(_ top: PlistValue, in body: Bytes) -> Result<InvitationMessage, BinaryPlistError> {
         guard case .dict(let entries) = top else {
             return .failure(BinaryPlistError(.badKey, at: 0, "top object is a \(top.typeName), not a dictionary"))
         }
@@ -96,7 +102,8 @@ enum InvitationMessageDecoding {
 
     static func decode(_ input: PluginInput, _ ctx: PluginContext, expecting id: Int64, required: [String]) -> InvitationMessage? {
         let m: InvitationMessage
-        switch InvitationMessage.parse(input.payload) {
+        let parsed = (input.parsed as? PlistValue).map { InvitationMessage.parse($0, in: input.payload) } ?? InvitationMessage.parse(input.payload)
+        switch parsed {
         case .failure(let e):
             ctx.diagnose("bad_plist", "message \(id): \(e.message)", offset: e.offset)
             return nil

@@ -1,0 +1,59 @@
+import PeerscopeCore
+
+// Corroboration: a frame and a log line (or two inputs' lines) about one step are one entry.
+extension TimelineBuilder {
+    /// A log line and a frame (or MPC's line and the app's print) about one step at about the same
+    /// time are one timeline entry with evidence from both: the merged story, not two entries.
+    func corroborate(_ w: PeerWork, _ e: PeerEvent, state: TimelineState, sent: Bool, counterpart: PeerRef?,
+                             session: SessionKey?) -> Bool {
+        let isLog = if case .logLine = e.evidence { true } else { false }
+        for i in w.entries.indices.reversed().prefix(8) {
+            let x = w.entries[i]
+            guard abs(e.t &- x.t) <= TimelineBuilder.corroborationWindow else { break }
+            // Repeated traffic (heartbeats, GCK DD/LSA...) corroborates only the same message.
+            // A state change is the pair's, not one side's: each device's log words it from its own
+            // side ("Bob changed state" on Alice's device), so direction does not tell two apart.
+            let directionless = state == .connecting || state == .connected || state == .disconnected
+            guard x.count == 1, x.state == state, !state.aggregates || x.kind == e.kind, x.sent == sent || directionless,
+                  x.counterpart == counterpart, x.session == session,
+                  x.corroboration.count < TimelineEntry.maxCorroboration, let first = x.evidence.first else { continue }
+            let xIsLog = if case .logLine = first { true } else { false }
+            let inputs = ([first] + x.corroboration.map(\.evidence)).map { ev -> Int in
+                switch ev { case .frame(let i, _), .logLine(let i, _): i }
+            }
+            let input = switch e.evidence { case .frame(let i, _), .logLine(let i, _): i }
+            let matches: Bool
+            if isLog != xIsLog {
+                matches = true   // a frame and a line
+            } else if isLog {
+                // Two lines: another device's log, or another plugin's reading of the same moment.
+                matches = (!inputs.contains(input) || x.source != e.source)
+                    && abs(e.t &- x.t) <= TimelineBuilder.sameLogWindow
+            } else {
+                matches = false  // frames are each their own step
+            }
+            guard matches else { continue }
+            w.entries[i].corroboration.append(TimelineEntry.Corroboration(source: e.source, evidence: e.evidence))
+            let detail = TimelineMapping.detail(e.kind, e.attrs)
+            if detail.count > x.detail.count, !xIsLog || isLog { w.entries[i].detail = detail }
+            if !isLog, xIsLog {
+                // The frame becomes the entry's main evidence (its time is the wire's).
+                w.entries[i].corroboration[w.entries[i].corroboration.count - 1] =
+                    TimelineEntry.Corroboration(source: x.source, evidence: first)
+                w.entries[i].evidence = [e.evidence]
+                w.entries[i].source = e.source
+                w.entries[i].kind = e.kind
+                w.entries[i].t = e.t
+                w.entries[i].lastT = e.t
+                if detail.count >= x.detail.count { w.entries[i].detail = detail }
+            }
+            return true
+        }
+        return false
+    }
+
+    /// How far apart (capture time) a frame and a log line about one step may be.
+    public static let corroborationWindow: Nanos = CaptureTime.second
+    /// How far apart two log lines about one step may be.
+    public static let sameLogWindow: Nanos = 100 * CaptureTime.millisecond
+}

@@ -1,0 +1,91 @@
+import PeerscopeCore
+
+// Resolution: each event's hints to peers, its step, its session (see TimelineBuilder).
+extension TimelineBuilder {
+    func touch(_ r: PeerRef, _ h: PeerHint, _ t: Nanos, last: Nanos) {
+        let w: PeerWork
+        if let existing = peers[r] { w = existing } else { w = PeerWork(info: PeerInfo(ref: r)); peers[r] = w }
+        if w.info.displayName == nil, let n = h.displayName, !n.isEmpty { w.info.displayName = n }
+        if w.info.participantID == nil, let p = h.participantID { w.info.participantID = p }
+        if let a = h.address { w.addresses.insert(a) }
+        if let ep = h.endpoint { w.endpoints.insert(ep) }
+        if case .address(let a) = r { w.addresses.insert(a) }
+        if w.info.firstSeen.map({ t < $0 }) ?? true { w.info.firstSeen = t }
+        if w.info.lastSeen.map({ last > $0 }) ?? true { w.info.lastSeen = max(t, last) }
+    }
+
+    func process(_ e: PeerEvent, _ resolver: PeerResolver) -> ResolvedEvent {
+        var from = resolver.resolve(e.from, evidence: e.evidence, at: e.t)
+        var to = resolver.resolve(e.to, evidence: e.evidence, at: e.t)
+        if e.kind.isIn("discovery") {
+            // Discovery is about one peer; the other side (a browser, the log owner) is not a session.
+            if from == nil { from = to }
+            to = nil
+        }
+        if from == to { to = nil }
+        // A display name two peer IDs share (two devices named alike) names, in a line about a
+        // session, the one of them in an open session with the other side.
+        if let f = from, let t = to {
+            if case .name(let n) = f, let r = connectedNamesake(n, other: t, at: e.t, resolver) { from = r }
+            if case .name(let n) = t, let r = connectedNamesake(n, other: f, at: e.t, resolver) { to = r }
+        }
+        if let f = from { touch(f, e.from, e.t, last: e.lastT) }
+        if let t = to { touch(t, e.to, e.t, last: e.lastT) }
+        var (state, letter) = TimelineMapping.classify(e)
+        var e = e
+        if (e.kind == .goodbye || e.kind == .expired), let f = from, inOpenSession(f) {
+            // A connected peer that stops advertising (apps often do once in session; an mDNS record
+            // expires while the session runs) is not lost.
+            state = .updated
+            letter = nil
+            e.attrs["note"] = "stopped advertising; still in session"
+        }
+
+        var sessionKey: SessionKey?
+        var establishedBefore = false, secureBefore = false, dtlsStartedBefore = false
+        if let f = from, let t = to {
+            let pair = PeerPair(f, t)
+            if let si = instanceIndex(for: pair, e, originator: f) {
+                establishedBefore = sessions[si].instance.established != nil
+                secureBefore = sessions[si].secure
+                dtlsStartedBefore = sessions[si].dtlsStarted
+                // An ICMP error names the quoted packet's two ends; the step is the reporter's (the
+                // unreachable host, or a router between them).
+                var by = f
+                if e.kind == .icmpUnreachable, let rep = e[.reporter],
+                   let r = resolver.resolve(PeerHint(address: rep), at: e.t) {
+                    by = r
+                }
+                (state, letter) = apply(e, state: state, letter: letter, from: f, to: t, by: by, at: si)
+                sessionKey = sessions[si].instance.key
+            }
+        }
+
+        if let f = from {
+            addEntry(f, e, state: state, letter: letter, sent: true, counterpart: to, session: sessionKey)
+        }
+        if let t = to {
+            addEntry(t, e, state: state, letter: letter, sent: from == nil, counterpart: from, session: sessionKey)
+        }
+        return ResolvedEvent(event: e, from: from, to: to, session: sessionKey, state: state,
+                             establishedBefore: establishedBefore, secureBefore: secureBefore,
+                             dtlsStartedBefore: dtlsStartedBefore)
+    }
+
+    func inOpenSession(_ r: PeerRef) -> Bool {
+        latest.contains { pair, si in
+            (pair.a == r || pair.b == r) && sessions[si].instance.end == nil && sessions[si].instance.established != nil
+        }
+    }
+
+    /// The one peer ID behind `name` whose session with `other` is open (or ended no longer than
+    /// `reopenGap` before `t`: the app's own line about a disconnect follows MPC's).
+    func connectedNamesake(_ name: String, other: PeerRef, at t: Nanos, _ resolver: PeerResolver) -> PeerRef? {
+        let ids = resolver.peerIDs(named: name).sorted().map { PeerRef.id($0) }
+        func pick(_ ok: (SessionInstance) -> Bool) -> PeerRef? {
+            let found = ids.filter { c in latest[PeerPair(c, other)].map { ok(sessions[$0].instance) } ?? false }
+            return found.count == 1 ? found[0] : nil
+        }
+        return pick { $0.end == nil } ?? pick { s in s.end.map { t >= $0 && t &- $0 <= reopenGap } ?? false }
+    }
+}
