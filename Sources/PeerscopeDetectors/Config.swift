@@ -64,6 +64,12 @@ public struct DetectorConfig: Sendable {
 
     public func nanos(_ name: String) -> Nanos { CaptureTime.nanos(seconds: value(name)) }
 
+    /// A count threshold as a whole number; `fallback` when the value is not a usable count.
+    public func count(_ name: String, fallback: Int) -> Int {
+        let c = value(name)
+        return c.isFinite && c >= 0 && c < 1e9 ? Int(c) : fallback
+    }
+
     /// Override names and kinds that no detector knows (typos), for the CLI to reject.
     public func problems() -> [String] {
         var out: [String] = []

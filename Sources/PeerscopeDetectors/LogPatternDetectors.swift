@@ -21,8 +21,7 @@ public struct InvitationStormDetector: Detector {
     let window: Nanos
 
     public init(config: DetectorConfig) {
-        let c = config.value("invitation-storm.count")
-        maxCount = c.isFinite && c >= 0 && c < 1e9 ? Int(c) : 2
+        maxCount = config.count("invitation-storm.count", fallback: 2)
         window = config.nanos("invitation-storm.window")
     }
 
@@ -91,8 +90,7 @@ public struct FlappingDetector: Detector {
 
     public init(config: DetectorConfig) {
         hold = config.nanos("flapping.hold")
-        let c = config.value("flapping.count")
-        maxCount = c.isFinite && c >= 0 && c < 1e9 ? Int(c) : 2
+        maxCount = config.count("flapping.count", fallback: 2)
         window = config.nanos("flapping.window")
     }
 

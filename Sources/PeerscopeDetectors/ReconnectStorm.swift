@@ -24,8 +24,7 @@ public struct ReconnectStormDetector: Detector {
     let window: Nanos
 
     public init(config: DetectorConfig) {
-        let c = config.value("reconnect-storm.count")
-        maxCount = c.isFinite && c >= 0 && c < 1e9 ? Int(c) : 3
+        maxCount = config.count("reconnect-storm.count", fallback: 3)
         window = config.nanos("reconnect-storm.window")
     }
 
