@@ -158,11 +158,7 @@ final class CLIInputTests: XCTestCase {
 
     func testCaptureWithDecodeKeepsStdoutJSONLinesAndPrintsTheReportOnStderr() throws {
         guard geteuid() == 0 else { throw XCTSkip("live capture needs root (CI runs as root)") }
-        #if os(Linux)
-        let lo = "lo"
-        #else
-        let lo = "lo0"
-        #endif
+        let lo = CLI.loopback
         let r = try CLI.run(["capture", "-i", lo, "--filter", "udp port 9", "--decode", "--duration", "1", "--format", "json"])
         XCTAssertEqual(r.status, 0, r.stderr)
         for line in r.stdout.split(separator: "\n") {

@@ -9,6 +9,13 @@ struct CLIResult {
 }
 
 enum CLI {
+    /// The loopback interface's name for live-capture tests.
+    #if os(Linux)
+    static let loopback = "lo"
+    #else
+    static let loopback = "lo0"
+    #endif
+
     /// `.build/<config>/peerscope`, beside the test bundle.
     static var binary: URL {
         var dir = URL(fileURLWithPath: CommandLine.arguments.first ?? "").deletingLastPathComponent()

@@ -12,11 +12,7 @@ final class LiveCaptureCLITests: XCTestCase {
     func testLoopbackCaptureSeesExactlyTheDatagramsSent() throws {
         guard geteuid() == 0 else { throw XCTSkip("live capture needs root (CI runs as root)") }
         let bin = try CLI.requireBinary()
-        #if os(Linux)
-        let lo = "lo"
-        #else
-        let lo = "lo0"
-        #endif
+        let lo = CLI.loopback
         let dstPort = UInt16(20000 + Int(getpid() % 20000))
         let d = try CLI.tempDir()
         let saved = d.appendingPathComponent("lo.pcapng")

@@ -189,11 +189,7 @@ final class OutputSafetyTests: XCTestCase {
 
     func testLiveAppendAddsASectionAndForceReplaces() throws {
         guard geteuid() == 0 else { throw XCTSkip("live capture needs root (CI runs as root)") }
-        #if os(Linux)
-        let lo = "lo"
-        #else
-        let lo = "lo0"
-        #endif
+        let lo = CLI.loopback
         let cap = try copySample()
         let appended = try CLI.run(["capture", "-i", lo, "--filter", "udp port 9", "--duration", "1", "--write", cap.path, "--append",
                                     "-o", "/dev/null"])
