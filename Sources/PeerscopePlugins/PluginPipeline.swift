@@ -34,8 +34,14 @@ public final class PluginPipeline {
     public var maxHandOffDepth = 4
 
     /// Frames in which each plugin decoded something (counted once per frame).
-    public private(set) var framesPerPlugin: [String: UInt64] = [:]
-    private var lastCounted: [Int: (Int, UInt64)] = [:]
+    public var framesPerPlugin: [String: UInt64] {
+        var out: [String: UInt64] = [:]
+        for (i, n) in frameCounts.enumerated() where n > 0 { out[descriptors[i].id, default: 0] &+= n }
+        return out
+    }
+    /// Per plugin index: frames counted, and the last frame counted (input, number).
+    private var frameCounts: [UInt64]
+    private var lastCounted: [(input: Int, number: UInt64)?]
     /// Units no plugin took, by kind (`udp`, `tcp`).
     public private(set) var unclaimed: [String: UInt64] = [:]
 
@@ -43,6 +49,8 @@ public final class PluginPipeline {
         self.context = context
         plugins = types.map { $0.init() }
         descriptors = types.map { $0.descriptor }
+        frameCounts = Array(repeating: 0, count: types.count)
+        lastCounted = Array(repeating: nil, count: types.count)
         for (i, d) in descriptors.enumerated() {
             for claim in d.claims {
                 switch claim {
@@ -77,10 +85,9 @@ public final class PluginPipeline {
         plugins[index].decode(input, context)
         context.currentPlugin = savedPlugin
         context.currentInput = savedInput
-        let key = (input.frame.input, input.frame.number)
-        if let last = lastCounted[index], last == key { return }
-        lastCounted[index] = key
-        framesPerPlugin[descriptors[index].id, default: 0] &+= 1
+        if let last = lastCounted[index], last.input == input.frame.input, last.number == input.frame.number { return }
+        lastCounted[index] = (input.frame.input, input.frame.number)
+        frameCounts[index] &+= 1
     }
 
     public func process(_ unit: TransportUnit) {
