@@ -10,25 +10,16 @@ extension String: EventAttributeValue {
     public var attributeText: String { self }
 }
 
-extension Int: EventAttributeValue {
-    public init?(attributeText: String) { self.init(attributeText) }
+/// Integers travel in decimal.
+extension EventAttributeValue where Self: FixedWidthInteger {
+    public init?(attributeText: String) { self.init(attributeText, radix: 10) }
     public var attributeText: String { String(self) }
 }
 
-extension UInt16: EventAttributeValue {
-    public init?(attributeText: String) { self.init(attributeText) }
-    public var attributeText: String { String(self) }
-}
-
-extension Int64: EventAttributeValue {
-    public init?(attributeText: String) { self.init(attributeText) }
-    public var attributeText: String { String(self) }
-}
-
-extension UInt64: EventAttributeValue {
-    public init?(attributeText: String) { self.init(attributeText) }
-    public var attributeText: String { String(self) }
-}
+extension Int: EventAttributeValue {}
+extension Int64: EventAttributeValue {}
+extension UInt64: EventAttributeValue {}
+extension UInt16: EventAttributeValue {}
 
 extension Bool: EventAttributeValue {
     /// `true`/`yes`/`1` and `false`/`no`/`0`, any case (log lines and user patterns say it either way).
