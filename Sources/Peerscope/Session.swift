@@ -360,12 +360,8 @@ public final class AnalysisSession {
                     }
                 }
                 // Only the first few problems of each id are listed per log: counts are the true totals.
-                var listed: [String: Int] = [:]
-                for d in all.problems {
-                    run.diagnostics.append(d)
-                    listed[d.id, default: 0] += 1
-                }
-                for (id, n) in listed { run.diagnosticCounts[id, default: 0] += max(n, all.problemTotals[id] ?? 0) }
+                run.diagnostics += all.problems
+                run.diagnosticCounts.merge(all.problemTotals, uniquingKeysWith: +)
                 onStage?(.logsRead(lines: all.lines, events: all.events.count))
                 logResult = all
                 events += all.events
