@@ -359,9 +359,13 @@ public final class AnalysisSession {
                         }
                     }
                 }
-                // Only the first few problems of each id are listed per log: counts are the true totals.
-                run.diagnostics += all.problems
-                run.diagnosticCounts.merge(all.problemTotals, uniquingKeysWith: +)
+                // Only the first few problems of each id are listed per log, and the run's per-id
+                // limit applies to them as to the capture's: counts are the true totals.
+                let collector = DiagnosticCollector(keptPerID: configuration.engine.diagnosticsKeptPerID,
+                                                    continuing: run.diagnostics, totals: run.diagnosticCounts)
+                collector.absorb(kept: all.problems, totals: all.problemTotals)
+                run.diagnostics = collector.kept
+                run.diagnosticCounts = collector.totals
                 onStage?(.logsRead(lines: all.lines, events: all.events.count))
                 logResult = all
                 events += all.events

@@ -112,7 +112,20 @@ public final class DiagnosticCollector {
     /// How many diagnostics were counted in all (kept or not), to tell whether a step reported any.
     public private(set) var count = 0
 
+    /// Kept diagnostics per id (what a stage read apart may still add under the limit).
+    private var keptByID: [String: Int] = [:]
+
     public init(keptPerID: Int) { limiter = DiagnosticLimiter(keptPerID: keptPerID) }
+
+    /// A collector that carries on from what a finished stage kept and counted (`kept` within the
+    /// limit, `totals` true).
+    public convenience init(keptPerID: Int, continuing kept: [Diagnostic], totals: [String: Int]) {
+        self.init(keptPerID: keptPerID)
+        self.kept = kept
+        for d in kept { keptByID[d.id, default: 0] &+= 1 }
+        limiter.add(totals: totals)
+        count = totals.values.reduce(0, &+)
+    }
 
     public var keptPerID: Int { limiter.keptPerID }
     /// Every diagnostic counted by id, past the limit too.
@@ -125,17 +138,21 @@ public final class DiagnosticCollector {
     }
 
     /// Keeps a diagnostic `admit` let through.
-    public func keep(_ d: Diagnostic) { kept.append(d) }
+    public func keep(_ d: Diagnostic) {
+        kept.append(d)
+        keptByID[d.id, default: 0] &+= 1
+    }
 
     /// Counts `d` and keeps it when within the limit.
     public func record(_ d: Diagnostic) {
-        if admit(d.id) { kept.append(d) }
+        if admit(d.id) { keep(d) }
     }
 
-    /// Takes in what a stage read apart collected: its kept diagnostics (already limited there) and
-    /// its true totals. Kept diagnostics whose id the totals do not count are counted one each.
+    /// Takes in what a stage read apart collected (a log input): its kept diagnostics, kept here
+    /// while this collector's per-id limit allows, and its true totals. Kept diagnostics whose id
+    /// the totals do not count are counted one each.
     public func absorb(kept more: [Diagnostic], totals: [String: Int]) {
-        kept += more
+        for d in more where keptByID[d.id, default: 0] < keptPerID { keep(d) }
         limiter.add(totals: totals)
         count &+= totals.values.reduce(0, &+)
         for d in more where totals[d.id] == nil {

@@ -312,6 +312,12 @@ final class DiagnosticLimiterTests: XCTestCase {
         XCTAssertEqual(c.totals["log.patterns.invalid"], 1)
         XCTAssertEqual(c.count, 47)
         XCTAssertEqual(c.kept.count, 7)
+        // The run's limit applies to what is absorbed too; carrying on from a finished stage keeps its state.
+        let d = DiagnosticCollector(keptPerID: 2, continuing: [Diagnostic(id: "a", message: "1")], totals: ["a": 5])
+        d.absorb(kept: ["2", "3", "4"].map { Diagnostic(id: "a", message: $0) }, totals: ["a": 9])
+        XCTAssertEqual(d.kept.map(\.message), ["1", "2"])
+        XCTAssertEqual(d.totals, ["a": 14])
+        XCTAssertEqual(d.count, 14)
     }
 
     func testDeclaredIDsCoverFamilies() {
