@@ -116,7 +116,7 @@ extension EventAttribute where Value == String {
     /// The reflexive address a STUN response maps to.
     public static var mapped: Self { .init("mapped") }
     /// Checksum failures: the protocol and the two values (hex).
-    public static var `protocol`: Self { .init("protocol") }
+    public static var protocolName: Self { .init("protocol") }
     public static var given: Self { .init("given") }
     public static var computed: Self { .init("computed") }
     /// Milliseconds: a STUN round trip, how long a check or handshake waited, a handshake's length.

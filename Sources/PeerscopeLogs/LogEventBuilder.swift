@@ -58,7 +58,7 @@ struct EventBuilder {
             guard w.input == e.input else { still.append(w); continue }
             guard w.index < events.count, e.t &- events[w.index].t <= options.coalesceWindow else { continue }
             if w.asTo { events[w.index].to = named } else { events[w.index].from = named }
-            events[w.index].attrs[.peerFrom] = "context"
+            events[w.index][.peerFrom] = "context"
         }
         waiting = still
     }
@@ -122,10 +122,10 @@ struct EventBuilder {
             if let i = bursts[key], e.t &- events[i].t <= options.coalesceWindow, e.t >= events[i].t {
                 // One event for the burst: `channel` lists the channels ("0,1,2", a key the timeline
                 // detail shows), the evidence is the first line and the last (`count`, `lastEvidence`).
-                var chans = (events[i].attrs[.channel] ?? "").split(separator: ",").map(String.init)
+                var chans = (events[i][.channel] ?? "").split(separator: ",").map(String.init)
                 if !chans.contains(String(ch)) { chans.append(String(ch)) }
-                events[i].attrs[.channel] = chans.joined(separator: ",")
-                events[i].attrs[.lines] = String((Int(events[i].attrs[.lines] ?? "1") ?? 1) + 1)
+                events[i][.channel] = chans.joined(separator: ",")
+                events[i][.lines] = String((Int(events[i][.lines] ?? "1") ?? 1) + 1)
                 events[i].count &+= 1
                 events[i].lastT = max(events[i].lastT, e.t)
                 events[i].lastEvidence = e.evidence
@@ -138,11 +138,11 @@ struct EventBuilder {
         }
         if kind == .stateChange, let to = attrs[.to] {
             let key = "\(e.input)|\(peer)|\(attrs[.session] ?? "mc")"
-            if let i = lastState[key], events[i].attrs[.to] == to, e.t &- events[i].t <= options.duplicateStateWindow, e.t >= events[i].t {
+            if let i = lastState[key], events[i][.to] == to, e.t &- events[i].t <= options.duplicateStateWindow, e.t >= events[i].t {
                 // The same change printed again (MCSession prints two lines; apps print their own).
-                if events[i].attrs[.from] == nil, let f = attrs[.from] { events[i].attrs[.from] = f }
+                if events[i][.from] == nil, let f = attrs[.from] { events[i][.from] = f }
                 EventBuilder.mergeHint(&events[i].from, m.from)
-                events[i].attrs[.lines] = String((Int(events[i].attrs[.lines] ?? "1") ?? 1) + 1)
+                events[i][.lines] = String((Int(events[i][.lines] ?? "1") ?? 1) + 1)
                 return
             }
             events.append(PeerEvent(kind: kind, t: e.t, evidence: e.evidence, from: m.from, to: m.to, source: source, attrs: attrs))

@@ -73,7 +73,7 @@ public final class STUNPlugin: DecoderPlugin {
                                  offset: fp.offset, severity: .error)
                     let h = ctx.hints()
                     ctx.event(.checksumError, from: h.from, to: h.to,
-                              attrs: .typed([.protocol: "stun", .given: SessionHex.u32(given), .computed: SessionHex.u32(computed)]))
+                              attrs: .typed([.protocolName: "stun", .given: SessionHex.u32(given), .computed: SessionHex.u32(computed)]))
                 }
             } else {
                 ctx.diagnose("fingerprint.length", "FINGERPRINT of \(fp.value.count) bytes (expected 4)", offset: fp.offset)
