@@ -330,3 +330,28 @@ final class DeclaredDiagnosticsTests: XCTestCase {
         XCTAssertTrue(packets.contains { $0["id"] as? String == "ipv4.frag.incomplete" && $0["severity"] as? String == "warning" })
     }
 }
+
+/// Issue 14: one collector with per-id limits serves every stage. A flood of one packet-layer
+/// problem past every limit keeps the engine's few, counts them all under their own id (no
+/// `packets.diagnostics_suppressed` pseudo-id, which used to be counted as a diagnostic of its own),
+/// and every frame that had one counts in `framesWithDiagnostics`.
+final class OneCollectorTests: XCTestCase {
+    func testAFloodOfOnePacketProblemIsKeptOnceAndCountedTruly() {
+        var options = EngineOptions()
+        options.diagnosticsKeptPerID = 5
+        options.packets.maxDiagnosticsPerID = 3   // the decoder's own limit no longer applies inside an engine
+        let engine = Engine(options: options)
+        let n = 1_200
+        for i in 0 ..< n {
+            let info = FrameInfo(input: 0, number: UInt64(i + 1), t: Nanos(i) * CaptureTime.millisecond, capturedLength: 3,
+                                 originalLength: 3, linkType: 1)
+            engine.process(RawFrame(info: info, data: Bytes([1, 2, 3])))
+        }
+        engine.record(Diagnostic(id: "input.unreadable", severity: .error, message: "x.pcap: no such file"))
+        engine.finish()
+        XCTAssertEqual(engine.diagnostics.map(\.id), Array(repeating: "eth.truncated", count: 5) + ["input.unreadable"])
+        XCTAssertEqual(engine.diagnosticCounts, ["eth.truncated": n, "input.unreadable": 1])
+        XCTAssertEqual(engine.stats.framesWithDiagnostics, UInt64(n))
+        XCTAssertEqual(engine.collector.count, n + 1)
+    }
+}
