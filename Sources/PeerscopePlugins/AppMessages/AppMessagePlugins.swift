@@ -93,11 +93,11 @@ public final class AppChatPlugin: DecoderPlugin {
 }
 
 /// Any other app JSON object: kept as its `type` name and the names of its keys (never values).
-/// Claims every `app.json` hand-off, so it must be the last app-message plugin.
+/// The fallback for `app.json` hand-offs: it takes the types no other app-message plugin claims.
 public final class AppOtherPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "app-other", summary: "Other app JSON messages (type name and key names only)",
-        claims: [.carried("app.json")], messageTypes: ["other"])
+        claims: [.carried("app.json")], messageTypes: ["other"], priority: .fallback)
     public init() {}
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {

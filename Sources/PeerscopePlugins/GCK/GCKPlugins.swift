@@ -1,14 +1,13 @@
 import PeerscopeCore
 
-private let gckClaims: [Claim] = [.udpPorts(GCKHeader.mpcPorts), .udpHeuristic]
 
 /// GCK Hello (type 1, 34 bytes observed). The 18-byte body is not understood; shown as hex.
 public final class GCKHelloPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-hello", summary: "GCK session Hello (OSPF-like type 1)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("hello"),
+        id: "gck-hello", summary: "GCK session Hello (OSPF-like type 1)", claims: [GCKFamily.member(GCKHeader.hello)], messageTypes: GCKDecoding.messageTypes("hello"),
         diagnostics: GCKDecoding.diagnostics)
     public init() {}
-    public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.hello } }
+    public static var family: (any ProtocolFamily.Type)? { GCKFamily.self }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
@@ -63,10 +62,10 @@ struct GCKNodeBody {
 /// GCK Database Description (type 2): `u16 nodeCount` then node records (see `GCKNodeRecord`).
 public final class GCKDDPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-dd", summary: "GCK session DD, database description (type 2)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("dd"),
+        id: "gck-dd", summary: "GCK session DD, database description (type 2)", claims: [GCKFamily.member(GCKHeader.dd)], messageTypes: GCKDecoding.messageTypes("dd"),
         diagnostics: GCKDecoding.diagnostics)
     public init() {}
-    public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.dd } }
+    public static var family: (any ProtocolFamily.Type)? { GCKFamily.self }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
@@ -95,10 +94,10 @@ public final class GCKDDPlugin: DecoderPlugin {
 /// `0000 0001`, and logs show "LSA SN=0") then node records.
 public final class GCKLSAPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-lsa", summary: "GCK session LSA, link state advertisement (type 3)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("lsa"),
+        id: "gck-lsa", summary: "GCK session LSA, link state advertisement (type 3)", claims: [GCKFamily.member(GCKHeader.lsa)], messageTypes: GCKDecoding.messageTypes("lsa"),
         diagnostics: GCKDecoding.diagnostics)
     public init() {}
-    public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.lsa } }
+    public static var family: (any ProtocolFamily.Type)? { GCKFamily.self }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
@@ -126,10 +125,10 @@ public final class GCKLSAPlugin: DecoderPlugin {
 /// GCK LSA acknowledgement (type 4, 18 bytes): `u16 sn`.
 public final class GCKLSAACKPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-lsaack", summary: "GCK session LSAACK (type 4)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("lsaack"),
+        id: "gck-lsaack", summary: "GCK session LSAACK (type 4)", claims: [GCKFamily.member(GCKHeader.lsaack)], messageTypes: GCKDecoding.messageTypes("lsaack"),
         diagnostics: GCKDecoding.diagnostics)
     public init() {}
-    public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.lsaack } }
+    public static var family: (any ProtocolFamily.Type)? { GCKFamily.self }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
@@ -151,10 +150,10 @@ public final class GCKLSAACKPlugin: DecoderPlugin {
 /// `0002 0001` and `0000 0001`; which half is the "SN" the logs print is a reading).
 public final class GCKHeartbeatPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-heartbeat", summary: "GCK session Heartbeat, keep-alive (type 8)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("heartbeat"),
+        id: "gck-heartbeat", summary: "GCK session Heartbeat, keep-alive (type 8)", claims: [GCKFamily.member(GCKHeader.heartbeat)], messageTypes: GCKDecoding.messageTypes("heartbeat"),
         diagnostics: GCKDecoding.diagnostics)
     public init() {}
-    public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.heartbeat } }
+    public static var family: (any ProtocolFamily.Type)? { GCKFamily.self }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
@@ -181,10 +180,10 @@ public final class GCKHeartbeatPlugin: DecoderPlugin {
 public final class GCKDataPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "gck-data", summary: "GCK session Data (type 5): reliable-delivery header, app payload handed on as gck.data",
-        claims: gckClaims, messageTypes: GCKDecoding.messageTypes("data", "ack", "control"),
+        claims: [GCKFamily.member(GCKHeader.data)], messageTypes: GCKDecoding.messageTypes("data", "ack", "control"),
         diagnostics: GCKDecoding.diagnostics)
     public init() {}
-    public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.data } }
+    public static var family: (any ProtocolFamily.Type)? { GCKFamily.self }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
@@ -232,14 +231,15 @@ public final class GCKDataPlugin: DecoderPlugin {
 /// Type 10 is a `.gckData` event (with `gckType` 10); its body is read like a Data body when it
 /// starts with the same inner header (participants repeated), and what looks like an app payload
 /// is handed on as `gck.data`. Unknown types are a `gck.other` event. Bodies are shown as sizes
-/// only, unless `--show-payloads`. Must come after the typed GCK plugins.
+/// only, unless `--show-payloads`. The family's fallback: it takes the types no other member claims.
 public final class GCKOtherPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-other", summary: "GCK session packets of other types (10 data-like, unknown)", claims: gckClaims,
+        id: "gck-other", summary: "GCK session packets of other types (10 data-like, unknown)",
+        claims: [.member(family: GCKFamily.id, key: nil)],
         messageTypes: GCKDecoding.messageTypes("type-10", "unknown"),
-        diagnostics: GCKDecoding.diagnostics)
+        diagnostics: GCKDecoding.diagnostics, priority: .fallback)
     public init() {}
-    public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { !GCKHeader.known.contains($0) } }
+    public static var family: (any ProtocolFamily.Type)? { GCKFamily.self }
 
     /// The event kind of GCK packets of unknown types.
     public static let otherEvent: EventKind = "gck.other"

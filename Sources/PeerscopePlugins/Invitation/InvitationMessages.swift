@@ -202,8 +202,6 @@ public final class InviteMessagePlugin: DecoderPlugin {
 
     public init() {}
 
-    public func probe(_ input: PluginInput) -> ProbeResult { BinaryPlist.looksLikePlist(input.payload) ? .accept : .reject }
-
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let m = InvitationMessageDecoding.decode(input, ctx, expecting: 1,
                                                        required: [InvitationKey.sender, InvitationKey.recipient, InvitationKey.inviteID])
@@ -227,8 +225,6 @@ public final class InviteResponsePlugin: DecoderPlugin {
             + [DiagnosticSpec("no_connection_data", .warning, "an accepted response without connection data")])
 
     public init() {}
-
-    public func probe(_ input: PluginInput) -> ProbeResult { BinaryPlist.looksLikePlist(input.payload) ? .accept : .reject }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let m = InvitationMessageDecoding.decode(input, ctx, expecting: 2,
@@ -256,8 +252,6 @@ public final class InviteConnectPlugin: DecoderPlugin {
         diagnostics: InvitationMessageDecoding.diagnostics)
 
     public init() {}
-
-    public func probe(_ input: PluginInput) -> ProbeResult { BinaryPlist.looksLikePlist(input.payload) ? .accept : .reject }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let m = InvitationMessageDecoding.decode(input, ctx, expecting: 3,
