@@ -46,13 +46,13 @@ public final class Engine {
     private let packets: PacketDecoder
 
     public private(set) var stats = CaptureStats()
+    /// The one collector of the run's diagnostics: capture readers, packet layers and plugins report
+    /// into it, under one per-id limit.
+    public let collector: DiagnosticCollector
     /// The first `diagnosticsKeptPerID` diagnostics of each id, in order.
-    public private(set) var diagnostics: [Diagnostic] = []
+    public var diagnostics: [Diagnostic] { collector.kept }
     /// Every diagnostic counted by id.
-    public var diagnosticCounts: [String: Int] { limiter.totals.merging(packetsSuppressed) { $0 + $1 } }
-    /// Diagnostics the packet layer only counted (past its own per-id limit): part of the true totals.
-    private var packetsSuppressed: [String: Int] = [:]
-    private var limiter: DiagnosticLimiter
+    public var diagnosticCounts: [String: Int] { collector.totals }
     public private(set) var events: [PeerEvent] = []
     private var coalescer: EventCoalescer
     /// Occurrences folded into earlier events by the coalescer.
@@ -77,7 +77,6 @@ public final class Engine {
 
     private var lastTick: Nanos?
     private var lastT: Nanos = 0
-    private var frameHadDiagnostic = false
     private var finished = false
 
     public init(options: EngineOptions = EngineOptions(), onMessage: @escaping (DecodedMessage) -> Void = { _ in }) {
@@ -86,10 +85,10 @@ public final class Engine {
         if ProcessInfo.processInfo.environment["PEERSCOPE_NO_FAST_PATHS"] == "1" { options.decode.fastPaths = false }
         self.options = options
         coalescer = EventCoalescer(gaps: options.coalesceGaps)
-        limiter = DiagnosticLimiter(keptPerID: options.diagnosticsKeptPerID)
+        collector = DiagnosticCollector(keptPerID: options.diagnosticsKeptPerID)
         context = PluginContext(directory: PeerDirectory(), options: options.decode)
         pipeline = PluginPipeline(plugins: options.plugins, context: context)
-        packets = PacketDecoder(options: options.packets)
+        packets = PacketDecoder(options: options.packets, diagnostics: collector)
         context.onMessage = onMessage
         context.onDiagnostic = { [unowned self] d in self.record(d) }
         if options.collectEvents {
@@ -106,10 +105,7 @@ public final class Engine {
     }
 
     /// Record a diagnostic from any layer (also used for input problems).
-    public func record(_ d: Diagnostic) {
-        frameHadDiagnostic = true
-        if limiter.admit(d.id) { diagnostics.append(d) }
-    }
+    public func record(_ d: Diagnostic) { collector.record(d) }
 
     /// Feed one frame (frames must come in capture order across all inputs).
     public func process(_ frame: RawFrame) {
@@ -123,7 +119,7 @@ public final class Engine {
                 truncated[i] = (t, t, 1)
             }
         }
-        frameHadDiagnostic = false
+        let counted = collector.count
         if t > lastT { lastT = t }
         if let last = lastTick {
             if t &- last >= options.tickInterval {
@@ -132,13 +128,14 @@ public final class Engine {
         } else {
             lastTick = t
         }
-        packets.decode(frame, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
-        if frameHadDiagnostic { stats.framesWithDiagnostics &+= 1 }
+        // The packet layer's diagnostics were counted (and admitted) when found: kept here as they come.
+        packets.decode(frame, { [pipeline] unit in pipeline.process(unit) }, { [collector] d in collector.keep(d) })
+        if collector.count != counted { stats.framesWithDiagnostics &+= 1 }
     }
 
     private func tick(_ t: Nanos) {
         lastTick = t
-        packets.advance(to: t, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
+        packets.advance(to: t, { [pipeline] unit in pipeline.process(unit) }, { [collector] d in collector.keep(d) })
         pipeline.tick(t)
         coalescer.prune(at: t, events: events)
     }
@@ -147,9 +144,7 @@ public final class Engine {
     public func finish() {
         guard !finished else { return }
         finished = true
-        packets.finish(at: lastT, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
-        // Past the packet layer's rate limit diagnostics are only counted: the totals stay true.
-        packetsSuppressed = packets.suppressedDiagnostics
+        packets.finish(at: lastT, { [pipeline] unit in pipeline.process(unit) }, { [collector] d in collector.keep(d) })
         pipeline.finish(lastT)
         stats.plugins = pipeline.framesPerPlugin
         stats.undecoded = pipeline.unclaimed
