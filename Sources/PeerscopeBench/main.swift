@@ -303,7 +303,7 @@ func table(_ title: String, frames: Int, bytes: Int, _ rows: [Row]) {
     print("")
     print(title)
     func cols(_ c: [String]) -> String {
-        let widths = [42, 9, 11, 13, 15]
+        let widths = [58, 9, 11, 13, 15]
         return "  " + c.enumerated().map { i, v in
             let n = max(0, widths[min(i, widths.count - 1)] - v.count)
             return i == 0 ? v + String(repeating: " ", count: n) : String(repeating: " ", count: n) + v
