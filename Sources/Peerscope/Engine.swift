@@ -8,7 +8,8 @@ import PeerscopePlugins
 public struct EngineOptions: Sendable {
     public var decode: DecodeOptions
     public var packets: PacketOptions
-    /// The decoder plugins, in dispatch order.
+    /// The decoder plugins (any order: the pipeline orders claimants by priority, then id). Plugins
+    /// from outside the library: `PluginRegistry.decoders + [MyPlugin.self]`.
     public var plugins: [any DecoderPlugin.Type]
     /// Keep peer events (analysis needs them; `decode` does not).
     public var collectEvents: Bool
@@ -20,6 +21,9 @@ public struct EngineOptions: Sendable {
     /// `EventCoalescer`); empty keeps every event. Analysis sets each gap no longer than the silence
     /// its detectors judge in that kind of traffic.
     public var coalesceGaps: [EventKind: Nanos]
+    /// Several capture files: read each on its own thread (decoding stays on one, in capture-time
+    /// order across the files): the results are those of a serial read.
+    public var parallelReading = true
 
     public init(decode: DecodeOptions = DecodeOptions(), packets: PacketOptions = PacketOptions(),
                 plugins: [any DecoderPlugin.Type] = PluginRegistry.decoders, collectEvents: Bool = true,
@@ -45,13 +49,13 @@ public final class Engine {
     private let packets: PacketDecoder
 
     public private(set) var stats = CaptureStats()
+    /// The one collector of the run's diagnostics: capture readers, packet layers and plugins report
+    /// into it, under one per-id limit.
+    public let collector: DiagnosticCollector
     /// The first `diagnosticsKeptPerID` diagnostics of each id, in order.
-    public private(set) var diagnostics: [Diagnostic] = []
+    public var diagnostics: [Diagnostic] { collector.kept }
     /// Every diagnostic counted by id.
-    public var diagnosticCounts: [String: Int] { limiter.totals.merging(packetsSuppressed) { $0 + $1 } }
-    /// Diagnostics the packet layer only counted (past its own per-id limit): part of the true totals.
-    private var packetsSuppressed: [String: Int] = [:]
-    private var limiter: DiagnosticLimiter
+    public var diagnosticCounts: [String: Int] { collector.totals }
     public private(set) var events: [PeerEvent] = []
     private var coalescer: EventCoalescer
     /// Occurrences folded into earlier events by the coalescer.
@@ -76,19 +80,20 @@ public final class Engine {
 
     private var lastTick: Nanos?
     private var lastT: Nanos = 0
-    private var frameHadDiagnostic = false
     private var finished = false
 
     public init(options: EngineOptions = EngineOptions(), onMessage: @escaping (DecodedMessage) -> Void = { _ in }) {
         var options = options
         // The switch the tests use to show that fast paths change nothing.
         if ProcessInfo.processInfo.environment["PEERSCOPE_NO_FAST_PATHS"] == "1" { options.decode.fastPaths = false }
+        // The bench's serial row: several files read one after the other on the decoding thread.
+        if ProcessInfo.processInfo.environment["PEERSCOPE_SERIAL_READING"] == "1" { options.parallelReading = false }
         self.options = options
         coalescer = EventCoalescer(gaps: options.coalesceGaps)
-        limiter = DiagnosticLimiter(keptPerID: options.diagnosticsKeptPerID)
+        collector = DiagnosticCollector(keptPerID: options.diagnosticsKeptPerID)
         context = PluginContext(directory: PeerDirectory(), options: options.decode)
         pipeline = PluginPipeline(plugins: options.plugins, context: context)
-        packets = PacketDecoder(options: options.packets)
+        packets = PacketDecoder(options: options.packets, diagnostics: collector)
         context.onMessage = onMessage
         context.onDiagnostic = { [unowned self] d in self.record(d) }
         if options.collectEvents {
@@ -105,10 +110,7 @@ public final class Engine {
     }
 
     /// Record a diagnostic from any layer (also used for input problems).
-    public func record(_ d: Diagnostic) {
-        frameHadDiagnostic = true
-        if limiter.admit(d.id) { diagnostics.append(d) }
-    }
+    public func record(_ d: Diagnostic) { collector.record(d) }
 
     /// Feed one frame (frames must come in capture order across all inputs).
     public func process(_ frame: RawFrame) {
@@ -122,7 +124,7 @@ public final class Engine {
                 truncated[i] = (t, t, 1)
             }
         }
-        frameHadDiagnostic = false
+        let counted = collector.count
         if t > lastT { lastT = t }
         if let last = lastTick {
             if t &- last >= options.tickInterval {
@@ -131,13 +133,14 @@ public final class Engine {
         } else {
             lastTick = t
         }
-        packets.decode(frame, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
-        if frameHadDiagnostic { stats.framesWithDiagnostics &+= 1 }
+        // The packet layer's diagnostics were counted (and admitted) when found: kept here as they come.
+        packets.decode(frame, { [pipeline] unit in pipeline.process(unit) }, { [collector] d in collector.keep(d) })
+        if collector.count != counted { stats.framesWithDiagnostics &+= 1 }
     }
 
     private func tick(_ t: Nanos) {
         lastTick = t
-        packets.advance(to: t, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
+        packets.advance(to: t, { [pipeline] unit in pipeline.process(unit) }, { [collector] d in collector.keep(d) })
         pipeline.tick(t)
         coalescer.prune(at: t, events: events)
     }
@@ -146,9 +149,7 @@ public final class Engine {
     public func finish() {
         guard !finished else { return }
         finished = true
-        packets.finish(at: lastT, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
-        // Past the packet layer's rate limit diagnostics are only counted: the totals stay true.
-        packetsSuppressed = packets.suppressedDiagnostics
+        packets.finish(at: lastT, { [pipeline] unit in pipeline.process(unit) }, { [collector] d in collector.keep(d) })
         pipeline.finish(lastT)
         stats.plugins = pipeline.framesPerPlugin
         stats.undecoded = pipeline.unclaimed
