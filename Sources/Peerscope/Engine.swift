@@ -148,8 +148,37 @@ public final class Engine {
         stats.plugins = pipeline.framesPerPlugin
         stats.undecoded = pipeline.unclaimed
         // Plugins may report timer events (expiry) after later frames: keep events in time order.
-        events = events.enumerated().sorted { a, b in
-            a.element.t != b.element.t ? a.element.t < b.element.t : a.offset < b.offset
-        }.map(\.element)
+        Engine.sortByTime(&events)
+    }
+
+    /// Stable sort by time, in place: the events are moved, never copied into a second list (a large
+    /// capture's events are most of the memory; sorting `enumerated()` held them three times). Events
+    /// come nearly in order, so a list already in order costs one pass.
+    public static func sortByTime(_ events: inout [PeerEvent]) {
+        var sorted = true
+        for i in events.indices.dropFirst() where events[i - 1].t > events[i].t {
+            sorted = false
+            break
+        }
+        if sorted { return }
+        // The order as positions (stable: ties keep their place), then applied cycle by cycle.
+        var order = Array(events.indices)
+        order.sort { a, b in
+            let ta = events[a].t, tb = events[b].t
+            return ta != tb ? ta < tb : a < b
+        }
+        for start in order.indices where order[start] != start {
+            // Position i takes the event at order[i]; marks a placed position with order[i] == i.
+            var i = start
+            let first = events[start]
+            while order[i] != start {
+                let from = order[i]
+                events[i] = events[from]
+                order[i] = i
+                i = from
+            }
+            events[i] = first
+            order[i] = i
+        }
     }
 }

@@ -74,8 +74,14 @@ public final class PluginPipeline {
     public var maxHandOffDepth = 4
 
     /// Frames in which each plugin decoded something (counted once per frame).
-    public private(set) var framesPerPlugin: [String: UInt64] = [:]
-    private var lastCounted: [Int: (Int, UInt64)] = [:]
+    public var framesPerPlugin: [String: UInt64] {
+        var out: [String: UInt64] = [:]
+        for (i, n) in frameCounts.enumerated() where n > 0 { out[descriptors[i].id, default: 0] &+= n }
+        return out
+    }
+    /// Per plugin index: frames counted, and the last frame counted (input, number).
+    private var frameCounts: [UInt64]
+    private var lastCounted: [(input: Int, number: UInt64)?]
     /// Units no plugin took, by kind (`udp`, `tcp`).
     public private(set) var unclaimed: [String: UInt64] = [:]
 
@@ -93,6 +99,8 @@ public final class PluginPipeline {
         let types = given.sorted { ($0.descriptor.priority, $0.descriptor.id) < ($1.descriptor.priority, $1.descriptor.id) }
         plugins = types.map { $0.init() }
         descriptors = types.map { $0.descriptor }
+        frameCounts = Array(repeating: 0, count: types.count)
+        lastCounted = Array(repeating: nil, count: types.count)
         framers = plugins.map { $0 as? any StreamFramingPlugin }
         limits = framers.map { f in f.map { type(of: $0).streamLimits } ?? StreamLimits(maxBuffered: .max, overflowProblem: "") }
         var fams: [any ProtocolFamily.Type] = []
@@ -143,10 +151,9 @@ public final class PluginPipeline {
     }
 
     private func count(_ index: Int, _ frame: FrameInfo) {
-        let key = (frame.input, frame.number)
-        if let last = lastCounted[index], last == key { return }
-        lastCounted[index] = key
-        framesPerPlugin[descriptors[index].id, default: 0] &+= 1
+        if let last = lastCounted[index], last.input == frame.input, last.number == frame.number { return }
+        lastCounted[index] = (frame.input, frame.number)
+        frameCounts[index] &+= 1
     }
 
     private func run(_ index: Int, _ input: PluginInput) {

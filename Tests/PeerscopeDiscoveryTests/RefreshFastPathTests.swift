@@ -134,4 +134,35 @@ final class RefreshFastPathTests: XCTestCase {
         XCTAssertEqual(fast.plugin?.fastRefreshes, 1, "only the copy at +10 s")
         XCTAssertFalse(fast.events.filter { $0.kind == .instanceConflict }.isEmpty)
     }
+
+    func testHostAddressesExpireOnTimeWithOneQueuedEntryPerHost() throws {
+        // The A record names another address than the packets' source, so the summary shows whether the
+        // host still holds it. Copies every 30 s up to +600 s; TTL 120 s: the address lasts until +720 s.
+        let a = announcement(addr: [192, 168, 1, 77])
+        let packets = (0 ... 20).map { (Int64($0) * 30, a) }
+        for (end, kept) in [(Int64(700), true), (Int64(730), false)] {
+            let fast = Harness(fast: true), slow = Harness(fast: false)
+            for h in [fast, slow] {
+                for (dt, b) in packets { h.send(b, at: t0 + dt * s, from: "192.168.1.10") }
+                // One waiting entry per host, not one per refresh (the heap does not grow with the capture).
+                XCTAssertLessThanOrEqual(try XCTUnwrap(h.plugin).tracker.hostDue.count, 2)
+                h.finish(t0 + end * s)
+                let inst = try XCTUnwrap(h.plugin?.summary().instances.first)
+                XCTAssertEqual(inst.addresses.contains(IPAddress("192.168.1.77")!), kept, "at +\(end) s")
+                XCTAssertTrue(inst.addresses.contains(IPAddress("192.168.1.10")!), "the source stays")
+            }
+            XCTAssertEqual(fast.plugin?.fastRefreshes, 20)
+            XCTAssertEqual(fast.lines, slow.lines)
+        }
+    }
+
+    func testNameKeysAreTheStandardLowercasing() {
+        let names = ["a-host.local", "A-Host.LOCAL", "Luca’s iMac._smb._tcp.local", "Chloé’s iPad._airplay._tcp.local",
+                     "ÉCOLE-3B._ipp._tcp.local", "ΣΟΦΙΑ._chat._tcp.local", "İstanbul.local", "Straße.local", "ǅemal.local",
+                     "", "\\032x.local", "MiXeD ÅÄÖ åäö.local", "ﬁle.local", "Ⅻ.local"]
+        for n in names {
+            XCTAssertEqual(DNSName.lowercased(n), n.lowercased(), n)
+            XCTAssertEqual(DNSName.lowercased(n).utf8.elementsEqual(n.lowercased().utf8), true, n)
+        }
+    }
 }
