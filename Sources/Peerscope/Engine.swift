@@ -8,7 +8,8 @@ import PeerscopePlugins
 public struct EngineOptions: Sendable {
     public var decode: DecodeOptions
     public var packets: PacketOptions
-    /// The decoder plugins, in dispatch order.
+    /// The decoder plugins (any order: the pipeline orders claimants by priority, then id). Plugins
+    /// from outside the library: `PluginRegistry.decoders + [MyPlugin.self]`.
     public var plugins: [any DecoderPlugin.Type]
     /// Keep peer events (analysis needs them; `decode` does not).
     public var collectEvents: Bool

@@ -55,6 +55,7 @@ struct Plugins: ParsableCommand {
                         ("id", .string(d.id)),
                         ("summary", .string(d.summary)),
                         ("claims", .array(d.claims.map { .string($0.description) })),
+                        ("priority", .string(d.priority == .fallback ? "fallback" : "normal")),
                         ("messageTypes", .array(d.messageTypes.map { .string($0) })),
                         ("diagnostics", .array(d.diagnostics.map { x in
                             .object([("id", .string(x.fullID(plugin: d.id))), ("severity", .string(x.severity.rawValue)),
@@ -88,10 +89,10 @@ struct Plugins: ParsableCommand {
         let idWidth = max(8, (decoders.map(\.id.count) + logPlugins.map(\.id.count)).max() ?? 0)
         let pad = String(repeating: " ", count: idWidth)
         func id(_ s: String) -> String { s.padding(toLength: idWidth, withPad: " ", startingAt: 0) }
-        print("Decoder plugins (\(decoders.count)), in dispatch order:")
+        print("Decoder plugins (\(decoders.count)); claimants of the same traffic are asked by priority, then id:")
         for d in decoders {
             print("  \(id(d.id))  \(d.summary)")
-            print("  \(pad)  binds: \(d.claims.map(\.description).joined(separator: ", "))")
+            print("  \(pad)  binds: \(d.claims.map(\.description).joined(separator: ", "))" + (d.priority == .fallback ? " (fallback)" : ""))
             if !d.messageTypes.isEmpty { print("  \(pad)  types: \(d.messageTypes.joined(separator: ", "))") }
             for x in d.diagnostics { print("  \(pad)  diagnostic \(x.fullID(plugin: d.id)) (\(x.severity.rawValue)): \(x.meaning)") }
         }

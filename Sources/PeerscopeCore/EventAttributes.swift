@@ -10,15 +10,16 @@ extension String: EventAttributeValue {
     public var attributeText: String { self }
 }
 
-extension Int: EventAttributeValue {
-    public init?(attributeText: String) { self.init(attributeText) }
+/// Integers travel in decimal.
+extension EventAttributeValue where Self: FixedWidthInteger {
+    public init?(attributeText: String) { self.init(attributeText, radix: 10) }
     public var attributeText: String { String(self) }
 }
 
-extension UInt16: EventAttributeValue {
-    public init?(attributeText: String) { self.init(attributeText) }
-    public var attributeText: String { String(self) }
-}
+extension Int: EventAttributeValue {}
+extension Int64: EventAttributeValue {}
+extension UInt64: EventAttributeValue {}
+extension UInt16: EventAttributeValue {}
 
 extension Bool: EventAttributeValue {
     /// `true`/`yes`/`1` and `false`/`no`/`0`, any case (log lines and user patterns say it either way).
@@ -243,6 +244,71 @@ extension Dictionary where Key == String, Value == String {
         for (k, v) in flags { out[k.key] = v.attributeText }
         return out
     }
+}
+
+
+// The keys the GCK, app-message and invitation plugins write.
+extension EventAttribute where Value == String {
+    /// `checksum.error`: the protocol (`gck`, `mpc-invitation`), the frame type, the CRC given and computed.
+    public static var protocolName: Self { .init("protocol") }
+    public static var frameType: Self { .init("frameType") }
+    public static var given: Self { .init("given") }
+    public static var field: Self { .init("field") }
+    public static var computed: Self { .init("computed") }
+    /// GCK header flags (hex), how a flagged DD/LSA body was read, a Data packet's inner kind.
+    public static var flags: Self { .init("flags") }
+    public static var compressed: Self { .init("compressed") }
+    public static var kind: Self { .init("kind") }
+    /// App messages: the device, its platform, the handshake status, the sender's name, the timestamp as sent.
+    public static var deviceId: Self { .init("deviceId") }
+    public static var platform: Self { .init("platform") }
+    public static var status: Self { .init("status") }
+    public static var sender: Self { .init("sender") }
+    public static var timestamp: Self { .init("timestamp") }
+    /// Invitation channel: which side sent the frame (`browser`, `advertiser`), the Hello's identity.
+    public static var role: Self { .init("role") }
+    public static var idString: Self { .init("idString") }
+    public static var expectedIdString: Self { .init("expectedIdString") }
+    /// Invitation connection data: flags (hex), the UDP endpoints (comma-separated), whose participant the entries carry.
+    public static var connectionDataFlags: Self { .init("connectionDataFlags") }
+    public static var udpEndpoints: Self { .init("udpEndpoints") }
+    public static var entryParticipant: Self { .init("entryParticipant") }
+}
+
+extension EventAttribute where Value == Int {
+    /// GCK: the header's length, node count, sequence numbers, sizes and the type of an unknown packet.
+    public static var length: Self { .init("length") }
+    public static var nodes: Self { .init("nodes") }
+    public static var sn: Self { .init("sn") }
+    public static var seq: Self { .init("seq") }
+    public static var ack: Self { .init("ack") }
+    public static var payloadSize: Self { .init("payloadSize") }
+    public static var bodySize: Self { .init("bodySize") }
+    public static var gckType: Self { .init("gckType") }
+    /// App message size (bytes), invitation context size, a Hello's flags.
+    public static var size: Self { .init("size") }
+    public static var contextSize: Self { .init("contextSize") }
+    public static var helloFlags: Self { .init("helloFlags") }
+}
+
+extension EventAttribute where Value == Int64 {
+    public static var inviteID: Self { .init("inviteID") }
+    /// A receipt's delay after the message it acknowledges.
+    public static var latencyNs: Self { .init("latencyNs") }
+}
+
+extension EventAttribute where Value == UInt64 {
+    /// The frame of the message a receipt acknowledges.
+    public static var ackedFrame: Self { .init("ackedFrame") }
+}
+
+extension EventAttribute where Value == Bool {
+    /// Invitation: a response carrying connection data, a malformed Hello, a Hello whose identity is
+    /// not the one discovery saw at its endpoint, connection data asking for a security identity.
+    public static var connectionData: Self { .init("connectionData") }
+    public static var malformed: Self { .init("malformed") }
+    public static var identityMismatch: Self { .init("identityMismatch") }
+    public static var securityIdentity: Self { .init("securityIdentity") }
 }
 
 extension EventAttribute where Value == Int {

@@ -165,4 +165,28 @@ final class RefreshFastPathTests: XCTestCase {
             XCTAssertEqual(DNSName.lowercased(n).utf8.elementsEqual(n.lowercased().utf8), true, n)
         }
     }
+
+    func testRepeatedBrowseQueriesAreSkippedOnlyWithinTheirWindow() throws {
+        var q = DNSBuilder(flags: 0, qd: 2)
+        q.question("_chat._tcp.local", type: DNSType.ptr)
+        q.question("_airplay._tcp.local", type: DNSType.ptr, qu: true)
+        // A copy every 2 s for 30 s; the browse window is 10 s: events at +0, +10, +20 and +30 s only.
+        let (fast, slow) = both((0 ... 15).map { (Int64($0) * 2, q.bytes) }, end: 40)
+        XCTAssertEqual(fast.lines, slow.lines)
+        let browses = fast.events.filter { $0.kind == .browse }
+        XCTAssertEqual(browses.map { ($0.t - t0) / s }, [0, 0, 10, 10, 20, 20, 30, 30])
+        XCTAssertEqual(fast.plugin?.fastQueries, 12, "the copies inside the window are skipped unparsed")
+        XCTAssertEqual(slow.plugin?.fastQueries, 0)
+        XCTAssertEqual(fast.plugin?.summary().services.map(\.browseQueries), slow.plugin?.summary().services.map(\.browseQueries))
+    }
+
+    func testAProbeIsNeverSkipped() throws {
+        // A probe for the instance (an SRV in the authority section): every copy is read, never skipped.
+        var probe = DNSBuilder(flags: 0, qd: 1, ns: 1)
+        probe.question("1ddatjp8m3xy7._chat._tcp.local", type: DNSType.any)
+        probe.srv(Self.inst, target: "b-host.local", port: 50001, ttl: 120)
+        let (fast, slow) = both([(0, announcement()), (5, probe.bytes), (6, probe.bytes), (7, probe.bytes)], end: 20)
+        XCTAssertEqual(fast.lines, slow.lines)
+        XCTAssertEqual(fast.plugin?.fastQueries, 0, "a query with an SRV in its authority section is read every time")
+    }
 }

@@ -62,7 +62,7 @@ extension DiscoveryTracker {
         return h ^ (h >> 32)
     }
 
-    private static func same(_ p: Bytes, _ bytes: [UInt8]) -> Bool {
+    static func same(_ p: Bytes, _ bytes: [UInt8]) -> Bool {
         guard p.count == bytes.count else { return false }
         return p.withUnsafeBytes { a in bytes.withUnsafeBytes { b in a.elementsEqual(b) } }
     }
@@ -76,8 +76,8 @@ extension DiscoveryTracker {
         var instanceIndex: [[String: Instance].Index] = []
         instanceIndex.reserveCapacity(r.instances.count)
         for i in r.instances {
-            guard let x = instances.index(forKey: i.key), instances.values[x].stamp == i.stamp,
-                  instances.values[x].state == .alive else { return false }
+            guard let x = instances.index(forKey: i.key),
+                  withInstance(x, { $0.stamp == i.stamp && $0.state == .alive }) else { return false }
             instanceIndex.append(x)
         }
         var hostIndex: [[String: Host].Index] = []
@@ -99,12 +99,15 @@ extension DiscoveryTracker {
         }
         for (n, i) in r.instances.enumerated() {
             let x = instanceIndex[n]
-            if let ttl = i.ptr { instances.values[x].ptrExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
-            if let ttl = i.srv { instances.values[x].srvExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
-            if let ttl = i.txt { instances.values[x].txtExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
-            touch(&instances.values[x], t, src, input)
-            teach(instances.values[x], src: src, ctx)
-            if let d = instances.values[x].deadline { schedule(at: x, d) }
+            let deadline = withInstance(x) { inst in
+                if let ttl = i.ptr { inst.ptrExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
+                if let ttl = i.srv { inst.srvExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
+                if let ttl = i.txt { inst.txtExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
+                touch(&inst, t, src, input)
+                teach(inst, src: src, ctx)
+                return inst.deadline
+            }
+            if let deadline { schedule(at: x, deadline) }
         }
         fastRefreshes &+= 1
         return true
@@ -189,3 +192,40 @@ extension DiscoveryTracker {
             instances: order.compactMap { ttls[$0] }, hosts: hostTTLs)
     }
 }
+
+/// The fast path for repeated browse queries: a querier asks the same question every few seconds, and
+/// within the browse window (`DiscoveryTracker.browseWindow`) a repeat gives no event and changes no
+/// state. A query byte-identical to one read before from the same source, whose every browse
+/// question is still within its window, is therefore skipped unparsed. Only queries that can do
+/// nothing else are remembered: no problems in the bytes, no probe (an SRV in the authority section).
+struct QueryRepeat {
+    var bytes: [UInt8]
+    /// The throttle keys of its browse questions (none: a query that never does anything).
+    var keys: [DiscoveryTracker.BrowseKey]
+}
+
+extension DiscoveryTracker {
+    /// True when query `p` from `src` repeats a remembered one and each of its browse questions is
+    /// within its window at `t` (the full path would skip every one).
+    func repeatedQuery(_ p: Bytes, hash: UInt64, src: IPAddress, t: Nanos) -> Bool {
+        guard let r = queryRepeats[RefreshKey(source: src, hash: hash)], Self.same(p, r.bytes) else { return false }
+        for k in r.keys {
+            guard let last = browseLast[k], t &- last < Self.browseWindow, t >= last else { return false }
+        }
+        fastQueries &+= 1
+        return true
+    }
+
+    /// After the full path read query `msg` (bytes `p`, no problems): remembers it when a repeat can
+    /// only be throttled or do something the throttle check sees (see `QueryRepeat`).
+    func rememberQuery(_ p: Bytes, hash: UInt64, _ msg: DNSMessage, src: IPAddress) {
+        guard !msg.records.contains(where: { $0.section == .authority && $0.type == DNSType.srv }) else { return }
+        var keys: [BrowseKey] = []
+        for q in msg.questions where (q.type == DNSType.ptr || q.type == DNSType.any) && Self.isBrowseName(q.name) {
+            keys.append(BrowseKey(querier: src, name: q.name.key))
+        }
+        if queryRepeats.count >= Self.maxRefreshes { queryRepeats.removeAll(keepingCapacity: true) }
+        queryRepeats[RefreshKey(source: src, hash: hash)] = QueryRepeat(bytes: p.array, keys: keys)
+    }
+}
+

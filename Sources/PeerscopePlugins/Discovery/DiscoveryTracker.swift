@@ -139,8 +139,11 @@ final class DiscoveryTracker {
     func schedule(at x: [String: Instance].Index, _ d: Nanos) {
         dueTimes.insert(d)
         nextDeadline = min(nextDeadline, d)
-        guard d < instances.values[x].queued else { return }
-        instances.values[x].queued = d
+        guard withInstance(x, { i in
+            guard d < i.queued else { return false }
+            i.queued = d
+            return true
+        }) else { return }
         due.insert(Due(t: d, key: instances.keys[x]))
     }
 
@@ -148,13 +151,21 @@ final class DiscoveryTracker {
     /// one; true when the instance is alive and due exactly then. An alive instance due later is queued
     /// again for its deadline.
     func dueNow(_ x: [String: Instance].Index, _ top: Due) -> Bool {
-        if instances.values[x].queued == top.t { instances.values[x].queued = .max }
-        guard instances.values[x].state == .alive, let d = instances.values[x].deadline else { return false }
-        if d > top.t, d < instances.values[x].queued {
-            instances.values[x].queued = d
-            due.insert(Due(t: d, key: instances.keys[x]))
+        let (now, again): (Bool, Nanos?) = withInstance(x) { i in
+            if i.queued == top.t { i.queued = .max }
+            guard i.state == .alive, let d = i.deadline else { return (false, nil) }
+            guard d > top.t, d < i.queued else { return (d == top.t, nil) }
+            i.queued = d
+            return (false, d)
         }
-        return d == top.t
+        if let again { due.insert(Due(t: again, key: instances.keys[x])) }
+        return now
+    }
+
+    /// Instance `x` in place: reading a field through `instances.values[x]` copies the whole instance
+    /// (a dozen references retained and released); this borrows it. `body` must not touch `instances`.
+    @inline(__always) func withInstance<R>(_ x: [String: Instance].Index, _ body: (inout Instance) -> R) -> R {
+        body(&instances.values[x])
     }
 
     /// Makes sure `hostDue` holds an entry for host `key` no later than `expiry`. One entry per host
@@ -225,6 +236,9 @@ final class DiscoveryTracker {
     var refreshes: [RefreshKey: Refresh] = [:]
     /// Responses taken by the fast path (for tests and the bench).
     var fastRefreshes: UInt64 = 0
+    /// Repeated browse queries skipped (see `QueryRepeat`), and those remembered, by source and hash.
+    var fastQueries: UInt64 = 0
+    var queryRepeats: [RefreshKey: QueryRepeat] = [:]
     private var stampCounter: UInt64 = 0
 
     /// A fresh stamp for a written instance or host.
@@ -262,8 +276,7 @@ final class DiscoveryTracker {
 
     private func query(_ msg: DNSMessage, t: Nanos, src: IPAddress?, _ input: PluginInput, _ ctx: PluginContext) {
         for q in msg.questions where q.type == DNSType.ptr || q.type == DNSType.any {
-            let enumeration = q.name.hasSuffix(DNSSD.localEnumerationName) || (q.name.labels.count >= 3
-                && q.name.labels[0].lowercased() == "_services" && q.name.labels[1].lowercased() == "_dns-sd")
+            let enumeration = Self.isEnumeration(q.name)
             let st = enumeration ? nil : DNSSD.serviceType(q.name)
             guard enumeration || st != nil else { continue }
             let qkey = q.name.key
@@ -308,6 +321,15 @@ final class DiscoveryTracker {
             conflict(inst, otherTarget: target, phase: "probe", src: src, ctx)
         }
     }
+
+    /// A service-enumeration name (`_services._dns-sd._udp.local`, or under another domain).
+    static func isEnumeration(_ n: DNSName) -> Bool {
+        n.hasSuffix(DNSSD.localEnumerationName) || (n.labels.count >= 3
+            && n.labels[0].lowercased() == "_services" && n.labels[1].lowercased() == "_dns-sd")
+    }
+
+    /// A name a PTR or ANY question browses for (a service type or the enumeration name).
+    static func isBrowseName(_ n: DNSName) -> Bool { isEnumeration(n) || DNSSD.serviceType(n) != nil }
 
     private func pruneBrowse(_ t: Nanos) {
         // Drops the entries older than the window, as `browseLast.filter { t &- $0.value < window }`
@@ -354,13 +376,13 @@ final class DiscoveryTracker {
     /// The next instance to evict (see `evictInstance`).
     private func nextVictim() -> String? {
         while let top = ended.min {
-            if let x = instances.index(forKey: top.key), instances.values[x].state != .alive,
-               instances.values[x].lastSeen == top.t { return top.key }
+            if let x = instances.index(forKey: top.key), withInstance(x, { $0.state != .alive && $0.lastSeen == top.t }) {
+                return top.key
+            }
             _ = ended.removeMin()
         }
         while let top = due.min {
-            if let x = instances.index(forKey: top.key), instances.values[x].state == .alive,
-               instances.values[x].deadline == top.t {
+            if let x = instances.index(forKey: top.key), withInstance(x, { $0.state == .alive && $0.deadline == top.t }) {
                 // The deadlines before it are gone, as they were when `due` held every one.
                 while let m = dueTimes.min, m < top.t { _ = dueTimes.removeMin() }
                 return top.key

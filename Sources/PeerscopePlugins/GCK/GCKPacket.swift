@@ -140,10 +140,12 @@ enum GCKDecoding {
             diagnose(ctx, "gck.bad_crc",
                      "GCK \(GCKHeader.typeName(h.type)) CRC-16 \(SessionHex.u16(h.crc)) != computed \(SessionHex.u16(h.computedCRC))",
                      offset: 6, severity: .error)
-            ctx.event(.checksumError, from: from, to: to, attrs: [
-                "protocol": "gck", "type": GCKHeader.typeName(h.type),
-                "given": SessionHex.u16(h.crc), "computed": SessionHex.u16(h.computedCRC),
-            ])
+            var attrs: [String: String] = [:]
+            attrs[.protocolName] = "gck"
+            attrs[.type] = GCKHeader.typeName(h.type)
+            attrs[.given] = SessionHex.u16(h.crc)
+            attrs[.computed] = SessionHex.u16(h.computedCRC)
+            ctx.event(.checksumError, from: from, to: to, attrs: attrs)
             ctx.message(GCKDecoding.badCRCType, common(h, b) + [("dropped", .string("bad CRC"))])
             return nil
         }
@@ -164,7 +166,9 @@ enum GCKDecoding {
     }
 
     static func baseAttrs(_ h: GCKHeader) -> [String: String] {
-        ["length": String(h.length)]
+        var attrs: [String: String] = [:]
+        attrs[.length] = Int(h.length)
+        return attrs
     }
 }
 

@@ -12,7 +12,7 @@ public final class GCKHelloPlugin: DecoderPlugin {
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
-        attrs["flags"] = SessionHex.u16(h.flags)
+        attrs[.flags] = SessionHex.u16(h.flags)
         ctx.message("hello", GCKDecoding.common(h, input.payload) + [("bodyHex", .string(h.body.prefix(64).hex))])
         ctx.event(.gckHello, from: from, to: to, attrs: attrs)
     }
@@ -73,7 +73,7 @@ public final class GCKDDPlugin: DecoderPlugin {
         var fields = GCKDecoding.common(h, input.payload)
         let body = GCKNodeBody.read(h, withSN: false)
         if let body {
-            attrs["nodes"] = String(body.count)
+            attrs[.nodes] = body.count
             GCKDecoding.noteReading(body, h, &attrs, &fields)
             if !body.clean {
                 GCKDecoding.diagnose(ctx, "gck.dd.body", "DD body not fully read as \(body.count) node record(s); \(body.left) bytes left",
@@ -105,8 +105,8 @@ public final class GCKLSAPlugin: DecoderPlugin {
         var fields = GCKDecoding.common(h, input.payload)
         let body = GCKNodeBody.read(h, withSN: true)
         if let body, let sn = body.sn {
-            attrs["sn"] = String(sn)
-            attrs["nodes"] = String(body.count)
+            attrs[.sn] = Int(sn)
+            attrs[.nodes] = body.count
             fields.append(("sn", .int(Int64(sn))))
             GCKDecoding.noteReading(body, h, &attrs, &fields)
             if !body.clean {
@@ -135,7 +135,7 @@ public final class GCKLSAACKPlugin: DecoderPlugin {
         var attrs = GCKDecoding.baseAttrs(h)
         var fields = GCKDecoding.common(h, input.payload)
         if let sn = h.body.u16be(0) {
-            attrs["sn"] = String(sn)
+            attrs[.sn] = Int(sn)
             fields.append(("sn", .int(Int64(sn))))
         } else {
             GCKDecoding.diagnose(ctx, "gck.lsaack.body", "LSAACK body of \(h.body.count) bytes, expected 2",
@@ -160,7 +160,7 @@ public final class GCKHeartbeatPlugin: DecoderPlugin {
         var attrs = GCKDecoding.baseAttrs(h)
         var fields = GCKDecoding.common(h, input.payload)
         if let sn = h.body.u16be(0), let x = h.body.u16be(2) {
-            attrs["sn"] = String(sn)
+            attrs[.sn] = Int(sn)
             fields.append(("sn", .int(Int64(sn))))
             fields.append(("field18", .int(Int64(x))))
         } else {
@@ -192,7 +192,7 @@ public final class GCKDataPlugin: DecoderPlugin {
         guard let inner = GCKDataInner(h.body) else {
             GCKDecoding.diagnose(ctx, "gck.data.inner", "Data body of \(h.body.count) bytes, inner header needs \(GCKDataInner.size)",
                                  offset: GCKHeader.size + h.body.count)
-            attrs["kind"] = "short"
+            attrs[.kind] = "short"
             ctx.message("data", fields + GCKDecoding.bodyFields(h.body, ctx))
             ctx.event(.gckData, from: from, to: to, attrs: attrs)
             return
@@ -204,10 +204,10 @@ public final class GCKDataPlugin: DecoderPlugin {
         }
         let handOn = GCKDecoding.carriesAppPayload(kind: inner.kind, inner.rest)
         let type = inner.kind == 5 || handOn ? "data" : inner.kind == 7 ? "ack" : "control"
-        attrs["kind"] = inner.kindName
-        attrs["seq"] = String(inner.seq)
-        if let a = inner.ackHint { attrs["ack"] = String(a) }
-        attrs["payloadSize"] = String(inner.rest.count)
+        attrs[.kind] = inner.kindName
+        attrs[.seq] = Int(inner.seq)
+        if let a = inner.ackHint { attrs[.ack] = Int(a) }
+        attrs[.payloadSize] = inner.rest.count
         let checksumSeen = GCKDataInner.checksumMatchesObserved(h.body, given: inner.checksum)
         ctx.message(type, {
             fields.append(contentsOf: [
@@ -247,11 +247,11 @@ public final class GCKOtherPlugin: DecoderPlugin {
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
-        attrs["gckType"] = String(h.type)
+        attrs[.gckType] = Int(h.type)
         var fields = GCKDecoding.common(h, input.payload)
         guard h.type == 10 else {
             GCKDecoding.diagnose(ctx, "gck.unknown_type", "GCK packet of unknown type \(h.type)", offset: 1, severity: .info)
-            attrs["bodySize"] = String(h.body.count)
+            attrs[.bodySize] = h.body.count
             ctx.message("unknown", fields + GCKDecoding.bodyFields(h.body, ctx))
             ctx.event(Self.otherEvent, from: from, to: to, attrs: attrs)
             return
@@ -260,12 +260,12 @@ public final class GCKOtherPlugin: DecoderPlugin {
         var payload = h.body
         if let inner = GCKDataInner(h.body), inner.source == h.source, inner.destination == h.destination {
             payload = inner.rest
-            attrs["kind"] = inner.kindName
-            attrs["seq"] = String(inner.seq)
+            attrs[.kind] = inner.kindName
+            attrs[.seq] = Int(inner.seq)
             fields.append(contentsOf: [("kind", .string(inner.kindName)), ("seq", .uint(UInt64(inner.seq))),
                                        ("payloadSize", .int(Int64(inner.rest.count)))])
         }
-        attrs["payloadSize"] = String(payload.count)
+        attrs[.payloadSize] = payload.count
         ctx.message("type-10", fields + GCKDecoding.bodyFields(h.body, ctx))
         ctx.event(.gckData, from: from, to: to, attrs: attrs)
         if GCKDecoding.looksLikeAppPayload(payload) { ctx.handOff("gck.data", payload: payload) }
@@ -279,7 +279,7 @@ extension GCKDecoding {
                             _ fields: inout [(String, JSONValue)]) {
         guard h.flags & 1 != 0 else { return }
         let value = body.reading != "plain" ? body.reading : body.clean ? "no" : "unreadable"
-        attrs["compressed"] = value
+        attrs[.compressed] = value
         fields.append(("compressed", .string(value)))
     }
 

@@ -233,20 +233,21 @@ public final class InvitationFramingPlugin: StreamFramingPlugin {
             }
             // A receipt acknowledges a message the other side sent.
             let acked = dir == .toServer ? c.awaitingToClient[h.sequence] : c.awaitingToServer[h.sequence]
-            var attrs = ["type": h.typeName, "seq": String(h.sequence), "role": role]
+            var attrs = Self.frameAttrs(h, role: role)
+            attrs[.type] = h.typeName
             if let acked, acked.type == h.rawType {
                 if dir == .toServer { c.awaitingToClient[h.sequence] = nil } else { c.awaitingToServer[h.sequence] = nil }
-                attrs["matched"] = "true"
-                attrs["ackedFrame"] = String(acked.frame)
-                attrs["latencyNs"] = String(ctx.now &- acked.t)
+                attrs[.matched] = true
+                attrs[.ackedFrame] = acked.frame
+                attrs[.latencyNs] = ctx.now &- acked.t
             } else {
-                attrs["matched"] = "false"
+                attrs[.matched] = false
                 ctx.diagnose("receipt.unmatched", "receipt for \(h.typeName) seq \(h.sequence) matches no message seen from the other side",
                              offset: frameOffset + 12, severity: .info)
             }
             ctx.event(.invitationReceipt, from: hints.from, to: hints.to, attrs: attrs)
             ctx.message("receipt", [("ackedType", .string(h.typeName)), ("seq", .uint(UInt64(h.sequence))),
-                                    ("matched", .bool(attrs["matched"] == "true")), ("crc", .string(InvitationText.hex32(h.crc)))])
+                                    ("matched", .bool(attrs[.matched] == true)), ("crc", .string(InvitationText.hex32(h.crc)))])
             return
         }
         let sent = Sent(type: h.rawType, frame: ctx.currentInput?.frame.number ?? 0, t: ctx.now)
@@ -261,11 +262,19 @@ public final class InvitationFramingPlugin: StreamFramingPlugin {
             if !body.isEmpty {
                 ctx.diagnose("accept.body", "Accept carries \(body.count) body bytes", offset: frameOffset + 4, severity: .info)
             }
-            ctx.event(.invitationAccept, from: hints.from, to: hints.to, attrs: ["seq": String(h.sequence), "role": role])
+            ctx.event(.invitationAccept, from: hints.from, to: hints.to, attrs: Self.frameAttrs(h, role: role))
             ctx.message("accept", [("seq", .uint(UInt64(h.sequence))), ("crc", .string(InvitationText.hex32(h.crc)))])
         case .data: data(h, body, frameOffset: frameOffset, ctx)
         case nil: break
         }
+    }
+
+    /// What every frame event carries: its sequence number and the side that sent it.
+    private static func frameAttrs(_ h: InvitationFrameHeader, role: String) -> [String: String] {
+        var a: [String: String] = [:]
+        a[.seq] = Int(h.sequence)
+        a[.role] = role
+        return a
     }
 
     private func hello(_ h: InvitationFrameHeader, _ body: Bytes, frameOffset: Int, role: String, _ ctx: PluginContext) {
@@ -274,7 +283,9 @@ public final class InvitationFramingPlugin: StreamFramingPlugin {
         case .failure(let e):
             ctx.diagnose("hello.\(e.problem.rawValue)", e.message, offset: bodyOffset + e.offset)
             let hints = ctx.hints()
-            ctx.event(.invitationHello, from: hints.from, to: hints.to, attrs: ["seq": String(h.sequence), "role": role, "malformed": "true"])
+            var attrs = Self.frameAttrs(h, role: role)
+            attrs[.malformed] = true
+            ctx.event(.invitationHello, from: hints.from, to: hints.to, attrs: attrs)
             ctx.message("hello", [("seq", .uint(UInt64(h.sequence))), ("crc", .string(InvitationText.hex32(h.crc))), ("error", .string(e.problem.rawValue))])
         case .success(let hello):
             let nameEnd = 6 + hello.idString.utf8.count + 1 + hello.displayName.utf8.count + 1
@@ -282,12 +293,14 @@ public final class InvitationFramingPlugin: StreamFramingPlugin {
                 ctx.diagnose("hello.trailing", "\(body.count - nameEnd) bytes after the name", offset: bodyOffset + nameEnd, severity: .info)
             }
             let flow = ctx.currentInput?.flow
-            var attrs = ["seq": String(h.sequence), "role": role, "idString": hello.idString, "helloFlags": String(hello.flags)]
+            var attrs = Self.frameAttrs(h, role: role)
+            attrs[.idString] = hello.idString
+            attrs[.helloFlags] = Int(hello.flags)
             // The browser drops a Hello whose identity is not the peer it discovered at that endpoint
             // ("Unexpected (possibly stale) identifier"): say so when discovery taught a different peer.
             if let src = flow?.src, let known = InvitationText.exactPeer(src, ctx.directory), known != hello.peerID {
-                attrs["expectedIdString"] = PeerIdentity.idString(known)
-                attrs["identityMismatch"] = "true"
+                attrs[.expectedIdString] = PeerIdentity.idString(known)
+                attrs[.identityMismatch] = true
                 ctx.diagnose("hello.unexpected_identity",
                              "Hello from \(src) says \(hello.idString), but that endpoint belongs to \(PeerIdentity.idString(known))",
                              offset: bodyOffset + 6)
@@ -394,9 +407,12 @@ final class InvitationFramer: StreamFramer {
             ctx.diagnose("bad_crc", "frame \(frames + 1): \(h.typeName) CRC32 field \(InvitationText.hex32(h.crc)), computed \(InvitationText.hex32(crc))",
                          offset: buffer.offset + 8)
             let hints = ctx.hints()
-            ctx.event(.checksumError, from: hints.from, to: hints.to,
-                      attrs: ["protocol": "mpc-invitation", "frameType": h.typeName, "field": InvitationText.hex32(h.crc),
-                              "computed": InvitationText.hex32(crc)])
+            var attrs: [String: String] = [:]
+            attrs[.protocolName] = "mpc-invitation"
+            attrs[.frameType] = h.typeName
+            attrs[.field] = InvitationText.hex32(h.crc)
+            attrs[.computed] = InvitationText.hex32(crc)
+            ctx.event(.checksumError, from: hints.from, to: hints.to, attrs: attrs)
             return framingError(buffer.offset, ctx)
         }
         frames += 1
