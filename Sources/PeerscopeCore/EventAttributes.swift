@@ -107,8 +107,6 @@ extension EventAttribute where Value == String {
 extension EventAttribute where Value == String {
     /// STUN transaction ID (hex).
     public static var txid: Self { .init("txid") }
-    /// ICE role of a binding request (`controlling`, `controlled`), a log line's role.
-    public static var role: Self { .init("role") }
     /// STUN USERNAME's two fragments (who the check is to and from).
     public static var usernameTo: Self { .init("usernameTo") }
     public static var usernameFrom: Self { .init("usernameFrom") }
@@ -116,10 +114,9 @@ extension EventAttribute where Value == String {
     public static var retransmit: Self { .init("retransmit") }
     /// The reflexive address a STUN response maps to.
     public static var mapped: Self { .init("mapped") }
-    /// Checksum failures: the protocol and the two values (hex).
-    public static var protocolName: Self { .init("protocol") }
-    public static var given: Self { .init("given") }
-    public static var computed: Self { .init("computed") }
+    /// A DTLS record's protocol version (`1.3`); a certificate's fate (`accepted`...).
+    public static var version: Self { .init("version") }
+    public static var certificate: Self { .init("certificate") }
     /// Milliseconds: a STUN round trip, how long a check or handshake waited, a handshake's length.
     public static var rttMs: Self { .init("rttMs") }
     public static var waitedMs: Self { .init("waitedMs") }
@@ -132,9 +129,6 @@ extension EventAttribute where Value == String {
     public static var messageSeq: Self { .init("messageSeq") }
     public static var fragment: Self { .init("fragment") }
     public static var cipherSuite: Self { .init("cipherSuite") }
-    /// DTLS record size, protocol version (`1.3`).
-    public static var size: Self { .init("size") }
-    public static var version: Self { .init("version") }
     /// How something ended (`alert`, `reset`, `fin`...), which side did it (`client`, `server`).
     public static var how: Self { .init("how") }
     public static var by: Self { .init("by") }
@@ -151,8 +145,6 @@ extension EventAttribute where Value == String {
     public static var session: Self { .init("session") }
     /// Timeline notes (`stopped advertising; still in session`).
     public static var note: Self { .init("note") }
-    /// An invitation's id (matches invitations, responses and sessions).
-    public static var inviteID: Self { .init("inviteID") }
     /// An mDNS service type (`_chat._tcp`).
     public static var service: Self { .init("service") }
     /// MPC log lines: discovery info present, advertising action and service type, more coming.
@@ -163,23 +155,17 @@ extension EventAttribute where Value == String {
     /// The side of a connection decision (`advertiser`, `browser`) and the state it was already in.
     public static var side: Self { .init("side") }
     public static var alreadyInState: Self { .init("alreadyInState") }
-    /// Errors as the log prints them: text, errno, status, HRESULT, SSL error and code.
+    /// Errors as the log prints them: text, errno, HRESULT, SSL error and code (and `status`).
     public static var error: Self { .init("error") }
     public static var errno: Self { .init("errno") }
-    public static var status: Self { .init("status") }
     public static var hResult: Self { .init("hResult") }
     public static var sslError: Self { .init("sslError") }
     public static var sslCode: Self { .init("sslCode") }
-    /// The identity a session was set up with, a certificate's fate (`accepted`...).
-    public static var securityIdentity: Self { .init("securityIdentity") }
-    public static var certificate: Self { .init("certificate") }
     /// Where a send failed (`session`, `agp`, `dtls`, `ssl`, `udp`, `socket`, `gck`, `ice`) and with what.
     public static var layer: Self { .init("layer") }
     public static var packet: Self { .init("packet") }
     public static var bytes: Self { .init("bytes") }
     public static var socket: Self { .init("socket") }
-    /// A GCK sequence number as the log prints it.
-    public static var sn: Self { .init("sn") }
     /// A permission that was refused (`local-network`).
     public static var permission: Self { .init("permission") }
     /// Lines of older MPC builds (`viceroy`, `failover`) and what they said.
@@ -228,6 +214,12 @@ extension Dictionary where Key == String, Value == String {
     @inlinable public subscript<V>(_ a: EventAttribute<V>) -> V? {
         get { self[a.key].flatMap { V(attributeText: $0) } }
         set { self[a.key] = newValue?.attributeText }
+    }
+
+    /// The attribute's text whatever its type: a log line's value as printed (`attrs[text: .sn] = c[0]`).
+    @inlinable public subscript<V>(text a: EventAttribute<V>) -> String? {
+        get { self[a.key] }
+        set { self[a.key] = newValue }
     }
 
     /// An event's attributes from typed text keys: `.typed([.layer: "udp", .code: c[0]])`.
@@ -314,6 +306,14 @@ extension EventAttribute where Value == Bool {
 extension EventAttribute where Value == Int {
     /// How many times an unanswered STUN request was sent again.
     public static var retransmits: Self { .init("retransmits") }
+}
+
+extension PeerEvent {
+    /// The attribute's text whatever its type (`e[text: .inviteID]` as written, never reparsed).
+    @inlinable public subscript<V>(text a: EventAttribute<V>) -> String? {
+        get { attrs[a.key] }
+        set { attrs[a.key] = newValue }
+    }
 }
 
 /// Readings of attributes that several stages share.
