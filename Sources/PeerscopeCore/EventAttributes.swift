@@ -238,27 +238,21 @@ extension Dictionary where Key == String, Value == String {
     }
 }
 
-
 // The keys the GCK, app-message and invitation plugins write.
 extension EventAttribute where Value == String {
-    /// `checksum.error`: the protocol (`gck`, `mpc-invitation`), the frame type, the CRC given and computed.
-    public static var protocolName: Self { .init("protocol") }
+    /// `checksum.error`: the frame type and the field checked (protocol, given and computed are above).
     public static var frameType: Self { .init("frameType") }
-    public static var given: Self { .init("given") }
     public static var field: Self { .init("field") }
-    public static var computed: Self { .init("computed") }
     /// GCK header flags (hex), how a flagged DD/LSA body was read, a Data packet's inner kind.
     public static var flags: Self { .init("flags") }
     public static var compressed: Self { .init("compressed") }
     public static var kind: Self { .init("kind") }
-    /// App messages: the device, its platform, the handshake status, the sender's name, the timestamp as sent.
+    /// App messages: the device, its platform, the sender's name, the timestamp as sent (status is above).
     public static var deviceId: Self { .init("deviceId") }
     public static var platform: Self { .init("platform") }
-    public static var status: Self { .init("status") }
     public static var sender: Self { .init("sender") }
     public static var timestamp: Self { .init("timestamp") }
-    /// Invitation channel: which side sent the frame (`browser`, `advertiser`), the Hello's identity.
-    public static var role: Self { .init("role") }
+    /// Invitation channel: the Hello's identity (the sending side is `role`, above).
     public static var idString: Self { .init("idString") }
     public static var expectedIdString: Self { .init("expectedIdString") }
     /// Invitation connection data: flags (hex), the UDP endpoints (comma-separated), whose participant the entries carry.
@@ -284,7 +278,6 @@ extension EventAttribute where Value == Int {
 }
 
 extension EventAttribute where Value == Int64 {
-    public static var inviteID: Self { .init("inviteID") }
     /// A receipt's delay after the message it acknowledges.
     public static var latencyNs: Self { .init("latencyNs") }
 }

@@ -161,7 +161,7 @@ enum InvitationMessageDecoding {
 
     static func attrs(_ m: InvitationMessage) -> [String: String] {
         var a: [String: String] = [:]
-        if let i = m.inviteID { a[.inviteID] = i }
+        if let i = m.inviteID { a[.inviteID] = String(i) }
         if let cd = m.connectionData {
             if let e = cd.encryption { a[.encryption] = e.description }
             // The raw flags too: DEC reads `flags & 3` as the preference, MCW saw 0x02 on `.optional` pairs.
