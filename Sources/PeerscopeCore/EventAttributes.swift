@@ -107,6 +107,9 @@ extension EventAttribute where Value == String {
 extension EventAttribute where Value == String {
     /// STUN transaction ID (hex).
     public static var txid: Self { .init("txid") }
+    /// ICE role of a binding request (`controlling`, `controlled`), a log line's role, the side that
+    /// sent an invitation frame (`browser`, `advertiser`).
+    public static var role: Self { .init("role") }
     /// STUN USERNAME's two fragments (who the check is to and from).
     public static var usernameTo: Self { .init("usernameTo") }
     public static var usernameFrom: Self { .init("usernameFrom") }
@@ -114,6 +117,10 @@ extension EventAttribute where Value == String {
     public static var retransmit: Self { .init("retransmit") }
     /// The reflexive address a STUN response maps to.
     public static var mapped: Self { .init("mapped") }
+    /// `checksum.error`: the protocol (`stun`, `gck`, `mpc-invitation`), the values given and computed (hex).
+    public static var protocolName: Self { .init("protocol") }
+    public static var given: Self { .init("given") }
+    public static var computed: Self { .init("computed") }
     /// A DTLS record's protocol version (`1.3`); a certificate's fate (`accepted`...).
     public static var version: Self { .init("version") }
     public static var certificate: Self { .init("certificate") }
@@ -145,6 +152,8 @@ extension EventAttribute where Value == String {
     public static var session: Self { .init("session") }
     /// Timeline notes (`stopped advertising; still in session`).
     public static var note: Self { .init("note") }
+    /// An invitation's id (matches invitations, responses and sessions).
+    public static var inviteID: Self { .init("inviteID") }
     /// An mDNS service type (`_chat._tcp`).
     public static var service: Self { .init("service") }
     /// MPC log lines: discovery info present, advertising action and service type, more coming.
@@ -155,9 +164,11 @@ extension EventAttribute where Value == String {
     /// The side of a connection decision (`advertiser`, `browser`) and the state it was already in.
     public static var side: Self { .init("side") }
     public static var alreadyInState: Self { .init("alreadyInState") }
-    /// Errors as the log prints them: text, errno, HRESULT, SSL error and code (and `status`).
+    /// Errors as the log prints them: text, errno, status, HRESULT, SSL error and code.
     public static var error: Self { .init("error") }
     public static var errno: Self { .init("errno") }
+    /// A status as printed (a log's, an app handshake's).
+    public static var status: Self { .init("status") }
     public static var hResult: Self { .init("hResult") }
     public static var sslError: Self { .init("sslError") }
     public static var sslCode: Self { .init("sslCode") }
@@ -299,14 +310,6 @@ extension EventAttribute where Value == Bool {
 extension EventAttribute where Value == Int {
     /// How many times an unanswered STUN request was sent again.
     public static var retransmits: Self { .init("retransmits") }
-}
-
-extension PeerEvent {
-    /// The attribute's text whatever its type (`e[text: .inviteID]` as written, never reparsed).
-    @inlinable public subscript<V>(text a: EventAttribute<V>) -> String? {
-        get { attrs[a.key] }
-        set { attrs[a.key] = newValue }
-    }
 }
 
 /// Readings of attributes that several stages share.

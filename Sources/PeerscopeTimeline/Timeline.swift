@@ -53,7 +53,7 @@ public enum TimelineMapping {
     public static let detailKeys: [String] = {
         typealias Text = EventAttribute<String>
         return [Text.note, .message, .description, .level, .from, .to, .state, .wait].map(\.key)
-            + [EventAttribute<Bool>.accepted.key, Text.decision.key, EventAttribute<Int64>.inviteID.key]
+            + [EventAttribute<Bool>.accepted.key, Text.decision.key, Text.inviteID.key]
             + [Text.type, .channel, .reason, .encryption, .attempt, .delay, .code, .service, .port, .content].map(\.key)
     }()
 
