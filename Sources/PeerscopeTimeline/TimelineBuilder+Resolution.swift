@@ -38,7 +38,7 @@ extension TimelineBuilder {
             // expires while the session runs) is not lost.
             state = .updated
             letter = nil
-            e.attrs["note"] = "stopped advertising; still in session"
+            e[.note] = "stopped advertising; still in session"
         }
 
         var sessionKey: SessionKey?
