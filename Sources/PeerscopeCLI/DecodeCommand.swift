@@ -69,17 +69,21 @@ struct Decode: ParsableCommand {
         // Progress on a terminal's standard error, unless the lines themselves go to that screen.
         let progress = ProgressLine.make(unlessStdoutIsTerminal: true)
         defer { progress?.finish() }
+        // The lines are written on a thread of their own while decoding goes on (same bytes, same order).
+        let writer = MessageLineWriter(sink: out, includeInput: multi)
         do {
             result = try PeerscopeRun.decode(
                 paths: files, options: DecodeOptions(showPayloads: showPayloads, wantsMessages: true),
                 collectEvents: false, progress: progress?.callback
             ) { m in
-                if only.isEmpty || only.contains(m.plugin) { out.messageLine(m, includeInput: multi) }
+                if only.isEmpty || only.contains(m.plugin) { writer.add(m) }
             }
         } catch {
+            writer.finish()
             try out.finish()
             throw CommandFailure(message: error.description, status: ExitStatus.input)
         }
+        writer.finish()
         if printDiagnostics {
             for d in result.diagnostics {
                 var o: [(String, JSONValue)] = []
