@@ -199,16 +199,25 @@ guard FileManager.default.isExecutableFile(atPath: peerscope) else {
 func stages(_ path: String) {
     func rss() -> String { currentRSS().map { fmt($0, 1) + " MiB" } ?? "-" }
     print("stages of analyze on \(path) (resident memory after each)")
+    print("  strides: PeerEvent \(MemoryLayout<PeerEvent>.stride) B, ResolvedEvent \(MemoryLayout<ResolvedEvent>.stride) B, "
+          + "TimelineEntry \(MemoryLayout<TimelineEntry>.stride) B, SessionInstance \(MemoryLayout<SessionInstance>.stride) B")
+    var kept = 0
     var t = now()
     let session = AnalysisSession(AnalysisOptions(captures: [path]))
     session.onStage = { stage in
         switch stage {
         case .decoded(let frames, let events, let folded):
+            kept = events
             print("  engine: \(frames) frames -> \(events) events kept (\(folded) folded into runs) in \(fmt(now() - t, 2)) s; \(rss())")
         case .logsRead(let lines, let events):
             print("  logs: \(lines) lines -> \(events) events in \(fmt(now() - t, 2)) s; \(rss())")
         case .timelines(let peers, let sessions, let entries):
             print("  timelines: \(peers) peers, \(sessions) sessions, \(entries) entries in \(fmt(now() - t, 2)) s; \(rss())")
+            // Resident memory per kept item now (everything the run holds, divided).
+            if let r = currentRSS(), entries > 0, kept > 0 {
+                print("  resident per kept timeline entry \(Int(r * 1_048_576 / Double(entries))) B, per kept event "
+                      + "\(Int(r * 1_048_576 / Double(kept))) B, per (event + entry) \(Int(r * 1_048_576 / Double(kept + entries))) B")
+            }
         case .findings(let n):
             print("  detectors: \(n) findings in \(fmt(now() - t, 2)) s; \(rss())")
         }

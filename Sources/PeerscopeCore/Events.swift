@@ -56,16 +56,30 @@ public struct PeerHint: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// One thing that happened to or between peers, at capture time, with its evidence.
+///
+/// Stored compactly (a large capture keeps millions): the peer hints and the flow are interned
+/// (`Shared.intern`: one box per distinct value, 8 bytes in the event), so an event is about
+/// 150 bytes instead of 440. The properties read and write as plain values.
 public struct PeerEvent: Sendable, Hashable {
     public var kind: EventKind
     public var t: Nanos
-    public var evidence: Evidence
+    /// Time of the last occurrence (`t` for a single event).
+    public var lastT: Nanos
     /// The peer that did it (sent the packet, printed as subject of the log line).
-    public var from: PeerHint
+    public var from: PeerHint {
+        get { fromBox?.value ?? .unknown }
+        set { fromBox = newValue.isEmpty ? nil : Shared.intern(newValue) }
+    }
     /// The other side, when there is one.
-    public var to: PeerHint
+    public var to: PeerHint {
+        get { toBox?.value ?? .unknown }
+        set { toBox = newValue.isEmpty ? nil : Shared.intern(newValue) }
+    }
     /// The flow the packet travelled on, for packet evidence.
-    public var flow: FlowKey?
+    public var flow: FlowKey? {
+        get { flowBox?.value }
+        set { flowBox = newValue.map { Shared.intern($0) } }
+    }
     /// The plugin that produced it (`mdns`, `gck-heartbeat`, `log-mpc-gck`, ...).
     public var source: String
     /// Details, small and never message contents unless the run asked for payloads.
@@ -73,19 +87,22 @@ public struct PeerEvent: Sendable, Hashable {
     /// How many occurrences this event stands for: steady traffic (keep-alives, heartbeats, data)
     /// repeating on one flow is kept as one event spanning `t ... lastT` (see `EventCoalescer`).
     public var count: Int = 1
-    /// Time of the last occurrence (`t` for a single event).
-    public var lastT: Nanos
+    public var evidence: Evidence
     /// Evidence of the last occurrence, when `count > 1`.
     public var lastEvidence: Evidence?
+    /// The interned hints and flow (nil: unknown / no flow). Equal values share one box.
+    @usableFromInline var fromBox: Shared<PeerHint>?
+    @usableFromInline var toBox: Shared<PeerHint>?
+    @usableFromInline var flowBox: Shared<FlowKey>?
 
     public init(kind: EventKind, t: Nanos, evidence: Evidence, from: PeerHint = .unknown, to: PeerHint = .unknown,
                 flow: FlowKey? = nil, source: String, attrs: [String: String] = [:]) {
         self.kind = kind
         self.t = t
         self.evidence = evidence
-        self.from = from
-        self.to = to
-        self.flow = flow
+        fromBox = from.isEmpty ? nil : Shared.intern(from)
+        toBox = to.isEmpty ? nil : Shared.intern(to)
+        flowBox = flow.map { Shared.intern($0) }
         self.source = source
         self.attrs = attrs
         self.lastT = t
@@ -95,6 +112,11 @@ public struct PeerEvent: Sendable, Hashable {
     public var occurrences: [(t: Nanos, evidence: Evidence)] {
         guard count > 1, let last = lastEvidence else { return [(t, evidence)] }
         return [(t, evidence), (lastT, last)]
+    }
+
+    /// True when both events name the same hints and flow (cheap: interned boxes compare by identity).
+    @inlinable public func samePeersAndFlow(_ o: PeerEvent) -> Bool {
+        fromBox == o.fromBox && toBox == o.toBox && flowBox == o.flowBox
     }
 }
 
@@ -115,9 +137,12 @@ public struct EventCoalescer {
     private struct Signature: Hashable {
         var kind: EventKind
         var source: String
-        var flow: FlowKey
-        var from: PeerHint
-        var to: PeerHint
+        /// Interned boxes: they compare by identity first and hash by a cached hash.
+        var flow: Shared<FlowKey>
+        var from: Shared<PeerHint>?
+        var to: Shared<PeerHint>?
+        /// The flow's canonical key (the `byFlow` index).
+        var canon: FlowKey
     }
 
     /// Longest pause folded, per steady kind (a kind missing or at 0 is never folded).
@@ -140,14 +165,14 @@ public struct EventCoalescer {
 
     /// Adds `e` to `events`, folding it into an open run when it continues one.
     public mutating func add(_ e: PeerEvent, to events: inout [PeerEvent]) {
-        guard longest > 0, let flow = e.flow else { events.append(e); return }
-        let canon = flow.canonical
+        guard longest > 0, let flowBox = e.flowBox else { events.append(e); return }
+        let canon = flowBox.value.canonical
         guard let gap = gaps[e.kind] else {
             if let sigs = byFlow.removeValue(forKey: canon) { for s in sigs { open.removeValue(forKey: s) } }
             events.append(e)
             return
         }
-        let sig = Signature(kind: e.kind, source: e.source, flow: flow, from: e.from, to: e.to)
+        let sig = Signature(kind: e.kind, source: e.source, flow: flowBox, from: e.fromBox, to: e.toBox, canon: canon)
         if let i = open[sig], i < events.count, e.t >= events[i].lastT, e.t &- events[i].lastT <= gap {
             events[i].count &+= 1
             events[i].lastT = e.t
@@ -167,7 +192,7 @@ public struct EventCoalescer {
         guard !dead.isEmpty else { return }
         for s in dead {
             open.removeValue(forKey: s)
-            let canon = s.flow.canonical
+            let canon = s.canon
             if var list = byFlow[canon] {
                 list.removeAll { $0 == s }
                 byFlow[canon] = list.isEmpty ? nil : list
