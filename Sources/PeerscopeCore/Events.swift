@@ -82,8 +82,9 @@ public struct PeerEvent: Sendable, Hashable {
     }
     /// The plugin that produced it (`mdns`, `gck-heartbeat`, `log-mpc-gck`, ...).
     public var source: String
-    /// Details, small and never message contents unless the run asked for payloads.
-    public var attrs: [String: String]
+    /// Details, small and never message contents unless the run asked for payloads (read and written
+    /// like a dictionary; stored packed, see `EventAttrs`).
+    public var attrs: EventAttrs
     /// How many occurrences this event stands for: steady traffic (keep-alives, heartbeats, data)
     /// repeating on one flow is kept as one event spanning `t ... lastT` (see `EventCoalescer`).
     public var count: Int = 1
@@ -104,7 +105,7 @@ public struct PeerEvent: Sendable, Hashable {
         toBox = to.isEmpty ? nil : Shared.intern(to)
         flowBox = flow.map { Shared.intern($0) }
         self.source = source
-        self.attrs = attrs
+        self.attrs = EventAttrs(attrs)
         self.lastT = t
     }
 

@@ -16,12 +16,12 @@ public struct TimelineEntry: Sendable, Hashable {
     /// Where the detail comes from: an event's attributes (formatted when read) or given text.
     @usableFromInline enum Detail: Sendable, Hashable {
         case none
-        case attrs([String: String])
+        case attrs(EventAttrs)
         /// An `invitation.receipt`'s attributes (the detail names what it acknowledges).
-        case receipt([String: String])
+        case receipt(EventAttrs)
         case text(String)
 
-        init(_ kind: EventKind, _ attrs: [String: String]) {
+        init(_ kind: EventKind, _ attrs: EventAttrs) {
             if attrs.isEmpty { self = .none } else { self = kind == .invitationReceipt ? .receipt(attrs) : .attrs(attrs) }
         }
 
@@ -135,7 +135,7 @@ public enum TimelineMapping {
         "type", "channel", "reason", "encryption", "attempt", "delay", "code", "service", "port", "content",
     ]
 
-    public static func detail(_ attrs: [String: String]) -> String {
+    public static func detail(_ attrs: some AttributeLookup) -> String {
         var parts: [String] = []
         for k in detailKeys {
             guard let v = attrs[k], !v.isEmpty else { continue }
@@ -148,7 +148,7 @@ public enum TimelineMapping {
     }
 
     /// The detail of one event: its attributes, except that a receipt names what it acknowledges.
-    public static func detail(_ kind: EventKind, _ attrs: [String: String]) -> String {
+    public static func detail(_ kind: EventKind, _ attrs: some AttributeLookup) -> String {
         if attrs.isEmpty { return "" }
         if kind == .invitationReceipt {
             return "for \(attrs["type"] ?? "?")" + (attrs["matched"] == "false" ? " (no such message seen)" : "")
@@ -156,10 +156,10 @@ public enum TimelineMapping {
         return detail(attrs)
     }
 
-    public static func isAccepted(_ attrs: [String: String]) -> Bool? { EventAttributes.isAccepted(attrs) }
+    public static func isAccepted(_ attrs: some AttributeLookup) -> Bool? { EventAttributes.isAccepted(attrs) }
 
     /// The target state of a `session.state` event: "connected", "connecting", "notconnected".
-    public static func targetState(_ attrs: [String: String]) -> String { EventAttributes.targetState(attrs) }
+    public static func targetState(_ attrs: some AttributeLookup) -> String { EventAttributes.targetState(attrs) }
 
     /// The state and history letter of an event, as the event catalogue declares them.
     @inlinable public static func classify(_ e: PeerEvent) -> (TimelineState, Character?) {

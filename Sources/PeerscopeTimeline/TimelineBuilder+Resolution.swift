@@ -77,8 +77,8 @@ extension TimelineBuilder {
     }
 
     func inOpenSession(_ r: PeerRef) -> Bool {
-        latest.contains { pair, si in
-            (pair.a == r || pair.b == r) && sessions[si].instance.end == nil && sessions[si].instance.established != nil
+        (pairsOf[r] ?? []).contains { pair in
+            latest[pair].map { sessions[$0].instance.end == nil && sessions[$0].instance.established != nil } ?? false
         }
     }
 

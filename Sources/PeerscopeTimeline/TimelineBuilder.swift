@@ -213,6 +213,8 @@ public final class TimelineBuilder {
     var sessions: [SessionWork] = []
     var latest: [PeerPair: Int] = [:]
     var counts: [PeerPair: Int] = [:]
+    /// The pairs each peer is in (`inOpenSession` looks at these, not at every pair).
+    var pairsOf: [PeerRef: [PeerPair]] = [:]
 
     /// What the event does to its pair's session, as the event catalogue declares it.
     func role(_ e: PeerEvent) -> SessionRole { EventCatalogue.role(e) }
@@ -271,6 +273,7 @@ public final class TimelineBuilder {
         sessions = []
         latest = [:]
         counts = [:]
+        pairsOf = [:]
         return result
     }
 }
