@@ -8,6 +8,11 @@ public protocol AttributeLookup {
 
 extension Dictionary: AttributeLookup where Key == String, Value == String {}
 
+extension AttributeLookup {
+    /// The attribute as its type (`attrs[.accepted]` is a `Bool?`); nil when absent or not of that type.
+    @inlinable public subscript<V>(_ a: EventAttribute<V>) -> V? { self[a.key].flatMap { V(attributeText: $0) } }
+}
+
 /// An event's attributes: text values by key, like `[String: String]`, stored packed in one byte
 /// buffer (a large capture keeps millions of events with two to six attributes each; a dictionary
 /// of six costs about 400 bytes, this about 100). Entries are kept sorted by key, so iteration is
@@ -103,6 +108,12 @@ public struct EventAttrs: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
             d[key] = newValue
             self = EventAttrs(d)
         }
+    }
+
+    /// The attribute as its type; setting nil removes it.
+    public subscript<V>(_ a: EventAttribute<V>) -> V? {
+        get { self[a.key].flatMap { V(attributeText: $0) } }
+        set { self[a.key] = newValue?.attributeText }
     }
 
     public subscript(_ key: String, default value: @autoclosure () -> String) -> String {

@@ -19,7 +19,8 @@ public struct TimelineEntry: Sendable, Hashable {
         case attrs(EventAttrs)
         /// An `invitation.receipt`'s attributes (the detail names what it acknowledges).
         case receipt(EventAttrs)
-        case text(String)
+        /// Given text (rare: entries made outside the builder), boxed to keep the entry small.
+        case text(Shared<String>)
 
         init(_ kind: EventKind, _ attrs: EventAttrs) {
             if attrs.isEmpty { self = .none } else { self = kind == .invitationReceipt ? .receipt(attrs) : .attrs(attrs) }
@@ -30,7 +31,7 @@ public struct TimelineEntry: Sendable, Hashable {
             case .none: ""
             case .attrs(let a): TimelineMapping.detail(a)
             case .receipt(let a): TimelineMapping.detail(.invitationReceipt, a)
-            case .text(let s): s
+            case .text(let s): s.value
             }
         }
     }
@@ -76,7 +77,7 @@ public struct TimelineEntry: Sendable, Hashable {
     /// Short detail from the event's attributes (never message contents).
     public var detail: String {
         get { detailSource.text }
-        set { detailSource = newValue.isEmpty ? .none : .text(newValue) }
+        set { detailSource = newValue.isEmpty ? .none : .text(Shared(newValue)) }
     }
     public var letter: Character? {
         get { letterByte == 0 ? nil : Character(Unicode.Scalar(letterByte)) }
@@ -92,7 +93,7 @@ public struct TimelineEntry: Sendable, Hashable {
                 evidence: [Evidence], source: String, detail: String, letter: Character?) {
         self.init(t: t, state: state, kind: kind, sent: sent, counterpart: counterpart.map(Shared.init),
                   session: session.map(Shared.init), evidence: evidence.first ?? .frame(input: 0, frame: 0), source: source,
-                  detail: detail.isEmpty ? .none : .text(detail), letter: letter)
+                  detail: detail.isEmpty ? .none : .text(Shared(detail)), letter: letter)
         if evidence.count > 1 { lastEvidence = evidence.last }
     }
 

@@ -13,14 +13,14 @@ final class EventStore: @unchecked Sendable {
 public struct ResolvedEvent: Sendable {
     let store: EventStore
     let index: Int32
-    let fromBox: Shared<PeerRef>?
-    let toBox: Shared<PeerRef>?
-    let sessionBox: Shared<SessionKey>?
     /// The state the timeline gave the event (after upgrades such as `gck-connected`).
     public let state: TimelineState
     public let establishedBefore: Bool
     public let secureBefore: Bool
     public let dtlsStartedBefore: Bool
+    let fromBox: Shared<PeerRef>?
+    let toBox: Shared<PeerRef>?
+    let sessionBox: Shared<SessionKey>?
 
     init(store: EventStore, index: Int, from: Shared<PeerRef>?, to: Shared<PeerRef>?, session: Shared<SessionKey>?,
          state: TimelineState, establishedBefore: Bool, secureBefore: Bool, dtlsStartedBefore: Bool) {

@@ -23,6 +23,8 @@ final class CompactTimelineTests: XCTestCase {
         XCTAssertEqual(e.detail, "state=Connected")
         XCTAssertNil(e.letter)
         XCTAssertNil(e.counterpart)
+        XCTAssertLessThanOrEqual(MemoryLayout<TimelineEntry>.stride, 150)
+        XCTAssertLessThanOrEqual(MemoryLayout<ResolvedEvent>.stride, 48)
     }
 
     /// An address many peer IDs used one after another (apps relaunched all day): each lookup takes

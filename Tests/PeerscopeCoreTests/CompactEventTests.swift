@@ -33,6 +33,11 @@ final class CompactEventTests: XCTestCase {
         XCTAssertEqual(a, b)
         XCTAssertEqual(a.hashValue, b.hashValue)
         XCTAssertNotEqual(a, EventAttrs(["state": "Not Connected"]))
+        a[.accepted] = false
+        XCTAssertEqual(a[.accepted], false)
+        XCTAssertEqual(a["accepted"], "false")
+        a[.accepted] = nil
+        XCTAssertNil(a["accepted"])
         XCTAssertTrue(EventAttrs().isEmpty)
         XCTAssertTrue(EventAttrs([:]).isEmpty)
     }
