@@ -8,7 +8,8 @@ import PeerscopePlugins
 public struct EngineOptions: Sendable {
     public var decode: DecodeOptions
     public var packets: PacketOptions
-    /// The decoder plugins, in dispatch order.
+    /// The decoder plugins (any order: the pipeline orders claimants by priority, then id). Plugins
+    /// from outside the library: `PluginRegistry.decoders + [MyPlugin.self]`.
     public var plugins: [any DecoderPlugin.Type]
     /// Keep peer events (analysis needs them; `decode` does not).
     public var collectEvents: Bool
@@ -45,13 +46,13 @@ public final class Engine {
     private let packets: PacketDecoder
 
     public private(set) var stats = CaptureStats()
+    /// The one collector of the run's diagnostics: capture readers, packet layers and plugins report
+    /// into it, under one per-id limit.
+    public let collector: DiagnosticCollector
     /// The first `diagnosticsKeptPerID` diagnostics of each id, in order.
-    public private(set) var diagnostics: [Diagnostic] = []
+    public var diagnostics: [Diagnostic] { collector.kept }
     /// Every diagnostic counted by id.
-    public var diagnosticCounts: [String: Int] { limiter.totals.merging(packetsSuppressed) { $0 + $1 } }
-    /// Diagnostics the packet layer only counted (past its own per-id limit): part of the true totals.
-    private var packetsSuppressed: [String: Int] = [:]
-    private var limiter: DiagnosticLimiter
+    public var diagnosticCounts: [String: Int] { collector.totals }
     public private(set) var events: [PeerEvent] = []
     private var coalescer: EventCoalescer
     /// Occurrences folded into earlier events by the coalescer.
@@ -76,7 +77,6 @@ public final class Engine {
 
     private var lastTick: Nanos?
     private var lastT: Nanos = 0
-    private var frameHadDiagnostic = false
     private var finished = false
 
     public init(options: EngineOptions = EngineOptions(), onMessage: @escaping (DecodedMessage) -> Void = { _ in }) {
@@ -85,10 +85,10 @@ public final class Engine {
         if ProcessInfo.processInfo.environment["PEERSCOPE_NO_FAST_PATHS"] == "1" { options.decode.fastPaths = false }
         self.options = options
         coalescer = EventCoalescer(gaps: options.coalesceGaps)
-        limiter = DiagnosticLimiter(keptPerID: options.diagnosticsKeptPerID)
+        collector = DiagnosticCollector(keptPerID: options.diagnosticsKeptPerID)
         context = PluginContext(directory: PeerDirectory(), options: options.decode)
         pipeline = PluginPipeline(plugins: options.plugins, context: context)
-        packets = PacketDecoder(options: options.packets)
+        packets = PacketDecoder(options: options.packets, diagnostics: collector)
         context.onMessage = onMessage
         context.onDiagnostic = { [unowned self] d in self.record(d) }
         if options.collectEvents {
@@ -105,10 +105,7 @@ public final class Engine {
     }
 
     /// Record a diagnostic from any layer (also used for input problems).
-    public func record(_ d: Diagnostic) {
-        frameHadDiagnostic = true
-        if limiter.admit(d.id) { diagnostics.append(d) }
-    }
+    public func record(_ d: Diagnostic) { collector.record(d) }
 
     /// Feed one frame (frames must come in capture order across all inputs).
     public func process(_ frame: RawFrame) {
@@ -122,7 +119,7 @@ public final class Engine {
                 truncated[i] = (t, t, 1)
             }
         }
-        frameHadDiagnostic = false
+        let counted = collector.count
         if t > lastT { lastT = t }
         if let last = lastTick {
             if t &- last >= options.tickInterval {
@@ -131,13 +128,14 @@ public final class Engine {
         } else {
             lastTick = t
         }
-        packets.decode(frame, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
-        if frameHadDiagnostic { stats.framesWithDiagnostics &+= 1 }
+        // The packet layer's diagnostics were counted (and admitted) when found: kept here as they come.
+        packets.decode(frame, { [pipeline] unit in pipeline.process(unit) }, { [collector] d in collector.keep(d) })
+        if collector.count != counted { stats.framesWithDiagnostics &+= 1 }
     }
 
     private func tick(_ t: Nanos) {
         lastTick = t
-        packets.advance(to: t, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
+        packets.advance(to: t, { [pipeline] unit in pipeline.process(unit) }, { [collector] d in collector.keep(d) })
         pipeline.tick(t)
         coalescer.prune(at: t, events: events)
     }
@@ -146,15 +144,42 @@ public final class Engine {
     public func finish() {
         guard !finished else { return }
         finished = true
-        packets.finish(at: lastT, { [pipeline] unit in pipeline.process(unit) }, { [unowned self] d in self.record(d) })
-        // Past the packet layer's rate limit diagnostics are only counted: the totals stay true.
-        packetsSuppressed = packets.suppressedDiagnostics
+        packets.finish(at: lastT, { [pipeline] unit in pipeline.process(unit) }, { [collector] d in collector.keep(d) })
         pipeline.finish(lastT)
         stats.plugins = pipeline.framesPerPlugin
         stats.undecoded = pipeline.unclaimed
         // Plugins may report timer events (expiry) after later frames: keep events in time order.
-        events = events.enumerated().sorted { a, b in
-            a.element.t != b.element.t ? a.element.t < b.element.t : a.offset < b.offset
-        }.map(\.element)
+        Engine.sortByTime(&events)
+    }
+
+    /// Stable sort by time, in place: the events are moved, never copied into a second list (a large
+    /// capture's events are most of the memory; sorting `enumerated()` held them three times). Events
+    /// come nearly in order, so a list already in order costs one pass.
+    public static func sortByTime(_ events: inout [PeerEvent]) {
+        var sorted = true
+        for i in events.indices.dropFirst() where events[i - 1].t > events[i].t {
+            sorted = false
+            break
+        }
+        if sorted { return }
+        // The order as positions (stable: ties keep their place), then applied cycle by cycle.
+        var order = Array(events.indices)
+        order.sort { a, b in
+            let ta = events[a].t, tb = events[b].t
+            return ta != tb ? ta < tb : a < b
+        }
+        for start in order.indices where order[start] != start {
+            // Position i takes the event at order[i]; marks a placed position with order[i] == i.
+            var i = start
+            let first = events[start]
+            while order[i] != start {
+                let from = order[i]
+                events[i] = events[from]
+                order[i] = i
+                i = from
+            }
+            events[i] = first
+            order[i] = i
+        }
     }
 }

@@ -362,13 +362,13 @@ public final class AnalysisSession {
                         }
                     }
                 }
-                // Only the first few problems of each id are listed per log: counts are the true totals.
-                var listed: [String: Int] = [:]
-                for d in all.problems {
-                    run.diagnostics.append(d)
-                    listed[d.id, default: 0] += 1
-                }
-                for (id, n) in listed { run.diagnosticCounts[id, default: 0] += max(n, all.problemTotals[id] ?? 0) }
+                // Only the first few problems of each id are listed per log, and the run's per-id
+                // limit applies to them as to the capture's: counts are the true totals.
+                let collector = DiagnosticCollector(keptPerID: configuration.engine.diagnosticsKeptPerID,
+                                                    continuing: run.diagnostics, totals: run.diagnosticCounts)
+                collector.absorb(kept: all.problems, totals: all.problemTotals)
+                run.diagnostics = collector.kept
+                run.diagnosticCounts = collector.totals
                 onStage?(.logsRead(lines: all.lines, events: all.events.count))
                 logResult = all
                 events += all.events

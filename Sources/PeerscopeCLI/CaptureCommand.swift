@@ -13,7 +13,8 @@ import Darwin
 nonisolated(unsafe) var liveStopHandle: LiveGroupStopHandle?
 
 struct Capture: ParsableCommand {
-    static let defaultFilter = "udp port 5353 or udp portrange 16384-16402 or (tcp and not port 80 and not port 443) or icmp or icmp6"
+    static let gckPorts = "\(MPCPorts.gck.lowerBound)-\(MPCPorts.gck.upperBound)"
+    static let defaultFilter = "udp port 5353 or udp portrange \(gckPorts) or (tcp and not port 80 and not port 443) or icmp or icmp6"
         + " or (ip[6:2] & 0x1fff != 0) or (ip6 and ip6[6] == 44)"
 
     static let configuration = CommandConfiguration(
@@ -55,7 +56,7 @@ struct Capture: ParsableCommand {
 
         The default filter keeps what MultipeerConnectivity uses:
           \(defaultFilter)
-        mDNS discovery (UDP 5353), the GCK session ports (UDP 16384-16402), the TCP invitation channel \
+        mDNS discovery (UDP 5353), the GCK session ports (UDP \(gckPorts)), the TCP invitation channel \
         (its port is ephemeral, announced in mDNS, so TCP is kept apart from web ports), ICMP errors, and \
         IP fragments after the first (they carry no ports; without them a large mDNS answer or GCK packet \
         could not be reassembled). \
@@ -70,7 +71,7 @@ struct Capture: ParsableCommand {
           sudo peerscope capture -i awdl0 --follow --format json > live.jsonl
           sudo peerscope capture -i en0 --write long.pcapng --ring 10:100
           sudo peerscope capture -i en0 --count 5000 --format json -o report.json
-          sudo peerscope capture -i rvi0 --decode --filter 'udp portrange 16384-16402'
+          sudo peerscope capture -i rvi0 --decode --filter 'udp portrange \(gckPorts)'
         """
     )
 

@@ -12,7 +12,9 @@ struct Plugins: ParsableCommand {
         Decoder plugins are tried in the order listed: for a payload several plugins could take, the \
         earlier one probes first. `udp/N` and `tcp/N` are port bindings (either side's port), `heuristic` \
         means the plugin's probe looks at any payload no port binding took, `inside X` means it decodes \
-        payloads another plugin hands on. Log plugins are listed with the lines they understand; \
+        payloads another plugin hands on. Each plugin lists the diagnostics it may report (id, severity, \
+        meaning, like Wireshark's expert info); the capture readers, packet layers, log reading and the \
+        analysis list theirs by layer. Log plugins are listed with the lines they understand; \
         --patterns adds your own from a YAML file. Detectors are listed with their thresholds and \
         defaults (override with --threshold NAME=VALUE or --config FILE).
 
@@ -53,6 +55,7 @@ struct Plugins: ParsableCommand {
                         ("id", .string(d.id)),
                         ("summary", .string(d.summary)),
                         ("claims", .array(d.claims.map { .string($0.description) })),
+                        ("priority", .string(d.priority == .fallback ? "fallback" : "normal")),
                         ("messageTypes", .array(d.messageTypes.map { .string($0) })),
                         ("diagnostics", .array(d.diagnostics.map { x in
                             .object([("id", .string(x.fullID(plugin: d.id))), ("severity", .string(x.severity.rawValue)),
@@ -61,6 +64,13 @@ struct Plugins: ParsableCommand {
                     ])
                 })),
                 ("logPlugins", .array(logPlugins.map(logJSON))),
+                ("diagnosticLayers", .array(PeerscopeInfo.diagnosticLayers.map { l in
+                    .object([("name", .string(l.name)), ("summary", .string(l.summary)),
+                             ("diagnostics", .array(l.diagnostics.map { x in
+                                 .object([("id", .string(x.problem)), ("severity", .string(x.severity.rawValue)),
+                                          ("meaning", .string(x.meaning))])
+                             }))])
+                })),
                 ("userPatterns", .array(userPatterns.map(logJSON))),
                 ("detectors", .array(DetectorSuite.all.map { d in
                     .object([
@@ -79,10 +89,10 @@ struct Plugins: ParsableCommand {
         let idWidth = max(8, (decoders.map(\.id.count) + logPlugins.map(\.id.count)).max() ?? 0)
         let pad = String(repeating: " ", count: idWidth)
         func id(_ s: String) -> String { s.padding(toLength: idWidth, withPad: " ", startingAt: 0) }
-        print("Decoder plugins (\(decoders.count)), in dispatch order:")
+        print("Decoder plugins (\(decoders.count)); claimants of the same traffic are asked by priority, then id:")
         for d in decoders {
             print("  \(id(d.id))  \(d.summary)")
-            print("  \(pad)  binds: \(d.claims.map(\.description).joined(separator: ", "))")
+            print("  \(pad)  binds: \(d.claims.map(\.description).joined(separator: ", "))" + (d.priority == .fallback ? " (fallback)" : ""))
             if !d.messageTypes.isEmpty { print("  \(pad)  types: \(d.messageTypes.joined(separator: ", "))") }
             for x in d.diagnostics { print("  \(pad)  diagnostic \(x.fullID(plugin: d.id)) (\(x.severity.rawValue)): \(x.meaning)") }
         }
@@ -99,6 +109,15 @@ struct Plugins: ParsableCommand {
                 print("  \(id(d.id))  \(d.summary)")
                 for m in d.matches { print("  \(pad)  matches: \(m)") }
             }
+        }
+        print("")
+        let layers = PeerscopeInfo.diagnosticLayers
+        print("Diagnostics (\(layers.reduce(0) { $0 + $1.diagnostics.count })), by layer:")
+        for l in layers {
+            print("  \(id(l.name))  \(l.summary)")
+            // Each plugin's are listed with it above.
+            guard l.name != "plugins" else { continue }
+            for x in l.diagnostics { print("  \(pad)  \(x.problem) (\(x.severity.rawValue)): \(x.meaning)") }
         }
         print("")
         print("Detectors (\(DetectorSuite.all.count)):")

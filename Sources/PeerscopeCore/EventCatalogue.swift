@@ -163,13 +163,30 @@ public struct EventKindSpec: Sendable {
 /// (user kinds `user.NAME` are, on purpose). Adding a kind: a constant in `EventKind` and one entry
 /// in `EventCatalogue.entries` (see `EventCatalogue+Kinds.swift`).
 public enum EventCatalogue {
-    /// The spec of a built-in kind, nil for kinds not in the catalogue (user kinds).
-    @inlinable public static func spec(_ kind: EventKind) -> EventKindSpec? { byKind[kind] }
+    /// The spec of a declared kind (built in, or registered by a plugin from outside the library),
+    /// nil for kinds not in the catalogue (user kinds).
+    @inlinable public static func spec(_ kind: EventKind) -> EventKindSpec? { byKind[kind] ?? registered(kind) }
 
     /// The spec of any kind: a user kind (or an unknown one) gets an `other` entry with free-form attributes.
     public static func specOrDefault(_ kind: EventKind) -> EventKindSpec {
-        byKind[kind] ?? EventKindSpec(kind, "a kind of the user's own", freeForm: true)
+        spec(kind) ?? EventKindSpec(kind, "a kind of the user's own", freeForm: true)
     }
+
+    /// Adds kinds declared outside the library (a plugin's `eventKinds`); the pipeline calls it for
+    /// the plugins it runs. A built-in kind is never replaced; registering a kind again replaces it.
+    public static func register(_ specs: [EventKindSpec]) {
+        guard !specs.isEmpty else { return }
+        extensions.withLock { table in
+            for s in specs where byKind[s.kind] == nil { table[s.kind] = s }
+        }
+    }
+
+    /// A registered (non built-in) kind's spec; looked up only when the built-in table misses.
+    @usableFromInline static func registered(_ kind: EventKind) -> EventKindSpec? {
+        extensions.withLock { $0[kind] }
+    }
+
+    private static let extensions = LockedTable<EventKind, EventKindSpec>()
 
     public static let byKind: [EventKind: EventKindSpec] = {
         var d: [EventKind: EventKindSpec] = [:]
@@ -182,16 +199,16 @@ public enum EventCatalogue {
 
     /// The timeline step of an event.
     @inlinable public static func step(_ e: PeerEvent) -> TimelineStep {
-        byKind[e.kind]?.step.value(e.attrs) ?? .other
+        spec(e.kind)?.step.value(e.attrs) ?? .other
     }
 
     /// The session role of an event.
     @inlinable public static func role(_ e: PeerEvent) -> SessionRole {
-        byKind[e.kind]?.role.value(e.attrs) ?? .attach
+        spec(e.kind)?.role.value(e.attrs) ?? .attach
     }
 
     /// The report label of a kind.
-    @inlinable public static func label(_ kind: EventKind) -> String? { byKind[kind]?.label }
+    @inlinable public static func label(_ kind: EventKind) -> String? { spec(kind)?.label }
 
     /// Steady kinds with their default coalescing gaps.
     public static let defaultCoalescingGaps: [EventKind: Nanos] = {
@@ -207,7 +224,7 @@ public enum EventCatalogue {
     /// attribute key its kind does not declare. Empty for a well-formed event and for user kinds.
     public static func problems(_ e: PeerEvent) -> [String] {
         if isUserKind(e.kind) { return [] }
-        guard let spec = byKind[e.kind] else { return ["kind `\(e.kind)` (from \(e.source)) is not in the event catalogue"] }
+        guard let spec = spec(e.kind) else { return ["kind `\(e.kind)` (from \(e.source)) is not in the event catalogue"] }
         if spec.freeForm { return [] }
         return e.attrs.keys.sorted().filter { !spec.declares($0) && !commonAttributeKeys.contains($0) }
             .map { "kind `\(e.kind)` (from \(e.source)): attribute `\($0)` is not declared in the event catalogue" }

@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// An immutable value shared by reference. Events hold their peer hints and flow as boxes from a
 /// process-wide table (one per distinct value, see `intern`): a large capture's millions of events
 /// name a few thousand hints and flows, so each event holds 8-byte references instead of copies (a
@@ -43,34 +35,16 @@ let internedFlows = InternTable<FlowKey>()
 /// A process-wide table of boxes, safe to use from several threads. It keeps at most `limit`
 /// values (distinct hints and flows are bounded by the peers and flows seen); beyond that a value
 /// gets a box of its own, which still compares equal by value.
-final class InternTable<Value: Hashable & Sendable>: @unchecked Sendable {
+final class InternTable<Value: Hashable & Sendable>: Sendable {
     static var limit: Int { 1 << 18 }
-    private var boxes: [Value: Shared<Value>] = [:]
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    init() {
-        mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
+    private let boxes = LockedTable<Value, Shared<Value>>()
 
     func intern(_ value: Value) -> Shared<Value> {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        if let b = boxes[value] { return b }
-        let b = Shared(value)
-        if boxes.count < InternTable.limit { boxes[value] = b }
-        return b
-    }
-
-    var count: Int {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return boxes.count
+        boxes.withLock { table in
+            if let b = table[value] { return b }
+            let b = Shared(value)
+            if table.count < InternTable.limit { table[value] = b }
+            return b
+        }
     }
 }

@@ -15,6 +15,9 @@ public enum Claim: Sendable, Hashable, CustomStringConvertible {
     case tcpEvents
     /// ICMP and ICMPv6 errors.
     case icmpErrors
+    /// Datagrams a protocol family's one probe (`ProtocolFamily`) classified as message type `key`
+    /// (nil: any type no other member claims; declare such a member `.fallback`).
+    case member(family: String, key: String?)
 
     public var description: String {
         switch self {
@@ -25,8 +28,18 @@ public enum Claim: Sendable, Hashable, CustomStringConvertible {
         case .carried(let c, let k): "inside \(c)" + (k.map { " [\($0)]" } ?? "")
         case .tcpEvents: "tcp events"
         case .icmpErrors: "icmp errors"
+        case .member(let f, let k): "\(f) family" + (k.map { " [\($0)]" } ?? "")
         }
     }
+}
+
+/// Which of several plugins claiming the same traffic is asked first. Registry order means nothing:
+/// the pipeline orders claimants by priority, then by id.
+public enum ClaimPriority: Int, Sendable, Hashable, Comparable {
+    case normal = 0
+    /// Takes what no normal claimant took (`app-other`: any app JSON type without its own plugin).
+    case fallback = 1
+    public static func < (a: ClaimPriority, b: ClaimPriority) -> Bool { a.rawValue < b.rawValue }
 }
 
 /// Who a plugin is and what it binds to; `peerscope plugins` prints these.
@@ -39,13 +52,17 @@ public struct PluginDescriptor: Sendable, Hashable {
     public var messageTypes: [String]
     /// The diagnostics it may report, like Wireshark's expert info: `peerscope plugins` lists them.
     public var diagnostics: [DiagnosticSpec]
+    /// `.fallback`: asked only after every normal claimant of the same traffic.
+    public var priority: ClaimPriority
 
-    public init(id: String, summary: String, claims: [Claim], messageTypes: [String], diagnostics: [DiagnosticSpec] = []) {
+    public init(id: String, summary: String, claims: [Claim], messageTypes: [String], diagnostics: [DiagnosticSpec] = [],
+                priority: ClaimPriority = .normal) {
         self.id = id
         self.summary = summary
         self.claims = claims
         self.messageTypes = messageTypes
         self.diagnostics = diagnostics
+        self.priority = priority
     }
 
     /// The full diagnostic ids it declares (`<plugin>.<problem>`, or as written for absolute ids).
@@ -104,15 +121,18 @@ public struct PluginInput: Sendable {
     /// For carried payloads: what the parent already parsed the bytes into (app JSON's object, an
     /// invitation Data frame's plist), so the message plugin does not parse them again.
     public var parsed: (any Sendable)?
+    /// For frames cut by a `StreamFramer`: where `payload` starts in its direction's stream.
+    public var streamOffset: Int?
 
     public init(frame: FrameInfo, delivery: Delivery, flow: FlowKey?, connection: (TCPConnectionInfo, TCPDirection)? = nil,
-                payload: Bytes, parsed: (any Sendable)? = nil) {
+                payload: Bytes, parsed: (any Sendable)? = nil, streamOffset: Int? = nil) {
         self.frame = frame
         self.delivery = delivery
         self.flow = flow
         self.connection = connection
         self.payload = payload
         self.parsed = parsed
+        self.streamOffset = streamOffset
     }
 
     public var t: Nanos { frame.t }
@@ -123,6 +143,12 @@ public struct PluginInput: Sendable {
 /// used from one thread; they may keep per-flow state, and must drop it in `streamEnded`/`tick`.
 public protocol DecoderPlugin: AnyObject {
     static var descriptor: PluginDescriptor { get }
+    /// The protocol family whose one probe classifies this plugin's datagrams (members claim
+    /// `.member(family:key:)`); nil for plugins that probe for themselves.
+    static var family: (any ProtocolFamily.Type)? { get }
+    /// Event kinds this plugin emits that the built-in catalogue does not declare (plugins defined
+    /// outside the library); the pipeline registers them with `EventCatalogue.register`.
+    static var eventKinds: [EventKindSpec] { get }
     init()
     /// A cheap look at a payload: is it mine? Must not emit anything.
     func probe(_ input: PluginInput) -> ProbeResult
@@ -137,11 +163,31 @@ public protocol DecoderPlugin: AnyObject {
 }
 
 extension DecoderPlugin {
+    public static var family: (any ProtocolFamily.Type)? { nil }
+    public static var eventKinds: [EventKindSpec] { [] }
     public func probe(_ input: PluginInput) -> ProbeResult { .accept }
     public func tick(_ t: Nanos, _ ctx: PluginContext) {}
     public func streamEnded(_ connection: TCPConnectionInfo, _ ctx: PluginContext) {}
     public func finish(_ t: Nanos, _ ctx: PluginContext) {}
     public var id: String { Self.descriptor.id }
+}
+
+/// What a protocol family's probe makes of a datagram.
+public enum FamilyMatch {
+    case reject
+    /// A message of type `key`, with what the probe already parsed (the header) for the member plugin.
+    case member(key: String, parsed: (any Sendable)?)
+}
+
+/// One probe for a protocol family (GCK): it reads the family's header once per datagram and names
+/// the message type; the pipeline runs the one member plugin that claims that type (or the family's
+/// fallback member). Members stay one plugin per message type, for listing and for adding types.
+public protocol ProtocolFamily {
+    /// The family id members name in `.member(family:key:)`.
+    static var id: String { get }
+    /// The traffic the family takes (UDP port ranges and heuristics).
+    static var claims: [Claim] { get }
+    static func classify(_ input: PluginInput) -> FamilyMatch
 }
 
 /// One decoded message, as `peerscope decode` prints it (one JSON object per line).

@@ -110,4 +110,7 @@ public enum TransportUnit: Sendable {
 public enum MPCPorts {
     /// GCK (and its ICE/DTLS) binds UDP 16402 down to 16384.
     public static let gck: ClosedRange<UInt16> = 16384 ... 16402
+
+    /// True when either end of `flow` is on a GCK port.
+    public static func touchesGCK(_ flow: FlowKey) -> Bool { gck.contains(flow.src.port) || gck.contains(flow.dst.port) }
 }

@@ -48,8 +48,8 @@ public struct ChannelErrorDetector: Detector {
     /// refused, no route, channel marked invalid), or that the session ended soon after.
     static func sendErrorClosedChannel(_ e: ResolvedEvent, _ input: DetectorInput) -> Bool {
         let a = e.event.attrs
-        if attrIsTrue(a["channelInvalid"]) == true { return true }
-        let text = [a["sslError"], a["error"], a["errno"]].compactMap { $0 }.map { squash($0) }.joined(separator: " ")
+        if a[.channelInvalid] == true { return true }
+        let text = [a[.sslError], a[.error], a[.errno]].compactMap { $0 }.map { squash($0) }.joined(separator: " ")
         let closing = ["closedabort", "closedgraceful", "closednotify", "connectionreset", "connectionrefused",
                        "noroutetohost", "hostisdown", "networkisunreachable", "brokenpipe"]
         if closing.contains(where: { text.contains($0) }) { return true }
@@ -121,7 +121,7 @@ public struct ChannelErrorDetector: Detector {
                 // it could not reach, and the quoted flow as the event's flow (`quotedFlow`).
                 let quotedFlow = e.event.quotedFlow
                 let quoted = quotedFlow.map { "\($0)" } ?? ""
-                let sessionFlow = quotedFlow.map { MPCPorts.gck.contains($0.src.port) || MPCPorts.gck.contains($0.dst.port) } ?? false
+                let sessionFlow = quotedFlow.map(MPCPorts.touchesGCK) ?? false
                     || (e.flow.map { invitationFlows.contains($0.canonical) } ?? false)
                     || e.event[.invitation] != nil
                 let peer = e.to ?? e.from
@@ -318,7 +318,7 @@ public struct ChannelErrorDetector: Detector {
     /// The Bonjour service type the capture or logs name (`_chat-app`), else a placeholder.
     static func serviceType(_ input: DetectorInput) -> String {
         for e in input.timelines.events where e.kind.isIn("discovery") {
-            guard let svc = e.event.attrs["service"], svc.hasPrefix("_") else { continue }
+            guard let svc = e.event[.service], svc.hasPrefix("_") else { continue }
             if let name = svc.split(separator: ".").first { return String(name) }
         }
         return "_<service>"

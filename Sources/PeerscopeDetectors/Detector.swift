@@ -112,9 +112,6 @@ public enum DetectorSuite {
         return notMPC(ChannelErrorDetector.foldIntoEncryptionMismatch(FlappingDetector.foldIntoStorms(foldLogFindings(merge(all))), timelines), timelines)
     }
 
-    /// GCK binds UDP 16402 down to 16384.
-    public static let mpcPorts: ClosedRange<UInt16> = MPCPorts.gck
-
     /// True when the event itself shows MPC: a log line (MPC's or the app's), a GCK packet, the
     /// invitation channel, app messages (carried in GCK data), DTLS with MPC's 0xD0 prefix, or a
     /// flow with MPC's UDP ports on both ends (or an ICMP error quoting one).
@@ -122,9 +119,9 @@ public enum DetectorSuite {
         if case .logLine = e.evidence { return true }
         if ["gck", "invitation", "app"].contains(where: { e.kind.isIn($0) }) { return true }
         if e.kind.isIn("dtls"), e.event[.mpcPrefix] != nil { return true }
-        if let f = e.flow, f.proto == .udp, mpcPorts.contains(f.src.port), mpcPorts.contains(f.dst.port) { return true }
+        if let f = e.flow, f.proto == .udp, MPCPorts.gck.contains(f.src.port), MPCPorts.gck.contains(f.dst.port) { return true }
         // An ICMP error quoting such a flow.
-        if let q = e.event.quotedFlow { return mpcPorts.contains(q.src.port) && mpcPorts.contains(q.dst.port) }
+        if let q = e.event.quotedFlow { return MPCPorts.gck.contains(q.src.port) && MPCPorts.gck.contains(q.dst.port) }
         return false
     }
 
@@ -199,12 +196,7 @@ public enum DetectorSuite {
                 kept.append(l)
             }
         }
-        return kept.sorted {
-            if $0.t != $1.t { return $0.t < $1.t }
-            if $0.kind != $1.kind { return $0.kind < $1.kind }
-            if $0.peer != $1.peer { return $0.peer < $1.peer }
-            return $0.key < $1.key
-        }
+        return kept.sorted(by: Finding.reportOrder)
     }
 
     /// Runs the detectors on events. When `timelines` has no events (built elsewhere or empty), the
@@ -251,12 +243,7 @@ public enum DetectorSuite {
             }
             out.append(f)
         }
-        return out.sorted {
-            if $0.t != $1.t { return $0.t < $1.t }
-            if $0.kind != $1.kind { return $0.kind < $1.kind }
-            if $0.peer != $1.peer { return $0.peer < $1.peer }
-            return $0.key < $1.key
-        }
+        return out.sorted(by: Finding.reportOrder)
     }
 }
 
@@ -293,6 +280,6 @@ func squash(_ s: String?) -> String { (s ?? "").lowercased().filter { $0.isLette
 
 /// True when a log timeout line says the channel was in fact connected ("ignore this timeout").
 func saysConnected(_ attrs: some AttributeLookup) -> Bool {
-    let st = squash(attrs["state"])
-    return st == "connected" || st == "dtlsconnected" || attrIsTrue(attrs["ignored"]) == true
+    let st = squash(attrs[.state])
+    return st == "connected" || st == "dtlsconnected" || attrIsTrue(attrs[.ignored]) == true
 }

@@ -37,9 +37,9 @@ public struct DuplicateConnectionDetector: Detector {
 
     /// A log decision about a peer already known (MPC's "already in dictionary", "Peer already in state").
     static func saysAlreadyConnected(_ a: some AttributeLookup) -> Bool {
-        if attrIsTrue(a["duplicate"]) == true || attrIsTrue(a["alreadyInDictionary"]) == true { return true }
-        if squash(a["alreadyInState"]) == "connected" { return true }
-        return (squash(a["reason"]) + squash(a["message"])).contains("already")
+        if a[.duplicate] == true || a[.alreadyInDictionary] == true { return true }
+        if squash(a[.alreadyInState]) == "connected" { return true }
+        return (squash(a[.reason]) + squash(a[.message])).contains("already")
     }
 
     /// A TCP flow written client > server (the side that connected first): the event's own flow

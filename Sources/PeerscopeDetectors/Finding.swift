@@ -55,6 +55,15 @@ public struct Finding: Sendable, Hashable {
 
     /// Most evidence items kept per finding (the count of all is in `details["evidenceCount"]`).
     public static let maxEvidence = 50
+
+    /// The order findings are reported in: by time, then kind, peer and key (so the same input
+    /// always gives the same list).
+    public static func reportOrder(_ a: Finding, _ b: Finding) -> Bool {
+        if a.t != b.t { return a.t < b.t }
+        if a.kind != b.kind { return a.kind < b.kind }
+        if a.peer != b.peer { return a.peer < b.peer }
+        return a.key < b.key
+    }
 }
 
 /// Formats seconds for messages: `6s`, `0.5s`, `2.25s`.

@@ -98,6 +98,12 @@ public struct LogReadResult: Sendable {
         unknownCounts.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value) \($0.value == 1 ? "entry" : "entries") not understood" }
     }
 
+    /// Adds problems each counted once (a pattern file's bad entries).
+    mutating func add(problems more: [Diagnostic]) {
+        problems += more
+        for d in more { problemTotals[d.id, default: 0] += 1 }
+    }
+
     public mutating func merge(_ o: LogReadResult) {
         events += o.events
         for (k, v) in o.unknownCounts { unknownCounts[k, default: 0] += v }
@@ -132,15 +138,9 @@ public enum LogAnalyzer {
     /// `input: firstInput + i`). Logs without dates take theirs from the logs that have them.
     public static func read(paths: [String], firstInput: Int = 0, options: LogOptions = LogOptions(),
                             directory: PeerDirectory) throws(LogInputError) -> LogReadResult {
-        let engine: LogEngine
         var result = LogReadResult()
-        do {
-            let (e, p) = try LogEngine.standard(patternsFile: options.patternsFile)
-            engine = e
-            result.problems += p
-        } catch {
-            throw LogInputError(path: error.path, reason: error.reason)
-        }
+        let (engine, p) = try LogEngine.standard(patternsFile: options.patternsFile)
+        result.add(problems: p)
         var texts: [[UInt8]] = []
         var cuts: [[Int: Int]] = []
         for path in paths {
@@ -174,17 +174,10 @@ public enum LogAnalyzer {
     /// Reads log text (tests, stdin). User patterns from `options.patternsFile` are loaded here too.
     public static func read(text: String, path: String = "<text>", input: Int = 0, options: LogOptions = LogOptions(),
                             directory: PeerDirectory) throws(LogInputError) -> LogReadResult {
-        let engine: LogEngine
-        var pre: [Diagnostic] = []
-        do {
-            let (e, p) = try LogEngine.standard(patternsFile: options.patternsFile)
-            engine = e
-            pre = p
-        } catch {
-            throw LogInputError(path: error.path, reason: error.reason)
-        }
-        var r = read(bytes: Array(text.utf8), path: path, input: input, options: options, directory: directory, engine: engine)
-        r.problems = pre + r.problems
+        let (engine, pre) = try LogEngine.standard(patternsFile: options.patternsFile)
+        var r = LogReadResult()
+        r.add(problems: pre)
+        r.merge(read(bytes: Array(text.utf8), path: path, input: input, options: options, directory: directory, engine: engine))
         return r
     }
 

@@ -58,7 +58,7 @@ struct EventBuilder {
             guard w.input == e.input else { still.append(w); continue }
             guard w.index < events.count, e.t &- events[w.index].t <= options.coalesceWindow else { continue }
             if w.asTo { events[w.index].to = named } else { events[w.index].from = named }
-            events[w.index].attrs["peerFrom"] = "context"
+            events[w.index][.peerFrom] = "context"
         }
         waiting = still
     }
@@ -72,19 +72,19 @@ struct EventBuilder {
             guard from.isEmpty, to.isEmpty else { return false }
             if let (t, h) = lastNamed[e.input], e.t >= t, e.t &- t <= options.coalesceWindow {
                 if m.context == .nearbyParticipantAsTo { to = h } else { from = h }
-                attrs["peerFrom"] = "context"
+                attrs[.peerFrom] = "context"
                 return false
             }
             return true
         case .answersInvitation:
             guard let inv = invitation[e.input] else { return false }
-            if to.isEmpty { to = inv.remote; attrs["peerFrom"] = "context" }
-            if from.isEmpty, !inv.local.isEmpty { from = inv.local; attrs["peerFrom"] = "context" }
+            if to.isEmpty { to = inv.remote; attrs[.peerFrom] = "context" }
+            if from.isEmpty, !inv.local.isEmpty { from = inv.local; attrs[.peerFrom] = "context" }
             return false
         case .invitationRemoteAsFrom:
             guard from.isEmpty, let inv = invitation[e.input] else { return false }
             from = inv.remote
-            attrs["peerFrom"] = "context"
+            attrs[.peerFrom] = "context"
             return false
         }
     }
@@ -108,13 +108,13 @@ struct EventBuilder {
         let wantsNearby = fill(m0, e, from: &m.from, to: &m.to, attrs: &m.attrs)
         if wantsNearby {
             var attrs = m.attrs
-            if !e.timeKnown { attrs["time"] = "inferred" }
+            if !e.timeKnown { attrs[.time] = "inferred" }
             events.append(PeerEvent(kind: kind, t: e.t, evidence: e.evidence, from: m.from, to: m.to, source: source, attrs: attrs))
             waiting.append((events.count - 1, e.input, m0.context == .nearbyParticipantAsTo))
             return
         }
         var attrs = m.attrs
-        if !e.timeKnown { attrs["time"] = "inferred" }
+        if !e.timeKnown { attrs[.time] = "inferred" }
         let peer = EventBuilder.peerKey(m.from) + "|" + EventBuilder.peerKey(m.to)
         if let ch = m.channel {
             let rest = attrs.filter { $0.key != "state" && $0.key != "time" }.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
@@ -122,27 +122,27 @@ struct EventBuilder {
             if let i = bursts[key], e.t &- events[i].t <= options.coalesceWindow, e.t >= events[i].t {
                 // One event for the burst: `channel` lists the channels ("0,1,2", a key the timeline
                 // detail shows), the evidence is the first line and the last (`count`, `lastEvidence`).
-                var chans = events[i].attrs["channel", default: ""].split(separator: ",").map(String.init)
+                var chans = (events[i][.channel] ?? "").split(separator: ",").map(String.init)
                 if !chans.contains(String(ch)) { chans.append(String(ch)) }
-                events[i].attrs["channel"] = chans.joined(separator: ",")
-                events[i].attrs["lines"] = String((Int(events[i].attrs["lines", default: "1"]) ?? 1) + 1)
+                events[i][.channel] = chans.joined(separator: ",")
+                events[i][.lines] = String((Int(events[i][.lines] ?? "1") ?? 1) + 1)
                 events[i].count &+= 1
                 events[i].lastT = max(events[i].lastT, e.t)
                 events[i].lastEvidence = e.evidence
                 return
             }
-            attrs["channel"] = String(ch)
+            attrs[.channel] = String(ch)
             events.append(PeerEvent(kind: kind, t: e.t, evidence: e.evidence, from: m.from, to: m.to, source: source, attrs: attrs))
             bursts[key] = events.count - 1
             return
         }
-        if kind == .stateChange, let to = attrs["to"] {
-            let key = "\(e.input)|\(peer)|\(attrs["session", default: "mc"])"
-            if let i = lastState[key], events[i].attrs["to"] == to, e.t &- events[i].t <= options.duplicateStateWindow, e.t >= events[i].t {
+        if kind == .stateChange, let to = attrs[.to] {
+            let key = "\(e.input)|\(peer)|\(attrs[.session] ?? "mc")"
+            if let i = lastState[key], events[i][.to] == to, e.t &- events[i].t <= options.duplicateStateWindow, e.t >= events[i].t {
                 // The same change printed again (MCSession prints two lines; apps print their own).
-                if events[i].attrs["from"] == nil, let f = attrs["from"] { events[i].attrs["from"] = f }
+                if events[i][.from] == nil, let f = attrs[.from] { events[i][.from] = f }
                 EventBuilder.mergeHint(&events[i].from, m.from)
-                events[i].attrs["lines"] = String((Int(events[i].attrs["lines", default: "1"]) ?? 1) + 1)
+                events[i][.lines] = String((Int(events[i][.lines] ?? "1") ?? 1) + 1)
                 return
             }
             events.append(PeerEvent(kind: kind, t: e.t, evidence: e.evidence, from: m.from, to: m.to, source: source, attrs: attrs))

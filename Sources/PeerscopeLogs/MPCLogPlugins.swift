@@ -40,7 +40,7 @@ public struct MPCPeerFoundLogPlugin: RuleListPlugin {
                 }
             }
             let info = c[2].trimmingSpaces
-            return LogMatch(kind: .found, from: h, attrs: ["discoveryInfo": info.isEmpty || info == "(null)" ? "none" : "present"], learn: learn)
+            return LogMatch(kind: .found, from: h, attrs: .typed([.discoveryInfo: info.isEmpty || info == "(null)" ? "none" : "present"]), learn: learn)
         },
     ]
 }
@@ -74,10 +74,10 @@ public struct MPCAdvertisingLogPlugin: RuleListPlugin {
     static let example = "Start advertising peer [Bob,1A2B3C4D] type [chat-app]."
     static let ruleList: [LogRule] = [
         LogRule(format: "Start advertising peer [%@] type [%@].") { c, _ in
-            LogMatch(kind: .logAdvertising, from: PeerText.hint(c[0]), attrs: ["action": "start", "serviceType": c[1].trimmingSpaces])
+            LogMatch(kind: .logAdvertising, from: PeerText.hint(c[0]), attrs: .typed([.action: "start", .serviceType: c[1].trimmingSpaces]))
         },
         LogRule(format: "Stop advertising peer [%@] type [%@].") { c, _ in
-            LogMatch(kind: .logAdvertising, from: PeerText.hint(c[0]), attrs: ["action": "stop", "serviceType": c[1].trimmingSpaces])
+            LogMatch(kind: .logAdvertising, from: PeerText.hint(c[0]), attrs: .typed([.action: "stop", .serviceType: c[1].trimmingSpaces]))
         },
         LogRule(format: "Server did publish.") { _, _ in .consumed },
         LogRule(format: "Server stopped.") { _, _ in .consumed },
@@ -91,7 +91,7 @@ public struct MPCPeerLostLogPlugin: RuleListPlugin {
     static let example = "Peer lost: idString [1ddatjp8m3xy7] moreComing [0]."
     static let ruleList: [LogRule] = [
         LogRule(format: "Peer lost: idString [%@] moreComing [%d].") { c, _ in
-            LogMatch(kind: .lost, from: PeerText.hint(c[0]), attrs: ["moreComing": c[1]])
+            LogMatch(kind: .lost, from: PeerText.hint(c[0]), attrs: .typed([.moreComing: c[1]]))
         },
         LogRule(format: "Removing a peer [%@] from peers dictionary.") { _, _ in .consumed },
     ]
@@ -123,19 +123,19 @@ public struct MPCInviteResponseLogPlugin: RuleListPlugin {
         LogRule(format: "Got invite response [%@] from peer [%@].") { c, _ in
             var attrs: [String: String] = [:]
             let d = c[0].replacingOccurrences(of: " ", with: "")
-            if d.contains("MCNearbyServiceAcceptInviteKey=1") || d.contains("MCNearbyServiceAcceptInviteKey=true") { attrs["accepted"] = "true" }
-            if d.contains("MCNearbyServiceAcceptInviteKey=0") || d.contains("MCNearbyServiceAcceptInviteKey=false") { attrs["accepted"] = "false" }
+            if d.contains("MCNearbyServiceAcceptInviteKey=1") || d.contains("MCNearbyServiceAcceptInviteKey=true") { attrs[.accepted] = true }
+            if d.contains("MCNearbyServiceAcceptInviteKey=0") || d.contains("MCNearbyServiceAcceptInviteKey=false") { attrs[.accepted] = false }
             return LogMatch(kind: .inviteResponse, from: PeerText.hint(c[1]), attrs: attrs, context: .invitationRemoteIsFrom)
         },
         // The advertiser answers the invitation it got last: `from` = itself, `to` = the inviter.
         LogRule(format: "Invitation accepted.") { _, _ in
-            LogMatch(kind: .inviteResponse, attrs: ["accepted": "true"], context: .answersInvitation)
+            LogMatch(kind: .inviteResponse, attrs: .typed([.accepted: true]), context: .answersInvitation)
         },
         LogRule(format: "Invitation declined (accept=%d, session=%@).") { c, _ in
-            LogMatch(kind: .inviteResponse, attrs: ["accepted": c[0] == "0" ? "false" : "true"], context: .answersInvitation)
+            LogMatch(kind: .inviteResponse, attrs: .typed([.accepted: c[0] != "0"]), context: .answersInvitation)
         },
         LogRule(format: "Handle declined invitation from peer with peerID [%@].") { c, _ in
-            LogMatch(kind: .inviteResponse, from: PeerText.hint(c[0]), attrs: ["accepted": "false"])
+            LogMatch(kind: .inviteResponse, from: PeerText.hint(c[0]), attrs: .typed([.accepted: false]))
         },
         LogRule(format: "Invitation handler called.") { _, _ in .consumed },
     ]
@@ -160,22 +160,23 @@ public struct MPCConnectionDecisionLogPlugin: RuleListPlugin {
     static let example = "Peer [<MCPeerID: 0x283c0c2a0 DisplayName = Alice>] (advertiser side) already in dictionary [state = 2], decision = 0."
     static let ruleList: [LogRule] = [
         LogRule(format: "Peer [%@] (advertiser side) already in dictionary [state = %d], decision = %d.") { c, _ in
-            var a = ["side": "advertiser", "state": c[1], "decision": c[2] == "0" ? "decline" : "accept", "alreadyInDictionary": "true"]
-            if c[1] == "2" { a["duplicate"] = "true" }
+            var a: [String: String] = .typed([.side: "advertiser", .state: c[1], .decision: c[2] == "0" ? "decline" : "accept"])
+            a[.alreadyInDictionary] = true
+            if c[1] == "2" { a[.duplicate] = true }
             return LogMatch(kind: .connectionDecision, from: PeerText.hint(c[0]), attrs: a)
         },
         LogRule(format: "Peer [%@] (advertiser side) not in dictionary, creating one, decision = YES.") { c, _ in
-            LogMatch(kind: .connectionDecision, from: PeerText.hint(c[0]), attrs: ["side": "advertiser", "decision": "accept"])
+            LogMatch(kind: .connectionDecision, from: PeerText.hint(c[0]), attrs: .typed([.side: "advertiser", .decision: "accept"]))
         },
         LogRule(format: "Peer [%@] (browser side) decision == NO.") { c, _ in
-            LogMatch(kind: .connectionDecision, from: PeerText.hint(c[0]), attrs: ["side": "browser", "decision": "decline"])
+            LogMatch(kind: .connectionDecision, from: PeerText.hint(c[0]), attrs: .typed([.side: "browser", .decision: "decline"]))
         },
         LogRule(format: "Peer %s. Will %s - ptr [%p] inputStream [%p] outputStream [%p] remote [%@].") { c, _ in
             let d = c[0].hasPrefix("approve") ? "accept" : (c[0].hasPrefix("decline") ? "decline" : c[0])
-            return LogMatch(kind: .connectionDecision, from: PeerText.hint(c[5]), attrs: ["decision": d, "action": c[1]])
+            return LogMatch(kind: .connectionDecision, from: PeerText.hint(c[5]), attrs: .typed([.decision: d, .action: c[1]]))
         },
         LogRule(format: "Peer already in state [%@]") { c, _ in
-            LogMatch(kind: .connectionDecision, attrs: ["alreadyInState": PeerText.sessionState(c[0])])
+            LogMatch(kind: .connectionDecision, attrs: .typed([.alreadyInState: PeerText.sessionState(c[0])]))
         },
     ]
 }
@@ -198,7 +199,7 @@ public struct MPCInvitationStreamEndLogPlugin: RuleListPlugin {
             } else {
                 kind = .tcpClosed
             }
-            return LogMatch(kind: kind, from: PeerText.hint(c[4]), attrs: ["invitation": "log", "error": error])
+            return LogMatch(kind: kind, from: PeerText.hint(c[4]), attrs: .typed([.invitation: "log", .error: error]))
         },
     ]
 }
@@ -225,11 +226,11 @@ public struct MPCStateChangeLogPlugin: RuleListPlugin {
     static let ruleList: [LogRule] = [
         LogRule(format: "PeerID [%@] change state from [%@] to [%@].") { c, _ in
             LogMatch(kind: .stateChange, from: PeerText.hint(c[0]),
-                     attrs: ["from": PeerText.sessionState(c[1]), "to": PeerText.sessionState(c[2])])
+                     attrs: .typed([.from: PeerText.sessionState(c[1]), .to: PeerText.sessionState(c[2])]))
         },
         LogRule(format: "Peer [%@] changed state from [%@] to [%@]; pd(%@) d(%@) prop(%d).") { c, _ in
             LogMatch(kind: .stateChange, from: PeerText.hint(c[0]),
-                     attrs: ["from": PeerText.sessionState(c[1]), "to": PeerText.sessionState(c[2])])
+                     attrs: .typed([.from: PeerText.sessionState(c[1]), .to: PeerText.sessionState(c[2])]))
         },
         LogRule(format: "No peerState for peerID [%@], newState [%@]. Will not callback.") { _, _ in .consumed },
     ]
@@ -242,7 +243,7 @@ public struct MPCEncryptionLogPlugin: RuleListPlugin {
     static let example = "Peer [<MCPeerID: 0x283c0c2a0 DisplayName = Alice>] has incompatible encryption preference [None]."
     static let ruleList: [LogRule] = [
         LogRule(format: "Peer [%@] has incompatible encryption preference [%@].") { c, _ in
-            LogMatch(kind: .encryptionIncompatible, from: PeerText.hint(c[0]), attrs: ["preference": c[1]])
+            LogMatch(kind: .encryptionIncompatible, from: PeerText.hint(c[0]), attrs: .typed([.preference: c[1]]))
         },
     ]
 }
@@ -254,7 +255,7 @@ public struct MPCSessionInitLogPlugin: RuleListPlugin {
     static let example = "MCSession init done! [MCS: 1.0 - 1, sessionID=1234 peerID=<MCPeerID: 0x1 DisplayName = Bob> securityIdentity=NO encryptionPreference=Required]."
     static let ruleList: [LogRule] = [
         LogRule(format: "MCSession init done! [MCS: %s - %s, sessionID=%@ peerID=%@ securityIdentity=%s encryptionPreference=%@].") { c, _ in
-            LogMatch(kind: .logSessionInit, from: PeerText.hint(c[3]), attrs: ["encryption": c[5], "securityIdentity": c[4]])
+            LogMatch(kind: .logSessionInit, from: PeerText.hint(c[3]), attrs: .typed([.encryption: c[5], .securityIdentity: c[4]]))
         },
     ]
 }
@@ -265,7 +266,7 @@ public struct MPCMeshFailedLogPlugin: RuleListPlugin {
     static let summary = "MCSession could not build the mesh"
     static let example = "Mesh establishment failed (80000004)."
     static let ruleList: [LogRule] = [
-        LogRule(format: "Mesh establishment failed (%08lX).") { c, _ in LogMatch(kind: .logMeshFailed, attrs: ["code": c[0]]) },
+        LogRule(format: "Mesh establishment failed (%08lX).") { c, _ in LogMatch(kind: .logMeshFailed, attrs: .typed([.code: c[0]])) },
     ]
 }
 
@@ -282,10 +283,10 @@ public struct MPCSessionSendErrorLogPlugin: RuleListPlugin {
             if let s = r.range(of: "<MCPeerID:"), let e = r[s.lowerBound...].firstIndex(of: ">"), r.components(separatedBy: "<MCPeerID:").count == 2 {
                 to = PeerText.hint(r[s.lowerBound...e])
             }
-            return LogMatch(kind: .sendError, to: to, attrs: ["layer": "session", "error": "not connected"])
+            return LogMatch(kind: .sendError, to: to, attrs: .typed([.layer: "session", .error: "not connected"]))
         },
         LogRule(format: "AGPSendTo failed with status=%08X.") { c, _ in
-            LogMatch(kind: .sendError, attrs: ["layer": "agp", "status": c[0]], context: .nearbyParticipantAsTo)
+            LogMatch(kind: .sendError, attrs: .typed([.layer: "agp", .status: c[0]]), context: .nearbyParticipantAsTo)
         },
     ]
 }
@@ -311,7 +312,7 @@ public struct MPCICETimeoutLogPlugin: RuleListPlugin {
     static let example = "ICE timeout expired for participant [2308149F] on channel [0] state [ICE]."
     static let ruleList: [LogRule] = [
         LogRule(format: "ICE timeout expired for participant [%08X] on channel [%d] state [%s].") { c, _ in
-            LogMatch(kind: .iceTimeout, from: PeerText.participantHint(c[0]), attrs: ["state": c[2]], channel: int(c[1]))
+            LogMatch(kind: .iceTimeout, from: PeerText.participantHint(c[0]), attrs: .typed([.state: c[2]]), channel: int(c[1]))
         },
     ]
 }
@@ -323,7 +324,7 @@ public struct MPCDTLSTimeoutLogPlugin: RuleListPlugin {
     static let example = "DTLS Handshake timeout expired for participant [2308149F] on channel [1] DTLS state [DTLSNotConnected]."
     static let ruleList: [LogRule] = [
         LogRule(format: "DTLS Handshake timeout expired for participant [%08X] on channel [%d] DTLS state [%s].") { c, _ in
-            LogMatch(kind: .dtlsTimeout, from: PeerText.participantHint(c[0]), attrs: ["state": c[2]], channel: int(c[1]))
+            LogMatch(kind: .dtlsTimeout, from: PeerText.participantHint(c[0]), attrs: .typed([.state: c[2]]), channel: int(c[1]))
         },
     ]
 }
@@ -335,17 +336,17 @@ public struct MPCDTLSFailedLogPlugin: RuleListPlugin {
     static let example = "Perform DTLS Handshake for participant [2308149F] on channel [0] failed with hResult [-2146697208]."
     static let ruleList: [LogRule] = [
         LogRule(format: "Perform DTLS Handshake for participant [%08X] on channel [%d] failed with hResult [%ld].") { c, _ in
-            LogMatch(kind: .logDTLSFailed, from: PeerText.participantHint(c[0]), attrs: ["hResult": c[2]], channel: int(c[1]))
+            LogMatch(kind: .logDTLSFailed, from: PeerText.participantHint(c[0]), attrs: .typed([.hResult: c[2]]), channel: int(c[1]))
         },
         LogRule(format: "Certificate from peer [%@] is %s.") { c, _ in
-            c[1] == "accepted" ? LogMatch(kind: .dtlsEstablished, from: PeerText.hint(c[0]), attrs: ["certificate": "accepted"])
-                : LogMatch(kind: .logCertificateRejected, from: PeerText.hint(c[0]), attrs: ["certificate": c[1]])
+            c[1] == "accepted" ? LogMatch(kind: .dtlsEstablished, from: PeerText.hint(c[0]), attrs: .typed([.certificate: "accepted"]))
+                : LogMatch(kind: .logCertificateRejected, from: PeerText.hint(c[0]), attrs: .typed([.certificate: c[1]]))
         },
         LogRule(format: "Failed to copy peer trust for participant [%08X].") { c, _ in
-            LogMatch(kind: .logCertificateRejected, from: PeerText.participantHint(c[0]), attrs: ["reason": "no peer trust"])
+            LogMatch(kind: .logCertificateRejected, from: PeerText.participantHint(c[0]), attrs: .typed([.reason: "no peer trust"]))
         },
         LogRule(format: "Trust for participant [%08X] is expected but SSLCopyPeerTrust returned NULL.") { c, _ in
-            LogMatch(kind: .logCertificateRejected, from: PeerText.participantHint(c[0]), attrs: ["reason": "no peer trust"])
+            LogMatch(kind: .logCertificateRejected, from: PeerText.participantHint(c[0]), attrs: .typed([.reason: "no peer trust"]))
         },
     ]
 }
@@ -371,7 +372,7 @@ public struct MPCGCKTimeoutLogPlugin: RuleListPlugin {
     static let example = "Heartbeat timeout expired for participant [2308149F] on channel [0] state [Connected]."
     static let ruleList: [LogRule] = ["Hello", "DD", "LSAACK", "Heartbeat", "Unknown"].map { wait in
         LogRule(format: "\(wait) timeout expired for participant [%08X] on channel [%d] state [%s].") { c, _ in
-            LogMatch(kind: .gckTimeout, from: PeerText.participantHint(c[0]), attrs: ["wait": wait, "state": c[2]], channel: int(c[1]))
+            LogMatch(kind: .gckTimeout, from: PeerText.participantHint(c[0]), attrs: .typed([.wait: wait, .state: c[2]]), channel: int(c[1]))
         }
     }
 }
@@ -407,7 +408,7 @@ public struct MPCRetransmitLogPlugin: RuleListPlugin {
     static let example = "Retransmitting Heartbeat with SN [12] to participant [2308149F] over channel [0]."
     static let ruleList: [LogRule] = [("Hello", EventKind.gckHello), ("DD", .gckDD), ("LSA", .gckLSA), ("Heartbeat", .gckHeartbeat)].map { name, kind in
         LogRule(format: "Retransmitting \(name) with SN [%d] to participant [%08X] over channel [%d].") { c, _ in
-            LogMatch(kind: kind, to: PeerText.participantHint(c[1]), attrs: ["retransmit": "true", "sn": c[0]], channel: int(c[2]))
+            LogMatch(kind: kind, to: PeerText.participantHint(c[1]), attrs: .typed([.retransmit: "true", .sn: c[0]]), channel: int(c[2]))
         }
     } + [
         LogRule(format: "Heartbeat state for [%08X]: Now [%.3lf] NextFire [%.3lf] WaitUntil [%.3lf].") { _, _ in .consumed },
@@ -423,11 +424,11 @@ public struct MPCDTLSSendErrorLogPlugin: RuleListPlugin {
     static let example = "Failed to send a DTLS packet with 120 bytes; sendmsg error: No route to host (65)."
     static let ruleList: [LogRule] = [
         LogRule(format: "Failed to send a DTLS packet with %d bytes; sendmsg error: %s (%d).") { c, _ in
-            LogMatch(kind: .sendError, attrs: ["layer": "dtls", "bytes": c[0], "error": c[1], "errno": c[2]], context: .nearbyParticipantAsTo)
+            LogMatch(kind: .sendError, attrs: .typed([.layer: "dtls", .bytes: c[0], .error: c[1], .errno: c[2]]), context: .nearbyParticipantAsTo)
         },
         LogRule(format: "SSLWrite failed, packet was not sent for participant [%08X] channelID [%d] DTLS context [%p] pCList [%p]; SSLError = %s (%ld): errno = %s (%d).") { c, _ in
             LogMatch(kind: .sendError, to: PeerText.participantHint(c[0]),
-                     attrs: ["layer": "ssl", "sslError": c[4], "sslCode": c[5], "error": c[6], "errno": c[7]], channel: int(c[1]))
+                     attrs: .typed([.layer: "ssl", .sslError: c[4], .sslCode: c[5], .error: c[6], .errno: c[7]]), channel: int(c[1]))
         },
     ]
 }
@@ -438,18 +439,18 @@ public struct MPCUDPSendErrorLogPlugin: RuleListPlugin {
     static let summary = "GCK could not send a UDP packet, marked a channel invalid, or lost its socket"
     static let example = "Failed to send Hello packet to participant 2308149F. Will mark channel 1 as invalid."
     static let ruleList: [LogRule] = [
-        LogRule(format: "Send UDP packet failed with error (%X).") { c, _ in LogMatch(kind: .sendError, attrs: ["layer": "udp", "code": c[0]], context: .nearbyParticipantAsTo) },
-        LogRule(format: "SendUDPPacketCList failed with error (%X).") { c, _ in LogMatch(kind: .sendError, attrs: ["layer": "udp", "code": c[0]], context: .nearbyParticipantAsTo) },
+        LogRule(format: "Send UDP packet failed with error (%X).") { c, _ in LogMatch(kind: .sendError, attrs: .typed([.layer: "udp", .code: c[0]]), context: .nearbyParticipantAsTo) },
+        LogRule(format: "SendUDPPacketCList failed with error (%X).") { c, _ in LogMatch(kind: .sendError, attrs: .typed([.layer: "udp", .code: c[0]]), context: .nearbyParticipantAsTo) },
         LogRule(format: "Sent %s packet to participant %08X on channel %d with error %d.") { c, _ in
-            LogMatch(kind: .sendError, to: PeerText.participantHint(c[1]), attrs: ["layer": "udp", "packet": c[0], "code": c[3]], channel: int(c[2]))
+            LogMatch(kind: .sendError, to: PeerText.participantHint(c[1]), attrs: .typed([.layer: "udp", .packet: c[0], .code: c[3]]), channel: int(c[2]))
         },
         LogRule(format: "Failed to send %s packet to participant %08X. Will mark channel %d as invalid.") { c, _ in
-            LogMatch(kind: .sendError, to: PeerText.participantHint(c[1]), attrs: ["layer": "udp", "packet": c[0], "channelInvalid": "true"], channel: int(c[2]))
+            LogMatch(kind: .sendError, to: PeerText.participantHint(c[1]), attrs: .typed([.layer: "udp", .packet: c[0]]).merging(.typed([.channelInvalid: true])) { a, _ in a }, channel: int(c[2]))
         },
-        LogRule(format: "Socket %d is no longer connected.") { c, _ in LogMatch(kind: .sendError, attrs: ["layer": "socket", "socket": c[0]], context: .nearbyParticipantAsTo) },
-        LogRule(format: "SendHello failed with error (%X).") { c, _ in LogMatch(kind: .sendError, attrs: ["layer": "gck", "packet": "Hello", "code": c[0]], context: .nearbyParticipantAsTo) },
-        LogRule(format: "Failed to send Hello with error %X.") { c, _ in LogMatch(kind: .sendError, attrs: ["layer": "gck", "packet": "Hello", "code": c[0]], context: .nearbyParticipantAsTo) },
-        LogRule(format: "WaitForHello failed with error (%X).") { c, _ in LogMatch(kind: .gckTimeout, attrs: ["wait": "Hello", "code": c[0]], context: .nearbyParticipantAsTo) },
+        LogRule(format: "Socket %d is no longer connected.") { c, _ in LogMatch(kind: .sendError, attrs: .typed([.layer: "socket", .socket: c[0]]), context: .nearbyParticipantAsTo) },
+        LogRule(format: "SendHello failed with error (%X).") { c, _ in LogMatch(kind: .sendError, attrs: .typed([.layer: "gck", .packet: "Hello", .code: c[0]]), context: .nearbyParticipantAsTo) },
+        LogRule(format: "Failed to send Hello with error %X.") { c, _ in LogMatch(kind: .sendError, attrs: .typed([.layer: "gck", .packet: "Hello", .code: c[0]]), context: .nearbyParticipantAsTo) },
+        LogRule(format: "WaitForHello failed with error (%X).") { c, _ in LogMatch(kind: .gckTimeout, attrs: .typed([.wait: "Hello", .code: c[0]]), context: .nearbyParticipantAsTo) },
     ]
 }
 
@@ -461,7 +462,7 @@ public struct MPCDisconnectLogPlugin: RuleListPlugin {
     static let ruleList: [LogRule] = [
         LogRule(format: "Disconnecting participant [%08X].") { c, _ in LogMatch(kind: .disconnected, from: PeerText.participantHint(c[0])) },
         LogRule(format: "No route to participant %s[%08X] -- disconnected.") { c, _ in
-            LogMatch(kind: .disconnected, from: PeerText.participantHint(c[1]), attrs: ["reason": "no route"])
+            LogMatch(kind: .disconnected, from: PeerText.participantHint(c[1]), attrs: .typed([.reason: "no route"]))
         },
         LogRule(format: "No peerID, no event queue for participant [%08X], peer is already disconnected.Ignoring this disconnect event.") { _, _ in .consumed },
     ]
@@ -499,9 +500,9 @@ public struct MPCPermissionLogPlugin: RuleListPlugin {
         return v.isEmpty ? nil : String(v)
     }
     static func attrs(_ role: String, _ dict: String) -> [String: String] {
-        var a = ["role": role]
-        if let c = code(dict) { a["code"] = c }
-        if a["code"] == "-72008" || dict.contains("-65555") || dict.contains("NoAuth") { a["permission"] = "local-network" }
+        var a: [String: String] = .typed([.role: role])
+        if let c = code(dict) { a[.code] = c }
+        if a[.code] == "-72008" || dict.contains("-65555") || dict.contains("NoAuth") { a[.permission] = "local-network" }
         return a
     }
     static let ruleList: [LogRule] = [
@@ -512,10 +513,10 @@ public struct MPCPermissionLogPlugin: RuleListPlugin {
             LogMatch(kind: .permissionError, attrs: attrs("advertiser", c.named["dict"] ?? ""))
         },
         LogRule(pattern: #"(?<code>-72008|-65555|NoAuth)"#, needle: "-72008") { c, _ in
-            LogMatch(kind: .permissionError, attrs: ["code": c.named["code"] ?? "-72008", "permission": "local-network"])
+            LogMatch(kind: .permissionError, attrs: .typed([.code: c.named["code"] ?? "-72008", .permission: "local-network"]))
         },
         LogRule(pattern: #"NoAuth|-65555"#, needle: "-65555") { _, _ in
-            LogMatch(kind: .permissionError, attrs: ["code": "-65555", "permission": "local-network"])
+            LogMatch(kind: .permissionError, attrs: .typed([.code: "-65555", .permission: "local-network"]))
         },
     ]
 }
@@ -548,20 +549,20 @@ public struct ViceroyICELogPlugin: RuleListPlugin {
         // signature (spec §2.3), not a permission or channel problem. The participant is the one the
         // ICEStopConnectivityCheck line beside it names.
         LogRule(pattern: #"\[ICE\]\[ERROR\].*?Send BINDING_REQUEST failed\((?<code>[0-9A-Fa-f]+)\)"#, needle: "BINDING_REQUEST failed") { c, _ in
-            LogMatch(kind: .iceError, attrs: ["layer": "ice", "code": c.named["code"] ?? "", "legacy": "viceroy", "detail": "Send BINDING_REQUEST failed"],
+            LogMatch(kind: .iceError, attrs: .typed([.layer: "ice", .code: c.named["code"] ?? "", .legacy: "viceroy", .detail: "Send BINDING_REQUEST failed"]),
                      context: .nearbyParticipantAsTo)
         },
         LogRule(pattern: #"ICEStopConnectivityCheck\(\) found no ICE check(?:.*?\((?<call>(?:0x)?[0-9A-Fa-f]+)\))?"#, needle: "found no ICE check") { c, _ in
-            var a = ["legacy": "viceroy"]
+            var a: [String: String] = .typed([.legacy: "viceroy"])
             var from = PeerHint.unknown
             if let call = c.named["call"] {
-                a["call"] = call
+                a[.call] = call
                 if let p = ViceroyICELogPlugin.participant(callID: call) { from = PeerHint(participantID: p) }
             }
             return LogMatch(kind: .iceTimeout, from: from, attrs: a, context: from.isEmpty ? .nearbyParticipantAsFrom : .none)
         },
         LogRule(pattern: #"\[ViceroyTrace\].*\[ICE\]\[ERROR\]\s*(?<detail>.*)"#, needle: "[ICE][ERROR]") { c, _ in
-            LogMatch(kind: .iceError, attrs: ["legacy": "viceroy", "detail": String((c.named["detail"] ?? "").prefix(160))],
+            LogMatch(kind: .iceError, attrs: .typed([.legacy: "viceroy", .detail: String((c.named["detail"] ?? "").prefix(160))]),
                      context: .nearbyParticipantAsTo)
         },
     ]
@@ -575,8 +576,8 @@ public struct GCKFailoverLogPlugin: RuleListPlugin {
     static let ruleList: [LogRule] = [
         LogRule(pattern: #"Connection timed out for \[?(?:0x)?(?<participant>[0-9A-Fa-f]{1,8})\]?(?:.*?clstate (?<clstate>\d+))?"#,
                 needle: "Connection timed out for") { c, _ in
-            var a = ["wait": "Heartbeat", "legacy": "failover"]
-            if let s = c.named["clstate"] { a["clstate"] = s }
+            var a: [String: String] = .typed([.wait: "Heartbeat", .legacy: "failover"])
+            if let s = c.named["clstate"] { a[.clstate] = s }
             return LogMatch(kind: .gckTimeout, from: c.named["participant"].map(PeerText.participantHint) ?? .unknown, attrs: a)
         },
     ]

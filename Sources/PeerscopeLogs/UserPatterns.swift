@@ -2,16 +2,9 @@ import Foundation
 import PeerscopeCore
 import Yams
 
-/// A file of user patterns could not be used at all (unreadable, not YAML, wrong shape).
-public struct LogPatternFileError: Error, CustomStringConvertible, Sendable {
-    public var path: String
-    public var reason: String
-    public init(path: String, reason: String) {
-        self.path = path
-        self.reason = reason
-    }
-    public var description: String { "\(path): \(reason)" }
-}
+/// A file of user patterns could not be used at all (unreadable, not YAML, wrong shape): like a log
+/// that cannot be read, the file and the reason.
+public typealias LogPatternFileError = LogInputError
 
 /// A plugin from a user's YAML pattern (`--patterns FILE`), no recompiling:
 ///

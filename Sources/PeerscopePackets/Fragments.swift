@@ -151,15 +151,8 @@ extension PacketDecoder {
     }
 
     private func expired(_ key: FragKey, _ buf: FragBuffer, _ why: String) {
-        let id = (key.v6 ? "ipv6" : "ipv4") + ".frag.incomplete"
-        counters.diagnostics += 1
-        guard diagLimiter.admit(id) else {
-            counters.diagnosticsSuppressed += 1
-            return
-        }
         let have = buf.received
-        diags.append(Diagnostic(id: id, severity: .warning,
-                                message: "datagram \(key.src) > \(key.dst) id \(key.id): \(have) bytes reassembled, \(why)",
-                                evidence: buf.evidence, offset: nil, t: now))
+        diag((key.v6 ? "ipv6" : "ipv4") + ".frag.incomplete", .warning,
+             "datagram \(key.src) > \(key.dst) id \(key.id): \(have) bytes reassembled, \(why)", nil, evidence: buf.evidence, t: now)
     }
 }

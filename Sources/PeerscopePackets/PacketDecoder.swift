@@ -29,7 +29,8 @@ public final class PacketDecoder {
     @exclusivity(unchecked) var nextSweep: Nanos = .min
 
     @exclusivity(unchecked) var reportedLinkTypes: Set<UInt32> = []
-    @exclusivity(unchecked) var diagLimiter: DiagnosticLimiter
+    /// Where diagnostics are counted and the per-id limit applied (the engine's, shared by every stage).
+    public let diagnostics: DiagnosticCollector
     @exclusivity(unchecked) var pktapNameBytes: [UInt8] = []
     @exclusivity(unchecked) var pktapName: String?
 
@@ -46,9 +47,11 @@ public final class PacketDecoder {
     @exclusivity(unchecked) var frags: [FragKey: FragBuffer] = [:]
     @exclusivity(unchecked) var fragOrder: UInt64 = 0
 
-    public init(options: PacketOptions = .init()) {
+    /// `diagnostics`: the run's collector (its per-id limit applies); by default one of the decoder's
+    /// own, keeping `options.maxDiagnosticsPerID` of each id.
+    public init(options: PacketOptions = .init(), diagnostics: DiagnosticCollector? = nil) {
         self.options = options
-        diagLimiter = DiagnosticLimiter(keptPerID: options.maxDiagnosticsPerID)
+        self.diagnostics = diagnostics ?? DiagnosticCollector(keptPerID: options.maxDiagnosticsPerID)
         out.reserveCapacity(16)
     }
 
@@ -91,7 +94,6 @@ public final class PacketDecoder {
         if t > now { now = t }
         finishTCP()
         finishFragments()
-        reportSuppressed()
         flush(emit, diagnose)
     }
 
@@ -113,31 +115,19 @@ public final class PacketDecoder {
     }
 
     /// Records a diagnostic about the current frame; `offset` is the byte offset in the frame.
-    /// Past `options.maxDiagnosticsPerID` of one id, further ones are only counted (the message is
-    /// not even built) and summed up by `finish` as `packets.diagnostics_suppressed`.
+    /// Past the collector's per-id limit it is only counted (the message is not even built).
     func diag(_ id: String, _ severity: Severity, _ message: @autoclosure () -> String, _ offset: Int?) {
+        diag(id, severity, message(), offset, evidence: cur.evidence, t: cur.t)
+    }
+
+    /// Records a diagnostic with its own evidence and time (a datagram that timed out).
+    func diag(_ id: String, _ severity: Severity, _ message: @autoclosure () -> String, _ offset: Int?, evidence: Evidence?, t: Nanos) {
         counters.diagnostics += 1
-        guard diagLimiter.admit(id) else {
+        guard diagnostics.admit(id) else {
             counters.diagnosticsSuppressed += 1
             return
         }
-        diags.append(Diagnostic(id: id, severity: severity, message: message(),
-                                evidence: cur.evidence, offset: offset, t: cur.t))
-    }
-
-    /// Per id, the diagnostics counted past `maxDiagnosticsPerID` and never handed on (set by
-    /// `finish`), so the engine's totals can stay true.
-    public private(set) var suppressedDiagnostics: [String: Int] = [:]
-
-    /// One diagnostic per id whose reports were capped.
-    func reportSuppressed() {
-        for (id, notKept, n) in diagLimiter.overflow {
-            suppressedDiagnostics[id, default: 0] += notKept
-            diags.append(Diagnostic(id: "packets.diagnostics_suppressed", severity: .info,
-                                    message: "\(notKept) more \(id) diagnostics not reported (\(n) in all)",
-                                    evidence: nil, offset: nil, t: now))
-        }
-        diagLimiter.reset()
+        diags.append(Diagnostic(id: id, severity: severity, message: message(), evidence: evidence, offset: offset, t: t))
     }
 
     // MARK: link layers

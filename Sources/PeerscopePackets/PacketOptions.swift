@@ -23,7 +23,8 @@ public struct PacketOptions: Sendable {
     /// Check IPv4 header checksums (`ipv4.bad_checksum`, info). Off by default: captures taken on a
     /// sending host with checksum offload carry unfilled checksums.
     public var verifyIPv4Checksum = false
-    /// Diagnostics reported per id and run; the rest are counted and summed up at `finish`.
+    /// Diagnostics kept per id and run when the decoder has a collector of its own (an engine shares
+    /// its own, with its limit); the rest are counted.
     public var maxDiagnosticsPerID: Int = 1000
     /// How often (capture time) idle flows and stale fragments are looked for.
     public var sweepInterval: Nanos = CaptureTime.second

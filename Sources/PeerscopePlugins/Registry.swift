@@ -1,8 +1,10 @@
 import PeerscopeCore
 
-/// The one explicit list of decoder plugins, in dispatch order: for a payload several plugins could
-/// take, the earlier one probes first. `peerscope plugins` prints it; a test checks that ids are
-/// unique and that every plugin claims something.
+/// The one explicit list of decoder plugins. Its order means nothing: the pipeline asks claimants by
+/// claim priority (fallbacks last), then id, and a test shuffles this list and gets the same reports.
+/// `peerscope plugins` prints it; a test checks that ids are unique and that every plugin claims
+/// something. Plugins from outside the library: `PluginRegistry.decoders + [MyPlugin.self]` in
+/// `EngineOptions.plugins` (their event kinds in `DecoderPlugin.eventKinds`).
 public enum PluginRegistry {
     public static var decoders: [any DecoderPlugin.Type] {
         discovery + invitation + session + appMessages + transport
@@ -39,7 +41,7 @@ public enum PluginRegistry {
             GCKLSAACKPlugin.self,
             GCKDataPlugin.self,
             GCKHeartbeatPlugin.self,
-            GCKOtherPlugin.self,  // after the typed GCK plugins
+            GCKOtherPlugin.self,
         ]
     }
 
@@ -52,7 +54,7 @@ public enum PluginRegistry {
             AppHandshakeResponsePlugin.self,
             AppKeepAlivePlugin.self,
             AppChatPlugin.self,
-            AppOtherPlugin.self,  // claims every app.json hand-off: must stay last
+            AppOtherPlugin.self,
         ]
     }
 

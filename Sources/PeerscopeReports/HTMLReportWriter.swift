@@ -143,21 +143,7 @@ public enum HTMLReportWriter {
 
     static func trim(_ s: String, _ n: Int) -> String { s.count <= n ? s : String(s.prefix(n - 1)) + "\u{2026}" }
 
-    static func esc(_ s: String) -> String {
-        var o = ""
-        for ch in s.unicodeScalars {
-            switch ch {
-            case "&": o += "&amp;"
-            case "<": o += "&lt;"
-            case ">": o += "&gt;"
-            case "\"": o += "&quot;"
-            case "'": o += "&#39;"
-            default:
-                if ch.value < 0x20 && ch != "\n" && ch != "\t" { o += "\u{FFFD}" } else { o.unicodeScalars.append(ch) }
-            }
-        }
-        return o
-    }
+    static func esc(_ s: String) -> String { MarkupEscaping.escape(s, breaks: .literal) }
 
     static let css = """
         body { font: 14px -apple-system, system-ui, sans-serif; margin: 24px; color: #222; }

@@ -57,24 +57,6 @@ public enum JUnitWriter {
         return out
     }
 
-    /// XML escaping for text and attribute values; characters XML 1.0 forbids become U+FFFD.
-    public static func esc(_ s: String) -> String {
-        var o = ""
-        for u in s.unicodeScalars {
-            switch u {
-            case "&": o += "&amp;"
-            case "<": o += "&lt;"
-            case ">": o += "&gt;"
-            case "\"": o += "&quot;"
-            case "'": o += "&apos;"
-            case "\n": o += "&#10;"
-            case "\t": o += "&#9;"
-            case "\r": o += "&#13;"
-            default:
-                let v = u.value
-                if v < 0x20 || v == 0xFFFE || v == 0xFFFF { o += "\u{FFFD}" } else { o.unicodeScalars.append(u) }
-            }
-        }
-        return o
-    }
+    /// XML escaping for text and attribute values (`MarkupEscaping`, line breaks as references).
+    public static func esc(_ s: String) -> String { MarkupEscaping.escape(s, breaks: .references) }
 }

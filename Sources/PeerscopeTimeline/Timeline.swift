@@ -131,10 +131,11 @@ public struct TimelineEntry: Sendable, Hashable {
 /// How each event kind shows in a timeline.
 public enum TimelineMapping {
     /// Attribute keys safe to show as detail (names, states, codes; never payloads).
-    public static let detailKeys: [String] = [
-        "note", "message", "description", "level", "from", "to", "state", "wait", "accepted", "decision", "inviteID",
-        "type", "channel", "reason", "encryption", "attempt", "delay", "code", "service", "port", "content",
-    ]
+    public static let detailKeys: [String] = {
+        typealias Text = EventAttribute<String>
+        return [Text.note, .message, .description, .level, .from, .to, .state, .wait].map(\.key) + [EventAttribute<Bool>.accepted.key]
+            + [Text.decision, .inviteID, .type, .channel, .reason, .encryption, .attempt, .delay, .code, .service, .port, .content].map(\.key)
+    }()
 
     public static func detail(_ attrs: some AttributeLookup) -> String {
         var parts: [String] = []
@@ -152,7 +153,7 @@ public enum TimelineMapping {
     public static func detail(_ kind: EventKind, _ attrs: some AttributeLookup) -> String {
         if attrs.isEmpty { return "" }
         if kind == .invitationReceipt {
-            return "for \(attrs["type"] ?? "?")" + (attrs["matched"] == "false" ? " (no such message seen)" : "")
+            return "for \(attrs[.type] ?? "?")" + (attrs[.matched] == false ? " (no such message seen)" : "")
         }
         return detail(attrs)
     }

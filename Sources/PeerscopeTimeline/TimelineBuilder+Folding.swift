@@ -26,7 +26,7 @@ extension TimelineBuilder {
             return
         }
         // A message shown with its contents (--show-payloads) is its own entry, not part of a run.
-        let aggregates = state.aggregates && e.attrs["content"] == nil
+        let aggregates = state.aggregates && e[.content] == nil
         if aggregates, let i = w.runs[key], i < w.entries.count {
             w.entries[i].count &+= e.count
             let lastEvidence = e.lastEvidence ?? e.evidence

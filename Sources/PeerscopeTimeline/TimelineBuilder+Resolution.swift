@@ -40,7 +40,7 @@ extension TimelineBuilder {
             // expires while the session runs) is not lost.
             state = .updated
             letter = nil
-            e.attrs["note"] = "stopped advertising; still in session"
+            e[.note] = "stopped advertising; still in session"
             store.events[index].attrs = e.attrs
         }
 

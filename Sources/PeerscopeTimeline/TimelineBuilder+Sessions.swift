@@ -86,7 +86,7 @@ extension TimelineBuilder {
         switch e.kind {
         case .invite, .invitationHello:
             if let f = e.flow, f.proto == .tcp { return !w.inviteFlows.contains(f.canonical) }
-            if let id = e.attrs["inviteID"] { return !w.inviteIDs.isEmpty && !w.inviteIDs.contains(id) }
+            if let id = e[.inviteID] { return !w.inviteIDs.isEmpty && !w.inviteIDs.contains(id) }
             return false
         case .gckHello:
             guard w.instance.milestone(.gckConnected) != nil, let ice = w.lastICERequest else { return false }
@@ -181,7 +181,7 @@ extension TimelineBuilder {
             }
             if f.proto == .tcp, e.kind.isIn("invitation") { w.inviteFlows.insert(c) }
         }
-        if e.kind.isIn("invitation"), let id = e.attrs["inviteID"] { w.inviteIDs.insert(id) }
+        if e.kind.isIn("invitation"), let id = e[.inviteID] { w.inviteIDs.insert(id) }
         if e.kind == .iceRequest { w.lastICERequest = e.lastT }
         if case .frame = e.evidence {
             if e.kind.isIn("gck") {

@@ -363,6 +363,30 @@ final class ReportTests: XCTestCase {
         XCTAssertEqual(JUnitWriter.esc("a<b>&\"c\"\u{01}"), "a&lt;b&gt;&amp;&quot;c&quot;\u{FFFD}")
     }
 
+    /// One escaper for JUnit and HTML: the same references, and every character XML 1.0 cannot carry
+    /// replaced, so a peer name or log text with control bytes still gives a parsable document.
+    func testOneMarkupEscaperCarriesOnlyWhatXMLAllows() throws {
+        XCTAssertEqual(JUnitWriter.esc("Bob's"), "Bob&#39;s")
+        XCTAssertEqual(MarkupEscaping.escape("Bob's", breaks: .literal), "Bob&#39;s")
+        XCTAssertEqual(JUnitWriter.esc("a\nb\tc\rd"), "a&#10;b&#9;c&#13;d", "kept in attribute values")
+        XCTAssertEqual(MarkupEscaping.escape("a\nb\tc\rd", breaks: .literal), "a\nb\tc&#13;d")
+        var forbidden: [Unicode.Scalar] = (0 ..< 0x20).compactMap { Unicode.Scalar(UInt32($0)) }.filter { !["\t", "\n", "\r"].contains($0) }
+        forbidden += ["\u{FFFE}", "\u{FFFF}"]
+        for u in forbidden {
+            XCTAssertFalse(MarkupEscaping.isXMLChar(u), "U+\(String(u.value, radix: 16))")
+            XCTAssertEqual(JUnitWriter.esc("x\(Character(u))y"), "x\u{FFFD}y")
+            XCTAssertEqual(MarkupEscaping.escape("x\(Character(u))y", breaks: .literal), "x\u{FFFD}y")
+        }
+        for u: Unicode.Scalar in [" ", "\u{7F}", "\u{85}", "\u{D7FF}", "\u{E000}", "\u{FFFD}", "\u{10000}", "\u{10FFFF}"] {
+            XCTAssertTrue(MarkupEscaping.isXMLChar(u), "U+\(String(u.value, radix: 16))")
+        }
+        // Every scalar of a hostile string through the JUnit writer: an XML parser reads it back.
+        let hostile = String(String.UnicodeScalarView((0 ..< 0x80).compactMap { Unicode.Scalar(UInt32($0)) } + ["\u{FFFE}", "\u{FFFF}", "\u{1F600}"]))
+        let doc = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><t a=\"\(JUnitWriter.esc(hostile))\">\(JUnitWriter.esc(hostile))</t>"
+        let parser = XMLParser(data: Data(doc.utf8))
+        XCTAssertTrue(parser.parse(), "\(String(describing: parser.parserError))")
+    }
+
     func testHTMLIsSelfContainedWithOneLanePerPeer() throws {
         let r = try everyKind().report(end: 40)
         let html = HTMLReportWriter.render(r)

@@ -293,4 +293,42 @@ final class DiagnosticLimiterTests: XCTestCase {
         XCTAssertTrue(l.overflow.isEmpty)
         XCTAssertTrue(l.admit("a"))
     }
+
+    /// One collector for every stage: kept in arrival order under one per-id limit, every one counted,
+    /// and what a stage read apart (a log) absorbed with its true totals.
+    func testCollectorKeepsInOrderUnderOneLimitAndAbsorbsTotals() {
+        let c = DiagnosticCollector(keptPerID: 2)
+        for id in ["a", "b", "a", "a"] { c.record(Diagnostic(id: id, message: id)) }
+        XCTAssertTrue(c.admit("b"))
+        c.keep(Diagnostic(id: "b", message: "built after admit"))
+        XCTAssertFalse(c.admit("b"), "past the limit: not even built")
+        XCTAssertEqual(c.kept.map(\.id), ["a", "b", "a", "b"])
+        XCTAssertEqual(c.totals, ["a": 3, "b": 3])
+        XCTAssertEqual(c.count, 6)
+        // A log kept 2 of its 40 `log.x` and has one pattern problem it counted nowhere.
+        c.absorb(kept: [Diagnostic(id: "log.x", message: "1"), Diagnostic(id: "log.x", message: "2"),
+                        Diagnostic(id: "log.patterns.invalid", message: "p")], totals: ["log.x": 40])
+        XCTAssertEqual(c.totals["log.x"], 40)
+        XCTAssertEqual(c.totals["log.patterns.invalid"], 1)
+        XCTAssertEqual(c.count, 47)
+        XCTAssertEqual(c.kept.count, 7)
+        // The run's limit applies to what is absorbed too; carrying on from a finished stage keeps its state.
+        let d = DiagnosticCollector(keptPerID: 2, continuing: [Diagnostic(id: "a", message: "1")], totals: ["a": 5])
+        d.absorb(kept: ["2", "3", "4"].map { Diagnostic(id: "a", message: $0) }, totals: ["a": 9])
+        XCTAssertEqual(d.kept.map(\.message), ["1", "2"])
+        XCTAssertEqual(d.totals, ["a": 14])
+        XCTAssertEqual(d.count, 14)
+    }
+
+    func testDeclaredIDsCoverFamilies() {
+        XCTAssertTrue(DiagnosticSpec.covers("tcp.truncated", "tcp.truncated"))
+        XCTAssertFalse(DiagnosticSpec.covers("tcp.truncated", "tcp.truncated.more"))
+        XCTAssertTrue(DiagnosticSpec.covers("mdns.name.*", "mdns.name.loop"))
+        XCTAssertFalse(DiagnosticSpec.covers("mdns.name.*", "mdns.other"))
+        XCTAssertTrue(DiagnosticSpec.covers("*.handoff.depth", "app-json.handoff.depth"))
+        XCTAssertFalse(DiagnosticSpec.covers("*.handoff.depth", "app-json.handoff"))
+        let layer = DiagnosticLayer(name: "t", summary: "t", diagnostics: [.id("x.y", .info, "m")])
+        XCTAssertEqual(layer.spec(for: "x.y")?.severity, .info)
+        XCTAssertNil(layer.spec(for: "x.z"))
+    }
 }

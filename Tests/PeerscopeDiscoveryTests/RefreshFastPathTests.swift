@@ -134,4 +134,59 @@ final class RefreshFastPathTests: XCTestCase {
         XCTAssertEqual(fast.plugin?.fastRefreshes, 1, "only the copy at +10 s")
         XCTAssertFalse(fast.events.filter { $0.kind == .instanceConflict }.isEmpty)
     }
+
+    func testHostAddressesExpireOnTimeWithOneQueuedEntryPerHost() throws {
+        // The A record names another address than the packets' source, so the summary shows whether the
+        // host still holds it. Copies every 30 s up to +600 s; TTL 120 s: the address lasts until +720 s.
+        let a = announcement(addr: [192, 168, 1, 77])
+        let packets = (0 ... 20).map { (Int64($0) * 30, a) }
+        for (end, kept) in [(Int64(700), true), (Int64(730), false)] {
+            let fast = Harness(fast: true), slow = Harness(fast: false)
+            for h in [fast, slow] {
+                for (dt, b) in packets { h.send(b, at: t0 + dt * s, from: "192.168.1.10") }
+                // One waiting entry per host, not one per refresh (the heap does not grow with the capture).
+                XCTAssertLessThanOrEqual(try XCTUnwrap(h.plugin).tracker.hostDue.count, 2)
+                h.finish(t0 + end * s)
+                let inst = try XCTUnwrap(h.plugin?.summary().instances.first)
+                XCTAssertEqual(inst.addresses.contains(IPAddress("192.168.1.77")!), kept, "at +\(end) s")
+                XCTAssertTrue(inst.addresses.contains(IPAddress("192.168.1.10")!), "the source stays")
+            }
+            XCTAssertEqual(fast.plugin?.fastRefreshes, 20)
+            XCTAssertEqual(fast.lines, slow.lines)
+        }
+    }
+
+    func testNameKeysAreTheStandardLowercasing() {
+        let names = ["a-host.local", "A-Host.LOCAL", "Luca’s iMac._smb._tcp.local", "Chloé’s iPad._airplay._tcp.local",
+                     "ÉCOLE-3B._ipp._tcp.local", "ΣΟΦΙΑ._chat._tcp.local", "İstanbul.local", "Straße.local", "ǅemal.local",
+                     "", "\\032x.local", "MiXeD ÅÄÖ åäö.local", "ﬁle.local", "Ⅻ.local"]
+        for n in names {
+            XCTAssertEqual(DNSName.lowercased(n), n.lowercased(), n)
+            XCTAssertEqual(DNSName.lowercased(n).utf8.elementsEqual(n.lowercased().utf8), true, n)
+        }
+    }
+
+    func testRepeatedBrowseQueriesAreSkippedOnlyWithinTheirWindow() throws {
+        var q = DNSBuilder(flags: 0, qd: 2)
+        q.question("_chat._tcp.local", type: DNSType.ptr)
+        q.question("_airplay._tcp.local", type: DNSType.ptr, qu: true)
+        // A copy every 2 s for 30 s; the browse window is 10 s: events at +0, +10, +20 and +30 s only.
+        let (fast, slow) = both((0 ... 15).map { (Int64($0) * 2, q.bytes) }, end: 40)
+        XCTAssertEqual(fast.lines, slow.lines)
+        let browses = fast.events.filter { $0.kind == .browse }
+        XCTAssertEqual(browses.map { ($0.t - t0) / s }, [0, 0, 10, 10, 20, 20, 30, 30])
+        XCTAssertEqual(fast.plugin?.fastQueries, 12, "the copies inside the window are skipped unparsed")
+        XCTAssertEqual(slow.plugin?.fastQueries, 0)
+        XCTAssertEqual(fast.plugin?.summary().services.map(\.browseQueries), slow.plugin?.summary().services.map(\.browseQueries))
+    }
+
+    func testAProbeIsNeverSkipped() throws {
+        // A probe for the instance (an SRV in the authority section): every copy is read, never skipped.
+        var probe = DNSBuilder(flags: 0, qd: 1, ns: 1)
+        probe.question("1ddatjp8m3xy7._chat._tcp.local", type: DNSType.any)
+        probe.srv(Self.inst, target: "b-host.local", port: 50001, ttl: 120)
+        let (fast, slow) = both([(0, announcement()), (5, probe.bytes), (6, probe.bytes), (7, probe.bytes)], end: 20)
+        XCTAssertEqual(fast.lines, slow.lines)
+        XCTAssertEqual(fast.plugin?.fastQueries, 0, "a query with an SRV in its authority section is read every time")
+    }
 }

@@ -294,32 +294,30 @@ final class InvitationLargeDeliveryTests: XCTestCase {
 final class InvitationGapTests: XCTestCase {
     let conn = InvitationExchangeTests.conn
 
-    /// Bytes lost mid-frame: given the stream's gap event, the plugin drops the partial frame and locks
-    /// onto the next valid frame without calling it a CRC error. (Driven directly: the pipeline does not
-    /// forward gaps to stream owners yet.)
+    /// Bytes lost mid-frame: the pipeline forwards the stream's gap to the framer, which drops the
+    /// partial frame and locks onto the next valid frame without calling it a CRC error.
     func testGapResynchronisesQuietly() {
         typealias X = InvitationExchangeTests
         let invite = frame(0x0834, seq: 1, body: X.invite())
-        let plugin = InvitationFramingPlugin()
-        let ctx = PluginContext()
-        var ids: [String] = []
-        var kinds: [EventKind] = []
-        ctx.onDiagnostic = { ids.append($0.id) }
-        ctx.onEvent = { kinds.append($0.kind) }
-        ctx.currentPlugin = InvitationFramingPlugin.descriptor.id
-        var n: UInt64 = 0
-        func deliver(_ d: Delivery, _ bytes: [UInt8]) {
-            n += 1
-            let input = PluginInput(frame: FrameInfo(input: 0, number: n, t: Nanos(n), capturedLength: 0, originalLength: 0, linkType: 1),
-                                    delivery: d, flow: conn.flow(.toServer), connection: (conn, .toServer), payload: Bytes(bytes))
-            ctx.currentInput = input
-            plugin.decode(input, ctx)
-        }
-        deliver(.stream(conn, .toServer), frame(0x0898, seq: 0) + Array(invite.prefix(50)))
-        deliver(.tcpEvent(conn, .toServer, .gap), [])
-        deliver(.stream(conn, .toServer), Array(invite.suffix(from: 80)) + frame(0x0898, seq: 2))
-        XCTAssertEqual(ids, ["mpc-invitation.gap", "mpc-invitation.resync"])
-        XCTAssertEqual(kinds, [.invitationAccept, .invitationAccept])
+        let h = Harness()
+        h.send(conn, .toServer, frame(0x0898, seq: 0) + Array(invite.prefix(50)))
+        h.tcpEvent(conn, .toServer, .gap)
+        h.send(conn, .toServer, Array(invite.suffix(from: 80)) + frame(0x0898, seq: 2))
+        XCTAssertEqual(h.diagnostics.map(\.id), ["mpc-invitation.gap", "mpc-invitation.resync"])
+        XCTAssertEqual(h.diagnostics.first?.offset, 16, "the gap is placed after the bytes framed")
+        XCTAssertEqual(h.events(.invitationAccept).map { $0.attrs["seq"] }, ["0", "2"])
+        XCTAssertTrue(h.events(.checksumError).isEmpty)
+    }
+
+    /// Without the gap the framer waits for the cut frame's missing bytes: the next frame is lost inside it.
+    func testWithoutTheGapTheNextFrameIsSwallowed() {
+        typealias X = InvitationExchangeTests
+        let invite = frame(0x0834, seq: 1, body: X.invite())
+        let h = Harness()
+        h.send(conn, .toServer, frame(0x0898, seq: 0) + Array(invite.prefix(50)))
+        h.send(conn, .toServer, Array(invite.suffix(from: 80)) + frame(0x0898, seq: 2))
+        XCTAssertEqual(h.diagnostics.map(\.id), [])
+        XCTAssertEqual(h.events(.invitationAccept).map { $0.attrs["seq"] }, ["0"])
     }
 
     func testBadCRCIsAChannelChecksumEvent() throws {

@@ -231,7 +231,9 @@ final class NetworkLayerTests: XCTestCase {
 }
 
 final class DiagnosticCapTests: XCTestCase {
-    func testDiagnosticsPerIDAreCappedAndSummed() {
+    /// Past the collector's per-id limit diagnostics are only counted (no summary diagnostic with an
+    /// id of its own): the totals stay true.
+    func testDiagnosticsPerIDAreCappedAndCounted() {
         var opts = PacketOptions()
         opts.maxDiagnosticsPerID = 3
         let d = PacketDecoder(options: opts)
@@ -240,9 +242,21 @@ final class DiagnosticCapTests: XCTestCase {
         s.feed(d, Build.frame(Build.eth4([0x45]), number: 11))
         XCTAssertEqual(s.diagIDs(), ["eth.truncated", "eth.truncated", "eth.truncated", "ipv4.truncated"])
         s.finish(d)
-        XCTAssertEqual(s.diagIDs().last, "packets.diagnostics_suppressed")
-        XCTAssertEqual(s.diags.last?.message.hasPrefix("7 more eth.truncated"), true)
+        XCTAssertEqual(s.diagIDs().count, 4, "nothing more at the end")
+        XCTAssertEqual(d.diagnostics.totals, ["eth.truncated": 10, "ipv4.truncated": 1])
         XCTAssertEqual(d.counters.diagnostics, 11)
         XCTAssertEqual(d.counters.diagnosticsSuppressed, 7)
+    }
+
+    /// A shared collector (the engine's) applies its own limit across the stages reporting into it.
+    func testASharedCollectorAppliesItsLimit() {
+        let shared = DiagnosticCollector(keptPerID: 2)
+        shared.record(Diagnostic(id: "eth.truncated", message: "from elsewhere"))
+        let d = PacketDecoder(options: PacketOptions(), diagnostics: shared)
+        let s = Sink()
+        for i in 0 ..< 5 { s.feed(d, Build.frame([1, 2, 3], number: UInt64(i + 1))) }
+        XCTAssertEqual(s.diagIDs(), ["eth.truncated"], "one kept elsewhere, one here")
+        XCTAssertEqual(shared.totals["eth.truncated"], 6)
+        XCTAssertEqual(shared.count, 6)
     }
 }

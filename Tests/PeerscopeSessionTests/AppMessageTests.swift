@@ -152,22 +152,28 @@ final class AppMessageTests: XCTestCase {
         XCTAssertTrue(h.diagnostics.isEmpty)
     }
 
-    func testOtherMustComeLast() {
-        // With app-other listed before app-chat, it takes the chat message: dispatch order matters.
-        let h = Harness([AppJSONPlugin.self, AppOtherPlugin.self, AppChatPlugin.self])
-        h.udp(Array(Seeds.chat.utf8), a, b)
-        XCTAssertEqual(appEvents(h).map(\.kind), [.appOther])
-        XCTAssertEqual(appEvents(h).first?.attrs["type"], "(none)")
-        XCTAssertFalse(h.allText.contains(Seeds.secret))
+    func testTheFallbackIsAskedLastWhateverTheOrder() {
+        // app-other is a declared fallback: listed first or last, it only takes what app-chat does not.
+        for plugins: [any DecoderPlugin.Type] in [[AppJSONPlugin.self, AppOtherPlugin.self, AppChatPlugin.self],
+                                                 [AppChatPlugin.self, AppJSONPlugin.self, AppOtherPlugin.self]] {
+            let h = Harness(plugins)
+            h.udp(Array(Seeds.chat.utf8), a, b)
+            h.udp(Array(#"{"type":"presence","who":"x"}"#.utf8), a, b)
+            XCTAssertEqual(appEvents(h).map(\.kind), [.appChat, .appOther])
+            XCTAssertEqual(appEvents(h).last?.attrs["type"], "presence")
+            XCTAssertFalse(h.allText.contains(Seeds.secret))
+        }
     }
 
-    func testRegistryOrder() {
+    func testRegistryListsEveryTypeOnceAndDeclaresItsFallbacks() {
         let ids = PluginRegistry.decoders.map { $0.descriptor.id }
         let session = ["stun", "dtls", "gck-hello", "gck-dd", "gck-lsa", "gck-lsaack", "gck-data", "gck-heartbeat", "gck-other"]
         let app = ["app-json", "app-handshake", "app-handshake-response", "app-keepalive", "app-chat", "app-other"]
         XCTAssertEqual(ids.filter { session.contains($0) }, session)
         XCTAssertEqual(ids.filter { app.contains($0) }, app)
-        XCTAssertEqual(ids.filter { $0.hasPrefix("app-") }.last, "app-other")
+        // Fallbacks are declared, not placed: the app family's and the GCK family's.
+        XCTAssertEqual(PluginRegistry.decoders.filter { $0.descriptor.priority == .fallback }.map { $0.descriptor.id }.sorted(),
+                       ["app-other", "gck-other"])
         XCTAssertEqual(Set(ids).count, ids.count)
         for t in PluginRegistry.decoders { XCTAssertFalse(t.descriptor.claims.isEmpty, t.descriptor.id) }
     }

@@ -127,3 +127,34 @@ final class GCKPayloadTests: XCTestCase {
         XCTAssertEqual(h.events(.gckDD).count, 1)
     }
 }
+
+/// Issue 14: one probe per protocol family. GCK datagrams are classified once by `GCKFamily` and run
+/// by the one member plugin of their type; no member probes.
+extension GCKPayloadTests {
+    func testGCKIsProbedOncePerPacketAndDispatchedByType() {
+        let t = self
+        let h = Harness()
+        t.sendAll(h)
+        h.udp(t.gck(8, [0, 2, 0, 1]), t.s, t.d)          // heartbeat
+        h.udp(t.gck(1, [UInt8](repeating: 0, count: 18)), t.s, t.d)  // hello
+        let probes = h.pipeline.probeCounts
+        XCTAssertEqual(probes["gck"], 9, "one family probe per GCK packet")
+        XCTAssertEqual(probes.keys.filter { $0.hasPrefix("gck-") }, [], "no member plugin probes")
+        let byPlugin = h.messages.filter { $0.plugin.hasPrefix("gck") }.map(\.plugin)
+        XCTAssertEqual(byPlugin, ["gck-data", "gck-data", "gck-data", "gck-data", "gck-other", "gck-other", "gck-other",
+                                  "gck-heartbeat", "gck-hello"])
+    }
+
+    func testOffMPCPortsTheFamilyProbeStillChecksLengthAndCRC() {
+        let t = self
+        let h = Harness()
+        let a = Endpoint(v4(10, 2, 0, 1), 50000), b = Endpoint(v4(10, 2, 0, 2), 50001)
+        var bad = t.gck(8, [0, 2, 0, 1])
+        bad[7] ^= 1
+        h.udp(bad, a, b)                          // bad CRC on an ephemeral port: not GCK
+        h.udp(t.gck(8, [0, 2, 0, 1]), a, b)       // good: a heartbeat
+        XCTAssertEqual(h.events(.gckHeartbeat).count, 1)
+        XCTAssertEqual(h.pipeline.unclaimed["udp"], 1)
+        XCTAssertEqual(h.pipeline.probeCounts["gck"], 2)
+    }
+}

@@ -4,13 +4,12 @@ import PeerscopeCore
 /// messages) and hands each object on as `app.json` keyed by its `type` (`chat` for chat messages
 /// without one). Sources: GCK Data payloads (`gck.data`), UDP datagrams (one object each) and TCP
 /// streams, newline-delimited / concatenated objects or 4-byte big-endian length-prefixed.
-public final class AppJSONPlugin: DecoderPlugin {
+public final class AppJSONPlugin: StreamFramingPlugin {
     public static let descriptor = PluginDescriptor(
         id: "app-json",
         summary: "App JSON framing: objects from GCK Data, UDP datagrams, TCP (newline-delimited or u32 length-prefixed)",
         claims: [.carried("gck.data"), .udpHeuristic, .tcpHeuristic],
-        messageTypes: []
-    ,
+        messageTypes: [],
         diagnostics: [
             DiagnosticSpec("invalid", .warning, "a frame that is not valid JSON"),
             DiagnosticSpec("not_object", .warning, "JSON that is not an object"),
@@ -23,31 +22,10 @@ public final class AppJSONPlugin: DecoderPlugin {
 
     /// Largest object (or length-prefixed message) kept; bigger ones are skipped with a diagnostic.
     public static let maxMessage = 256 * 1024
+    /// The pipeline's bound on a direction's unframed bytes: never reached (objects and prefixed
+    /// lengths are bounded by `maxMessage` first).
+    public static let streamLimits = StreamLimits(maxBuffered: 2 * maxMessage, overflowProblem: "oversize")
 
-    private enum Mode { case undecided, text, lengthPrefixed, ignored }
-
-    private struct StreamKey: Hashable {
-        var connection: UInt64
-        var direction: TCPDirection
-    }
-
-    private struct StreamState {
-        var mode: Mode = .undecided
-        var buf: [UInt8] = []
-        var start = 0           // first unconsumed byte
-        // text mode scanner
-        var scan = 0
-        var objStart: Int? = nil
-        var depth = 0
-        var inString = false
-        var escape = false
-        var skippingToNewline = false
-        // length-prefixed mode
-        var skip = 0
-        var consumedTotal = 0   // stream offset of `buf[0]`
-    }
-
-    private var streams: [StreamKey: StreamState] = [:]
     private var carriedPending: [FlowKey: [UInt8]] = [:]
 
     public init() {}
@@ -92,11 +70,9 @@ public final class AppJSONPlugin: DecoderPlugin {
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         switch input.delivery {
-        case .stream(let conn, let dir):
-            let key = StreamKey(connection: conn.id, direction: dir)
-            var st = streams[key] ?? StreamState()
-            feed(&st, input.payload, ctx)
-            streams[key] = st
+        case .stream:
+            // One frame cut by `AppJSONStreamFramer` (the pipeline keeps the stream's bytes).
+            object(input.payload, offset: input.streamOffset ?? 0, ctx)
         case .carried:
             carried(input, ctx)
         default:
@@ -158,148 +134,15 @@ public final class AppJSONPlugin: DecoderPlugin {
         }
     }
 
-    public func streamEnded(_ connection: TCPConnectionInfo, _ ctx: PluginContext) {
-        for d in [TCPDirection.toServer, .toClient] {
-            let key = StreamKey(connection: connection.id, direction: d)
-            if let st = streams[key], st.buf.count > st.start, st.mode != .ignored {
-                ctx.diagnose("truncated", "\(st.buf.count - st.start) bytes of an unfinished JSON message when \(connection) ended",
-                             severity: .info)
-            }
-            streams[key] = nil
-        }
+    public func makeFramer(_ connection: TCPConnectionInfo, _ direction: TCPDirection) -> any StreamFramer {
+        AppJSONStreamFramer(connection)
     }
 
     public func finish(_ t: Nanos, _ ctx: PluginContext) {
-        for (_, st) in streams where st.buf.count > st.start && st.mode != .ignored {
-            ctx.diagnose("truncated", "\(st.buf.count - st.start) bytes of an unfinished JSON message at end of input",
-                         severity: .info)
-        }
-        streams.removeAll()
         for (_, p) in carriedPending {
             ctx.diagnose("incomplete", "\(p.count) bytes of a JSON message from GCK Data never completed", severity: .info)
         }
         carriedPending.removeAll()
-    }
-
-    // MARK: Stream framing
-
-    private func feed(_ st: inout StreamState, _ bytes: Bytes, _ ctx: PluginContext) {
-        if st.mode == .ignored { return }
-        st.buf.append(contentsOf: bytes.array)
-        if st.mode == .undecided {
-            var i = st.start
-            while i < st.buf.count, Self.isSpace(st.buf[i]) { i += 1 }
-            guard i < st.buf.count else { return }
-            if st.buf[i] == UInt8(ascii: "{") {
-                st.mode = .text
-            } else if i == st.start && st.buf[i] == 0 {
-                st.mode = .lengthPrefixed
-            } else {
-                ctx.diagnose("stream.unknown", "stream does not start with JSON or a length prefix (byte \(SessionHex.u8(st.buf[i])))",
-                             offset: st.consumedTotal + i, severity: .info)
-                st.mode = .ignored
-                st.buf = []
-                st.start = 0
-                return
-            }
-        }
-        switch st.mode {
-        case .text: scanText(&st, ctx)
-        case .lengthPrefixed: scanLengthPrefixed(&st, ctx)
-        default: break
-        }
-        compact(&st)
-    }
-
-    private func compact(_ st: inout StreamState) {
-        let keepFrom = min(st.objStart ?? st.start, st.start)
-        guard keepFrom > 0, keepFrom >= st.buf.count || keepFrom >= 4096 else { return }
-        st.buf.removeFirst(keepFrom)
-        st.consumedTotal += keepFrom
-        st.start -= keepFrom
-        st.scan -= keepFrom
-        if let o = st.objStart { st.objStart = o - keepFrom }
-    }
-
-    private func scanText(_ st: inout StreamState, _ ctx: PluginContext) {
-        var i = max(st.scan, st.start)
-        let n = st.buf.count
-        while i < n {
-            let c = st.buf[i]
-            if st.skippingToNewline {
-                if c == 0x0A { st.skippingToNewline = false }
-                i += 1
-                st.start = i
-                continue
-            }
-            guard let begin = st.objStart else {
-                if Self.isSpace(c) || c == 0 {
-                    i += 1
-                    st.start = i
-                } else if c == UInt8(ascii: "{") {
-                    st.objStart = i
-                    st.depth = 1
-                    st.inString = false
-                    st.escape = false
-                    i += 1
-                } else {
-                    ctx.diagnose("garbage", "unexpected byte \(SessionHex.u8(c)) between JSON messages; skipping to the next line",
-                                 offset: st.consumedTotal + i)
-                    st.skippingToNewline = true
-                }
-                continue
-            }
-            if st.inString {
-                if st.escape { st.escape = false } else if c == 0x5C { st.escape = true } else if c == 0x22 { st.inString = false }
-            } else if c == 0x22 {
-                st.inString = true
-            } else if c == UInt8(ascii: "{") || c == UInt8(ascii: "[") {
-                st.depth += 1
-            } else if c == UInt8(ascii: "}") || c == UInt8(ascii: "]") {
-                st.depth -= 1
-                if st.depth == 0 {
-                    let obj = Bytes(storage: st.buf, lower: begin, count: i + 1 - begin)
-                    object(obj, offset: st.consumedTotal + begin, ctx)
-                    st.objStart = nil
-                    st.start = i + 1
-                }
-            }
-            i += 1
-            if let b = st.objStart, i - b > Self.maxMessage {
-                ctx.diagnose("oversize", "JSON message longer than \(Self.maxMessage) bytes; skipping to the next line",
-                             offset: st.consumedTotal + b)
-                st.objStart = nil
-                st.skippingToNewline = true
-                st.start = i
-            }
-        }
-        st.scan = i
-    }
-
-    private func scanLengthPrefixed(_ st: inout StreamState, _ ctx: PluginContext) {
-        while true {
-            if st.skip > 0 {
-                let n = min(st.skip, st.buf.count - st.start)
-                st.skip -= n
-                st.start += n
-                if st.skip > 0 { return }
-            }
-            let avail = st.buf.count - st.start
-            guard avail >= 4 else { return }
-            let len = Int(UInt32(st.buf[st.start]) << 24 | UInt32(st.buf[st.start + 1]) << 16
-                          | UInt32(st.buf[st.start + 2]) << 8 | UInt32(st.buf[st.start + 3]))
-            if len > Self.maxMessage {
-                ctx.diagnose("oversize", "length prefix \(len) exceeds \(Self.maxMessage); message skipped",
-                             offset: st.consumedTotal + st.start)
-                st.start += 4
-                st.skip = len
-                continue
-            }
-            guard avail >= 4 + len else { return }
-            let obj = Bytes(storage: st.buf, lower: st.start + 4, count: len)
-            object(obj, offset: st.consumedTotal + st.start + 4, ctx)
-            st.start += 4 + len
-        }
     }
 
     // MARK: One object
@@ -325,6 +168,119 @@ public final class AppJSONPlugin: DecoderPlugin {
             return
         }
         ctx.handOff("app.json", key: AppJSON.key(for: value), payload: trimmed, parsed: value)
+    }
+}
+
+/// Cuts one direction of an app JSON stream into objects: newline-delimited or concatenated objects
+/// (a brace scanner that resumes where it stopped), or 4-byte big-endian length-prefixed messages.
+/// The mode is decided on the first bytes; a stream that starts with neither is given up.
+final class AppJSONStreamFramer: StreamFramer {
+    private enum Mode { case undecided, text, lengthPrefixed }
+    private let connection: TCPConnectionInfo
+    private var mode = Mode.undecided
+    // Text mode: the scanner's state, relative to the front of the buffer (an object starts there).
+    private var scan = 0
+    private var inObject = false
+    private var depth = 0
+    private var inString = false
+    private var escape = false
+    private var skippingToNewline = false
+
+    init(_ connection: TCPConnectionInfo) { self.connection = connection }
+
+    private static func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 }
+
+    func frame(_ buffer: StreamBuffer, _ ctx: PluginContext) -> FrameResult {
+        let b = buffer.bytes
+        if mode == .undecided {
+            var i = 0
+            while let c = b.byte(i), Self.isSpace(c) { i += 1 }
+            guard let c = b.byte(i) else { return .needMore }
+            if c == UInt8(ascii: "{") {
+                mode = .text
+            } else if i == 0 && c == 0 {
+                mode = .lengthPrefixed
+            } else {
+                ctx.diagnose("stream.unknown", "stream does not start with JSON or a length prefix (byte \(SessionHex.u8(c)))",
+                             offset: buffer.offset + i, severity: .info)
+                return .giveUp
+            }
+        }
+        return mode == .text ? text(b, buffer.offset, ctx) : lengthPrefixed(b, buffer.offset, ctx)
+    }
+
+    private func text(_ b: Bytes, _ base: Int, _ ctx: PluginContext) -> FrameResult {
+        let n = b.count
+        if !inObject {
+            // Between objects: white space and NULs go, garbage is skipped to the end of its line.
+            var i = 0
+            while i < n, let c = b.byte(i) {
+                if skippingToNewline {
+                    if c == 0x0A { skippingToNewline = false }
+                } else if Self.isSpace(c) || c == 0 {
+                } else if c == UInt8(ascii: "{") {
+                    break
+                } else {
+                    ctx.diagnose("garbage", "unexpected byte \(SessionHex.u8(c)) between JSON messages; skipping to the next line",
+                                 offset: base + i)
+                    skippingToNewline = true
+                }
+                i += 1
+            }
+            if i > 0 { return .skip(i) }
+            guard i < n else { return .needMore }
+            inObject = true
+            depth = 1
+            inString = false
+            escape = false
+            scan = 1
+        }
+        var i = scan
+        while i < n, let c = b.byte(i) {
+            if inString {
+                if escape { escape = false } else if c == 0x5C { escape = true } else if c == 0x22 { inString = false }
+            } else if c == 0x22 {
+                inString = true
+            } else if c == UInt8(ascii: "{") || c == UInt8(ascii: "[") {
+                depth += 1
+            } else if c == UInt8(ascii: "}") || c == UInt8(ascii: "]") {
+                depth -= 1
+                if depth == 0 {
+                    inObject = false
+                    scan = 0
+                    return .frame(length: i + 1)
+                }
+            }
+            i += 1
+            if i > AppJSONPlugin.maxMessage {
+                ctx.diagnose("oversize", "JSON message longer than \(AppJSONPlugin.maxMessage) bytes; skipping to the next line",
+                             offset: base)
+                inObject = false
+                skippingToNewline = true
+                scan = 0
+                return .skip(i)
+            }
+        }
+        scan = i
+        return .needMore
+    }
+
+    private func lengthPrefixed(_ b: Bytes, _ base: Int, _ ctx: PluginContext) -> FrameResult {
+        guard let len32 = b.u32be(0) else { return .needMore }
+        let len = Int(len32)
+        if len > AppJSONPlugin.maxMessage {
+            ctx.diagnose("oversize", "length prefix \(len) exceeds \(AppJSONPlugin.maxMessage); message skipped", offset: base)
+            return .skip(4 + len)
+        }
+        guard b.count >= 4 + len else { return .needMore }
+        return .frame(length: 4 + len, payload: 4 ..< 4 + len)
+    }
+
+    func end(_ buffer: StreamBuffer, atEndOfInput: Bool, _ ctx: PluginContext) {
+        guard !buffer.isEmpty else { return }
+        ctx.diagnose("truncated", atEndOfInput ? "\(buffer.count) bytes of an unfinished JSON message at end of input"
+                         : "\(buffer.count) bytes of an unfinished JSON message when \(connection) ended",
+                     severity: .info)
     }
 }
 

@@ -10,8 +10,8 @@ public final class AppHandshakePlugin: DecoderPlugin {
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let v = AppJSON.parse(input, ctx) else { return }
         var attrs: [String: String] = [:]
-        if let d = AppJSON.scalar(v["deviceId"]) { attrs["deviceId"] = d }
-        if let p = AppJSON.scalar(v["platform"]) { attrs["platform"] = p }
+        if let d = AppJSON.scalar(v["deviceId"]) { attrs[.deviceId] = d }
+        if let p = AppJSON.scalar(v["platform"]) { attrs[.platform] = p }
         ctx.message("handshake", attrs.sorted { $0.key < $1.key }.map { ($0.key, AttrJSON.value($0.key, $0.value)) })
         let h = ctx.hints()
         ctx.event(.appHandshake, from: h.from, to: h.to, attrs: attrs)
@@ -29,11 +29,11 @@ public final class AppHandshakeResponsePlugin: DecoderPlugin {
         guard let v = AppJSON.parse(input, ctx) else { return }
         var attrs: [String: String] = [:]
         if let s = AppJSON.scalar(v["status"]) {
-            attrs["status"] = s
-            attrs["accepted"] = s == "accepted" ? "true" : "false"
+            attrs[.status] = s
+            attrs[.accepted] = s == "accepted"
         }
-        if let a = v["accepted"]?.boolValue { attrs["accepted"] = a ? "true" : "false" }
-        if let d = AppJSON.scalar(v["deviceId"]) { attrs["deviceId"] = d }
+        if let a = v["accepted"]?.boolValue { attrs[.accepted] = a }
+        if let d = AppJSON.scalar(v["deviceId"]) { attrs[.deviceId] = d }
         ctx.message("handshake_response", attrs.sorted { $0.key < $1.key }.map { ($0.key, AttrJSON.value($0.key, $0.value)) })
         let h = ctx.hints()
         ctx.event(.appHandshakeResponse, from: h.from, to: h.to, attrs: attrs)
@@ -50,11 +50,11 @@ public final class AppKeepAlivePlugin: DecoderPlugin {
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let v = AppJSON.parse(input, ctx) else { return }
         var attrs: [String: String] = [:]
-        if let d = AppJSON.scalar(v["deviceId"]) { attrs["deviceId"] = d }
-        if let t = AppJSON.scalar(v["timestamp"]) { attrs["timestamp"] = t }
+        if let d = AppJSON.scalar(v["deviceId"]) { attrs[.deviceId] = d }
+        if let t = AppJSON.scalar(v["timestamp"]) { attrs[.timestamp] = t }
         ctx.message("keep_alive", {
             var f: [(String, JSONValue)] = []
-            if let d = attrs["deviceId"] { f.append(("deviceId", .string(d))) }
+            if let d = attrs[.deviceId] { f.append(("deviceId", .string(d))) }
             if let t = v["timestamp"] { f.append(("timestamp", t)) }
             return f
         }())
@@ -75,13 +75,14 @@ public final class AppChatPlugin: DecoderPlugin {
         guard let v = AppJSON.parse(input, ctx) else { return }
         let content = v["content"]?.stringValue
         let size = content.map { $0.utf8.count } ?? 0
-        var attrs: [String: String] = ["size": String(size)]
-        if let s = AppJSON.scalar(v["sender"]) { attrs["sender"] = s }
+        var attrs: [String: String] = [:]
+        attrs[.size] = size
+        if let s = AppJSON.scalar(v["sender"]) { attrs[.sender] = s }
         // Contents only when asked (--show-payloads); the timeline then shows each message.
-        if ctx.options.showPayloads, let content { attrs["content"] = content }
+        if ctx.options.showPayloads, let content { attrs[.content] = content }
         ctx.message("chat", {
             var f: [(String, JSONValue)] = []
-            if let s = attrs["sender"] { f.append(("sender", .string(s))) }
+            if let s = attrs[.sender] { f.append(("sender", .string(s))) }
             if let t = v["timestamp"] { f.append(("timestamp", t)) }
             f.append(("contentLength", .int(Int64(size))))
             if ctx.options.showPayloads, let content { f.append(("content", .string(content))) }
@@ -93,11 +94,11 @@ public final class AppChatPlugin: DecoderPlugin {
 }
 
 /// Any other app JSON object: kept as its `type` name and the names of its keys (never values).
-/// Claims every `app.json` hand-off, so it must be the last app-message plugin.
+/// The fallback for `app.json` hand-offs: it takes the types no other app-message plugin claims.
 public final class AppOtherPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "app-other", summary: "Other app JSON messages (type name and key names only)",
-        claims: [.carried("app.json")], messageTypes: ["other"])
+        claims: [.carried("app.json")], messageTypes: ["other"], priority: .fallback)
     public init() {}
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
@@ -113,6 +114,9 @@ public final class AppOtherPlugin: DecoderPlugin {
             ("size", .int(Int64(input.payload.count))),
         ])
         let h = ctx.hints()
-        ctx.event(.appOther, from: h.from, to: h.to, attrs: ["type": type, "size": String(input.payload.count)])
+        var attrs: [String: String] = [:]
+        attrs[.type] = type
+        attrs[.size] = input.payload.count
+        ctx.event(.appOther, from: h.from, to: h.to, attrs: attrs)
     }
 }

@@ -60,7 +60,7 @@ public final class DTLSPlugin: DecoderPlugin {
 
     private static func onMPCPort(_ input: PluginInput) -> Bool {
         guard let f = input.flow else { return false }
-        return GCKHeader.mpcPorts.contains(f.src.port) || GCKHeader.mpcPorts.contains(f.dst.port)
+        return MPCPorts.touchesGCK(f)
     }
 
     public func probe(_ input: PluginInput) -> ProbeResult {
@@ -166,7 +166,8 @@ public final class DTLSPlugin: DecoderPlugin {
                 side.encryptedHandshake = true
                 st.lastMessage = name
                 ctx.message("record", fields + [("handshake", .string(name)), ("encrypted", .bool(true))])
-                var attrs = ["message": name, "encrypted": "true", "epoch": String(rec.epoch)]
+                var attrs: [String: String] = .typed([.message: name, .epoch: String(rec.epoch)])
+                attrs[.encrypted] = true
                 if wrapped { attrs[DTLSPlugin.prefixAttr] = "D0" }
                 ctx.event(.dtlsHandshake, from: h.from, to: h.to, attrs: attrs)
                 return
@@ -180,12 +181,12 @@ public final class DTLSPlugin: DecoderPlugin {
                     break
                 }
                 let name = DTLSWire.handshakeName(hs.type)
-                var attrs: [String: String] = ["message": name, "messageSeq": String(hs.messageSeq)]
+                var attrs: [String: String] = .typed([.message: name, .messageSeq: String(hs.messageSeq)])
                 if wrapped { attrs[DTLSPlugin.prefixAttr] = "D0" }
                 var mf: [(String, JSONValue)] = [("message", .string(name)), ("messageSeq", .int(Int64(hs.messageSeq))),
                                                  ("length", .int(Int64(hs.length)))]
                 if hs.isFragment {
-                    attrs["fragment"] = "\(hs.fragmentOffset)+\(hs.fragmentLength)/\(hs.length)"
+                    attrs[.fragment] = "\(hs.fragmentOffset)+\(hs.fragmentLength)/\(hs.length)"
                     mf.append(("fragmentOffset", .int(Int64(hs.fragmentOffset))))
                     mf.append(("fragmentLength", .int(Int64(hs.fragmentLength))))
                 }
@@ -194,11 +195,11 @@ public final class DTLSPlugin: DecoderPlugin {
                         mf.append(("cipherSuites", .array(suites.map { .string($0) })))
                     } else if hs.type == 2, let suite = DTLSWire.serverHelloSuite(hs.body) {
                         mf.append(("cipherSuite", .string(suite)))
-                        attrs["cipherSuite"] = suite
+                        attrs[.cipherSuite] = suite
                     }
                 }
                 if hs.fragmentOffset == 0 {
-                    if Int(hs.messageSeq) <= side.lastMessageSeq { attrs["retransmit"] = "true" }
+                    if Int(hs.messageSeq) <= side.lastMessageSeq { attrs[.retransmit] = "true" }
                     side.lastMessageSeq = max(side.lastMessageSeq, Int(hs.messageSeq))
                     ctx.event(.dtlsHandshake, from: h.from, to: h.to, attrs: attrs)
                 }
@@ -213,7 +214,7 @@ public final class DTLSPlugin: DecoderPlugin {
             side.ccs = true
             st.lastMessage = "ChangeCipherSpec"
             ctx.message("record", fields)
-            var attrs = ["epoch": String(rec.epoch)]
+            var attrs: [String: String] = .typed([.epoch: String(rec.epoch)])
             if wrapped { attrs[DTLSPlugin.prefixAttr] = "D0" }
             ctx.event(.dtlsChangeCipherSpec, from: h.from, to: h.to, attrs: attrs)
 
@@ -223,30 +224,30 @@ public final class DTLSPlugin: DecoderPlugin {
             var level = "encrypted"
             if clear, rec.fragment.count == 2, let l = rec.fragment.byte(0), let d = rec.fragment.byte(1) {
                 level = DTLSWire.alertLevelName(l)
-                attrs["level"] = level
-                attrs["description"] = DTLSWire.alertDescriptionName(d)
+                attrs[.level] = level
+                attrs[.description] = DTLSWire.alertDescriptionName(d)
             } else {
-                attrs["level"] = "encrypted"
-                attrs["description"] = "encrypted alert"
+                attrs[.level] = "encrypted"
+                attrs[.description] = "encrypted alert"
                 if clear {
                     ctx.diagnose("alert.length", "clear-text alert of \(rec.fragment.count) bytes (expected 2)",
                                  offset: rec.offset + DTLSWire.headerSize)
                 }
             }
             if !st.established {
-                attrs["duringHandshake"] = "true"
+                attrs[.duringHandshake] = true
                 // A fatal alert, or an encrypted one before the handshake completed, ends the attempt.
                 if st.started && (level == "fatal" || level == "encrypted") { st.failed = true }
             }
             st.lastMessage = "alert"
-            ctx.message("record", fields + [("level", .string(attrs["level"] ?? "")), ("description", .string(attrs["description"] ?? ""))])
+            ctx.message("record", fields + [("level", .string(attrs[.level] ?? "")), ("description", .string(attrs[.description] ?? ""))])
             ctx.event(.dtlsAlert, from: h.from, to: h.to, attrs: attrs)
 
         case 23:
             side.appData = true
             st.appDataRecords &+= 1
             ctx.message("record", fields)
-            var attrs = ["size": String(rec.fragment.count)]
+            var attrs: [String: String] = .typed([.size: String(rec.fragment.count)])
             if wrapped { attrs[DTLSPlugin.prefixAttr] = "D0" }
             ctx.event(.dtlsApplicationData, from: h.from, to: h.to, attrs: attrs)
 
@@ -311,7 +312,7 @@ public final class DTLSPlugin: DecoderPlugin {
         if epochBits == 3 {
             side.appEpochRecords = true
             st.appDataRecords &+= 1
-            ctx.event(.dtlsApplicationData, from: h.from, to: h.to, attrs: ["size": String(bodyLen), "version": "1.3"])
+            ctx.event(.dtlsApplicationData, from: h.from, to: h.to, attrs: .typed([.size: String(bodyLen), .version: "1.3"]))
         } else if epochBits == 2 {
             side.encryptedHandshake = true
             st.lastMessage = "encrypted handshake"
@@ -338,9 +339,9 @@ public final class DTLSPlugin: DecoderPlugin {
         guard let how else { return }
         st.established = true
         st.failed = false
-        var attrs = ["how": how]
+        var attrs: [String: String] = .typed([.how: how])
         if st.started {
-            attrs["handshakeMs"] = String(max(0, st.lastAt &- st.startedAt) / CaptureTime.millisecond)
+            attrs[.handshakeMs] = String(max(0, st.lastAt &- st.startedAt) / CaptureTime.millisecond)
         }
         ctx.event(.dtlsEstablished, from: h.from, to: h.to, attrs: attrs)
     }
@@ -366,8 +367,8 @@ public final class DTLSPlugin: DecoderPlugin {
 
     private func reportStall(_ k: FlowKey, _ st: FlowState, t: Nanos, _ ctx: PluginContext, atEnd: Bool) {
         flows[k]?.stallReported = true
-        var attrs = ["lastMessage": st.lastMessage, "waitedMs": String(max(0, t &- st.startedAt) / CaptureTime.millisecond)]
-        if atEnd { attrs["atEnd"] = "true" }
+        var attrs: [String: String] = .typed([.lastMessage: st.lastMessage, .waitedMs: String(max(0, t &- st.startedAt) / CaptureTime.millisecond)])
+        if atEnd { attrs[.atEnd] = true }
         let f = st.flow
         let from = f.map { ctx.directory.hint(for: $0.src) } ?? .unknown
         let to = f.map { ctx.directory.hint(for: $0.dst) } ?? .unknown

@@ -24,8 +24,32 @@ public struct DNSName: Sendable, Hashable, CustomStringConvertible {
     public var isRoot: Bool { labels.isEmpty }
     public var description: String { text }
 
-    /// Case-insensitive key (DNS names compare without regard to ASCII case).
-    public var key: String { text.lowercased() }
+    /// Case-insensitive key (DNS names compare without regard to ASCII case): `text.lowercased()`, without
+    /// building a new string when nothing changes (most names on the wire are lower case already).
+    public var key: String { DNSName.lowercased(text) }
+
+    /// `s.lowercased()`. The standard library lowercases scalar by scalar (each scalar's
+    /// `lowercaseMapping`), so when no scalar changes `s` itself is the answer; ASCII is lowered here.
+    static func lowercased(_ s: String) -> String {
+        var ascii = true, upper = false
+        for b in s.utf8 {
+            if b >= 0x80 { ascii = false; break }
+            if b &- 0x41 < 26 { upper = true }
+        }
+        if ascii {
+            guard upper else { return s }
+            return String(unsafeUninitializedCapacity: s.utf8.count) { buf in
+                var n = 0
+                for b in s.utf8 {
+                    buf[n] = b &- 0x41 < 26 ? b | 0x20 : b
+                    n &+= 1
+                }
+                return n
+            }
+        }
+        for u in s.unicodeScalars where u.properties.changesWhenLowercased { return s.lowercased() }
+        return s
+    }
 
     /// The name without its first `n` labels.
     public func dropping(_ n: Int) -> DNSName { DNSName(labels: Array(labels.dropFirst(n))) }

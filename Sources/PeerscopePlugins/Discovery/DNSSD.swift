@@ -6,6 +6,8 @@ import PeerscopeCore
 public enum DNSSD {
     /// `_services._dns-sd._udp.local`: the service-type enumeration name.
     public static let enumerationName = ["_services", "_dns-sd", "_udp"]
+    /// `enumerationName` in `.local` (built once, not per record).
+    static let localEnumerationName = enumerationName + ["local"]
 
     /// A service type such as `_chat._tcp.local`: the last labels `_<type>`, `_tcp|_udp`, then a domain.
     public struct ServiceType: Sendable, Hashable, CustomStringConvertible {

@@ -43,16 +43,26 @@ struct Refresh {
 extension DiscoveryTracker {
     static let maxRefreshes = 16384
 
-    /// FNV-1a over the message bytes.
+    /// A hash of the message bytes, eight at a time (a table key only: a match is compared byte for byte).
     static func hash(_ p: Bytes) -> UInt64 {
-        var h: UInt64 = 0xCBF2_9CE4_8422_2325
+        var h: UInt64 = 0xCBF2_9CE4_8422_2325 ^ UInt64(truncatingIfNeeded: p.count)
         p.withUnsafeBytes { raw in
-            for b in raw { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01B3 }
+            let n = raw.count
+            var i = 0
+            while i &+ 8 <= n {
+                h = (h ^ raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0x9E37_79B9_7F4A_7C15
+                h ^= h >> 29
+                i &+= 8
+            }
+            while i < n {
+                h = (h ^ UInt64(raw[i])) &* 0x0000_0100_0000_01B3
+                i &+= 1
+            }
         }
-        return h
+        return h ^ (h >> 32)
     }
 
-    private static func same(_ p: Bytes, _ bytes: [UInt8]) -> Bool {
+    static func same(_ p: Bytes, _ bytes: [UInt8]) -> Bool {
         guard p.count == bytes.count else { return false }
         return p.withUnsafeBytes { a in bytes.withUnsafeBytes { b in a.elementsEqual(b) } }
     }
@@ -66,35 +76,38 @@ extension DiscoveryTracker {
         var instanceIndex: [[String: Instance].Index] = []
         instanceIndex.reserveCapacity(r.instances.count)
         for i in r.instances {
-            guard let x = instances.index(forKey: i.key), instances.values[x].stamp == i.stamp,
-                  instances.values[x].state == .alive else { return false }
+            guard let x = instances.index(forKey: i.key),
+                  withInstance(x, { $0.stamp == i.stamp && $0.state == .alive }) else { return false }
             instanceIndex.append(x)
         }
+        var hostIndex: [[String: Host].Index] = []
+        hostIndex.reserveCapacity(r.hosts.count)
         for h in r.hosts {
             guard let x = hosts.index(forKey: h.key), hosts.values[x].stamp == h.stamp else { return false }
+            hostIndex.append(x)
         }
         // Only times move (no dictionary is resized below, so the indices stay valid).
         let t = input.t
-        for h in r.hosts {
-            guard let x = hosts.index(forKey: h.key) else { continue }
+        for (n, h) in r.hosts.enumerated() {
+            let x = hostIndex[n]
             hosts.values[x].lastSeen = t
             for (a, ttl) in h.addresses {
-                hosts.values[x].addresses[a] = (t, t &+ Nanos(ttl) &* CaptureTime.second)
-                hostDue.insert(Due(t: t &+ Nanos(ttl) &* CaptureTime.second, key: h.key))
+                let expiry = t &+ Nanos(ttl) &* CaptureTime.second
+                hosts.values[x].addresses[a] = (t, expiry)
+                schedule(&hosts.values[x], h.key, expiry)
             }
         }
         for (n, i) in r.instances.enumerated() {
             let x = instanceIndex[n]
-            if let ttl = i.ptr { instances.values[x].ptrExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
-            if let ttl = i.srv { instances.values[x].srvExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
-            if let ttl = i.txt { instances.values[x].txtExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
-            touch(&instances.values[x], t, src, input)
-            let inst = instances.values[x]
-            teach(inst, src: src, ctx)
-            if let d = inst.deadline {
-                nextDeadline = min(nextDeadline, d)
-                due.insert(Due(t: d, key: i.key))
+            let deadline = withInstance(x) { inst in
+                if let ttl = i.ptr { inst.ptrExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
+                if let ttl = i.srv { inst.srvExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
+                if let ttl = i.txt { inst.txtExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
+                touch(&inst, t, src, input)
+                teach(inst, src: src, ctx)
+                return inst.deadline
             }
+            if let deadline { schedule(at: x, deadline) }
         }
         fastRefreshes &+= 1
         return true
@@ -106,12 +119,13 @@ extension DiscoveryTracker {
         var order: [String] = []
         var ttls: [String: Refresh.InstanceTTLs] = [:]
         func note(_ key: String, _ set: (inout Refresh.InstanceTTLs) -> Void) -> Bool {
-            guard let inst = instances[key], inst.state == .alive else { return false }
+            guard let x = instances.index(forKey: key), instances.values[x].state == .alive else { return false }
             if ttls[key] == nil {
                 order.append(key)
-                ttls[key] = Refresh.InstanceTTLs(key: key, stamp: inst.stamp)
+                // The table's own key string: a later lookup compares it by identity, not character by character.
+                ttls[key] = Refresh.InstanceTTLs(key: instances.keys[x], stamp: instances.values[x].stamp)
             }
-            set(&ttls[key, default: Refresh.InstanceTTLs(key: key, stamp: inst.stamp)])
+            set(&ttls[key, default: Refresh.InstanceTTLs(key: key, stamp: 0)])
             return true
         }
         let scope = input.frame.interfaceName ?? {
@@ -132,7 +146,7 @@ extension DiscoveryTracker {
                 hostAddrs[hk, default: []].append((addr, r.ttl))
                 if r.cacheFlush { flushed.insert(hk + (r.type == DNSType.a ? "|4" : "|6")) }
             case .ptr(let target):
-                if r.name.hasSuffix(DNSSD.enumerationName + ["local"]) || (r.name.labels.count >= 3
+                if r.name.hasSuffix(DNSSD.localEnumerationName) || (r.name.labels.count >= 3
                     && r.name.labels[0].lowercased() == "_services" && r.name.labels[1].lowercased() == "_dns-sd") { continue }
                 guard r.type == DNSType.ptr, DNSSD.serviceType(r.name) != nil, let (key, _) = instanceKey(target) else { continue }
                 guard note(key, { $0.ptr = r.ttl }) else { return }
@@ -153,7 +167,8 @@ extension DiscoveryTracker {
         var hostTTLs: [Refresh.HostTTLs] = []
         let keys = Set(order)
         for hk in hostOrder {
-            guard let h = hosts[hk], let mine = hostAddrs[hk] else { return }
+            guard let hx = hosts.index(forKey: hk), let mine = hostAddrs[hk] else { return }
+            let h = hosts.values[hx]
             // Flushed families hold exactly the message's addresses.
             for (fam, isV4) in [("|4", true), ("|6", false)] where flushed.contains(hk + fam) {
                 let want = Set(mine.map(\.0).filter { $0.isV4 == isV4 })
@@ -162,7 +177,7 @@ extension DiscoveryTracker {
             }
             // Every SRV pointing at this host belongs to the message.
             if let targeting = byTarget[hk], !targeting.isSubset(of: keys) { return }
-            hostTTLs.append(Refresh.HostTTLs(key: hk, stamp: h.stamp, addresses: mine))
+            hostTTLs.append(Refresh.HostTTLs(key: hosts.keys[hx], stamp: h.stamp, addresses: mine))
         }
         // Every endpoint already reported (a refresh could otherwise resolve again).
         for key in order {
@@ -177,3 +192,40 @@ extension DiscoveryTracker {
             instances: order.compactMap { ttls[$0] }, hosts: hostTTLs)
     }
 }
+
+/// The fast path for repeated browse queries: a querier asks the same question every few seconds, and
+/// within the browse window (`DiscoveryTracker.browseWindow`) a repeat gives no event and changes no
+/// state. A query byte-identical to one read before from the same source, whose every browse
+/// question is still within its window, is therefore skipped unparsed. Only queries that can do
+/// nothing else are remembered: no problems in the bytes, no probe (an SRV in the authority section).
+struct QueryRepeat {
+    var bytes: [UInt8]
+    /// The throttle keys of its browse questions (none: a query that never does anything).
+    var keys: [DiscoveryTracker.BrowseKey]
+}
+
+extension DiscoveryTracker {
+    /// True when query `p` from `src` repeats a remembered one and each of its browse questions is
+    /// within its window at `t` (the full path would skip every one).
+    func repeatedQuery(_ p: Bytes, hash: UInt64, src: IPAddress, t: Nanos) -> Bool {
+        guard let r = queryRepeats[RefreshKey(source: src, hash: hash)], Self.same(p, r.bytes) else { return false }
+        for k in r.keys {
+            guard let last = browseLast[k], t &- last < Self.browseWindow, t >= last else { return false }
+        }
+        fastQueries &+= 1
+        return true
+    }
+
+    /// After the full path read query `msg` (bytes `p`, no problems): remembers it when a repeat can
+    /// only be throttled or do something the throttle check sees (see `QueryRepeat`).
+    func rememberQuery(_ p: Bytes, hash: UInt64, _ msg: DNSMessage, src: IPAddress) {
+        guard !msg.records.contains(where: { $0.section == .authority && $0.type == DNSType.srv }) else { return }
+        var keys: [BrowseKey] = []
+        for q in msg.questions where (q.type == DNSType.ptr || q.type == DNSType.any) && Self.isBrowseName(q.name) {
+            keys.append(BrowseKey(querier: src, name: q.name.key))
+        }
+        if queryRepeats.count >= Self.maxRefreshes { queryRepeats.removeAll(keepingCapacity: true) }
+        queryRepeats[RefreshKey(source: src, hash: hash)] = QueryRepeat(bytes: p.array, keys: keys)
+    }
+}
+

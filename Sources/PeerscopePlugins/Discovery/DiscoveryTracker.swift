@@ -94,6 +94,8 @@ final class DiscoveryTracker {
         var reportedEndpoints: Set<Endpoint> = []
         /// Changes with every write outside the refresh fast path (see `Refresh`).
         var stamp: UInt64 = 0
+        /// The earliest `due` entry this instance has waiting (`.max`: none known), see `schedule(at:_:)`.
+        var queued: Nanos = .max
 
         var displayName: String? { txt?.displayName }
 
@@ -127,6 +129,53 @@ final class DiscoveryTracker {
         var lastSeen: Nanos = 0
         /// Changes with every write outside the refresh fast path, and when an SRV starts pointing here.
         var stamp: UInt64 = 0
+        /// The earliest `hostDue` entry this host has waiting (`.max`: none known), see `schedule`.
+        var queued: Nanos = .max
+    }
+
+    /// Instance `x` has deadline `d`: makes sure `due` holds an entry for it no later than `d`. One is
+    /// enough (`tick` queues an instance again for its deadline when an earlier entry comes up), so a
+    /// refresh, which only moves the deadline later, adds none: `due` does not grow with refreshes.
+    func schedule(at x: [String: Instance].Index, _ d: Nanos) {
+        dueTimes.insert(d)
+        nextDeadline = min(nextDeadline, d)
+        guard withInstance(x, { i in
+            guard d < i.queued else { return false }
+            i.queued = d
+            return true
+        }) else { return }
+        due.insert(Due(t: d, key: instances.keys[x]))
+    }
+
+    /// `due`'s earliest entry came up (and was removed) at `top`: forgets it as instance `x`'s queued
+    /// one; true when the instance is alive and due exactly then. An alive instance due later is queued
+    /// again for its deadline.
+    func dueNow(_ x: [String: Instance].Index, _ top: Due) -> Bool {
+        let (now, again): (Bool, Nanos?) = withInstance(x) { i in
+            if i.queued == top.t { i.queued = .max }
+            guard i.state == .alive, let d = i.deadline else { return (false, nil) }
+            guard d > top.t, d < i.queued else { return (d == top.t, nil) }
+            i.queued = d
+            return (false, d)
+        }
+        if let again { due.insert(Due(t: again, key: instances.keys[x])) }
+        return now
+    }
+
+    /// Instance `x` in place: reading a field through `instances.values[x]` copies the whole instance
+    /// (a dozen references retained and released); this borrows it. `body` must not touch `instances`.
+    @inline(__always) func withInstance<R>(_ x: [String: Instance].Index, _ body: (inout Instance) -> R) -> R {
+        body(&instances.values[x])
+    }
+
+    /// Makes sure `hostDue` holds an entry for host `key` no later than `expiry`. One entry per host
+    /// is enough: `tick` prunes every expired address of a host it looks at and queues the host again
+    /// for its earliest live one, so addresses go at the same ticks as with one entry per refresh,
+    /// without a heap that grows with every refresh.
+    func schedule(_ h: inout Host, _ key: String, _ expiry: Nanos) {
+        guard expiry < h.queued else { return }
+        h.queued = expiry
+        hostDue.insert(Due(t: expiry, key: key))
     }
 
     var instances: [String: Instance] = [:]
@@ -147,6 +196,15 @@ final class DiscoveryTracker {
         static func == (a: BrowseDue, b: BrowseDue) -> Bool { a.t == b.t && a.key == b.key }
     }
     var browseDue = Heap<BrowseDue>()
+    /// What a browse event's attributes depend on; `browseAttrs` keeps the table built for each.
+    struct BrowseAttrs: Hashable {
+        var querier: IPAddress?
+        var labels: [String]
+        var qu: Bool
+        var known: Int
+        var any: Bool
+    }
+    var browseAttrs: [BrowseAttrs: [String: String]] = [:]
     var browsers: [IPAddress: Set<String>] = [:]
     var serviceStats: [String: (instances: Set<String>, queries: Int, mpc: Set<String>)] = [:]
     var reportedConflicts: Set<String> = []
@@ -161,6 +219,10 @@ final class DiscoveryTracker {
         static func < (a: Due, b: Due) -> Bool { (a.t, a.key) < (b.t, b.key) }
     }
     var due = Heap<Due>()
+    /// Every deadline ever set that `tick` has not passed yet, as `due` held them before it kept one
+    /// entry per instance: its minimum decides when `tick` looks at the tables (`nextDeadline`), so
+    /// hosts and browse entries are pruned at the same ticks as before. Plain times: cheap to keep.
+    var dueTimes = Heap<Nanos>()
     /// Instances that ended, by last seen (entries go stale when one revives or leaves the table).
     var ended = Heap<Due>()
     /// Address expiries by host, earliest first (stale entries are harmless: the host is checked again).
@@ -174,6 +236,9 @@ final class DiscoveryTracker {
     var refreshes: [RefreshKey: Refresh] = [:]
     /// Responses taken by the fast path (for tests and the bench).
     var fastRefreshes: UInt64 = 0
+    /// Repeated browse queries skipped (see `QueryRepeat`), and those remembered, by source and hash.
+    var fastQueries: UInt64 = 0
+    var queryRepeats: [RefreshKey: QueryRepeat] = [:]
     private var stampCounter: UInt64 = 0
 
     /// A fresh stamp for a written instance or host.
@@ -211,17 +276,14 @@ final class DiscoveryTracker {
 
     private func query(_ msg: DNSMessage, t: Nanos, src: IPAddress?, _ input: PluginInput, _ ctx: PluginContext) {
         for q in msg.questions where q.type == DNSType.ptr || q.type == DNSType.any {
-            let service: String
-            if q.name.hasSuffix(DNSSD.enumerationName + ["local"]) || (q.name.labels.count >= 3
-                && q.name.labels[0].lowercased() == "_services" && q.name.labels[1].lowercased() == "_dns-sd") {
-                service = q.name.text
-            } else if let st = DNSSD.serviceType(q.name) {
-                service = st.description
-            } else {
-                continue
-            }
-            let throttleKey = BrowseKey(querier: src, name: q.name.key)
+            let enumeration = Self.isEnumeration(q.name)
+            let st = enumeration ? nil : DNSSD.serviceType(q.name)
+            guard enumeration || st != nil else { continue }
+            let qkey = q.name.key
+            let throttleKey = BrowseKey(querier: src, name: qkey)
+            // Most queries repeat one answered within the window: nothing more is built for them.
             if let last = browseLast[throttleKey], t &- last < Self.browseWindow, t >= last { continue }
+            let service = st?.description ?? q.name.text
             if browseLast.count >= Self.maxInstances { pruneBrowse(t) }
             browseLast[throttleKey] = t
             browseDue.insert(BrowseDue(t: t, key: throttleKey))
@@ -229,13 +291,24 @@ final class DiscoveryTracker {
             if let src, browsers.count < Self.maxHosts || browsers[src] != nil {
                 browsers[src, default: []].insert(service)
             }
-            let qkey = q.name.key
             let known = msg.records.filter { $0.section == .answer && $0.type == DNSType.ptr && $0.name.key == qkey }.count
-            var attrs: [String: String] = ["service": service, "qu": q.unicastResponse ? "true" : "false"]
-            if q.name.labels.count > 1, q.name.labels[1].lowercased() == "_sub" { attrs["subtype"] = q.name.labels[0] }
-            if known > 0 { attrs["knownAnswers"] = "\(known)" }
-            if let src { attrs["querier"] = "\(src)" }
-            if q.type == DNSType.any { attrs["qtype"] = "ANY" }
+            // A querier asks the same again and again: its events share one attribute table (most of
+            // what a kept browse event costs), as equal as a new one would be.
+            let attrKey = BrowseAttrs(querier: src, labels: q.name.labels, qu: q.unicastResponse, known: known,
+                                      any: q.type == DNSType.any)
+            let attrs: [String: String]
+            if let cached = browseAttrs[attrKey] {
+                attrs = cached
+            } else {
+                var a: [String: String] = ["service": service, "qu": q.unicastResponse ? "true" : "false"]
+                if q.name.labels.count > 1, q.name.labels[1].lowercased() == "_sub" { a["subtype"] = q.name.labels[0] }
+                if known > 0 { a["knownAnswers"] = "\(known)" }
+                if let src { a["querier"] = "\(src)" }
+                if q.type == DNSType.any { a["qtype"] = "ANY" }
+                if browseAttrs.count >= Self.maxInstances { browseAttrs.removeAll(keepingCapacity: true) }
+                browseAttrs[attrKey] = a
+                attrs = a
+            }
             let hints = ctx.hints()
             ctx.event(.browse, from: hints.from, attrs: attrs)
         }
@@ -248,6 +321,15 @@ final class DiscoveryTracker {
             conflict(inst, otherTarget: target, phase: "probe", src: src, ctx)
         }
     }
+
+    /// A service-enumeration name (`_services._dns-sd._udp.local`, or under another domain).
+    static func isEnumeration(_ n: DNSName) -> Bool {
+        n.hasSuffix(DNSSD.localEnumerationName) || (n.labels.count >= 3
+            && n.labels[0].lowercased() == "_services" && n.labels[1].lowercased() == "_dns-sd")
+    }
+
+    /// A name a PTR or ANY question browses for (a service type or the enumeration name).
+    static func isBrowseName(_ n: DNSName) -> Bool { isEnumeration(n) || DNSSD.serviceType(n) != nil }
 
     private func pruneBrowse(_ t: Nanos) {
         // Drops the entries older than the window, as `browseLast.filter { t &- $0.value < window }`
@@ -294,15 +376,21 @@ final class DiscoveryTracker {
     /// The next instance to evict (see `evictInstance`).
     private func nextVictim() -> String? {
         while let top = ended.min {
-            if let x = instances.index(forKey: top.key), instances.values[x].state != .alive,
-               instances.values[x].lastSeen == top.t { return top.key }
+            if let x = instances.index(forKey: top.key), withInstance(x, { $0.state != .alive && $0.lastSeen == top.t }) {
+                return top.key
+            }
             _ = ended.removeMin()
         }
         while let top = due.min {
-            if let x = instances.index(forKey: top.key), instances.values[x].state == .alive,
-               instances.values[x].deadline == top.t { return top.key }
+            if let x = instances.index(forKey: top.key), withInstance(x, { $0.state == .alive && $0.deadline == top.t }) {
+                // The deadlines before it are gone, as they were when `due` held every one.
+                while let m = dueTimes.min, m < top.t { _ = dueTimes.removeMin() }
+                return top.key
+            }
             _ = due.removeMin()
+            if let x = instances.index(forKey: top.key) { _ = dueNow(x, top) }
         }
+        dueTimes = Heap()
         // Only alive instances without any expiry left (none on the heaps): the smallest key.
         return instances.keys.min()
     }
@@ -349,13 +437,13 @@ final class DiscoveryTracker {
                 // Goodbye: RFC 6762 §10.1 keeps it one more second.
                 if h.addresses[addr] != nil {
                     h.addresses[addr] = (t, t &+ CaptureTime.second)
-                    hostDue.insert(Due(t: t &+ CaptureTime.second, key: hk))
+                    schedule(&h, hk, t &+ CaptureTime.second)
                 }
             } else {
                 h.addresses[addr] = (t, t &+ Nanos(r.ttl) &* CaptureTime.second)
-                hostDue.insert(Due(t: t &+ Nanos(r.ttl) &* CaptureTime.second, key: hk))
+                schedule(&h, hk, t &+ Nanos(r.ttl) &* CaptureTime.second)
             }
-            if h.addresses.isEmpty { hostDue.insert(Due(t: t, key: hk)) }
+            if h.addresses.isEmpty { schedule(&h, hk, t) }
             h.stamp = bump()
             hosts[hk] = h
         }
@@ -369,7 +457,7 @@ final class DiscoveryTracker {
             switch r.type {
             case DNSType.ptr:
                 guard case .ptr(let target) = r.data else { continue }
-                if r.name.hasSuffix(DNSSD.enumerationName + ["local"]) || (r.name.labels.count >= 3
+                if r.name.hasSuffix(DNSSD.localEnumerationName) || (r.name.labels.count >= 3
                     && r.name.labels[0].lowercased() == "_services" && r.name.labels[1].lowercased() == "_dns-sd") {
                     if let st = DNSSD.serviceType(target) { noteService(st.description) }
                     continue
@@ -479,10 +567,7 @@ final class DiscoveryTracker {
                 checkNameConflict(inst, ctx)
             }
             resolve(&inst, t: t, src: src, ctx)
-            if let d = inst.deadline {
-                nextDeadline = min(nextDeadline, d)
-                due.insert(Due(t: d, key: key))
-            }
+            if let d = inst.deadline, let x = instances.index(forKey: key) { schedule(at: x, d) }
         }
         for (key, (inst, record)) in goodbyes.sorted(by: { $0.key < $1.key }) {
             var i = instances[key] ?? inst
@@ -695,18 +780,17 @@ final class DiscoveryTracker {
         var expired: [Instance] = []
         while let top = due.min, top.t <= t {
             _ = due.removeMin()
-            // Most entries are stale (the instance was refreshed since): look before copying it out.
-            guard let x = instances.index(forKey: top.key), instances.values[x].state == .alive,
-                  instances.values[x].srvExpiry == top.t || instances.values[x].ptrExpiry == top.t
-                      || instances.values[x].txtExpiry == top.t,
-                  var i = Optional(instances.values[x]), let d = i.deadline, d == top.t else { continue }
+            // An instance refreshed since is queued again for its deadline (perhaps still in this loop).
+            guard let x = instances.index(forKey: top.key), dueNow(x, top) else { continue }
+            var i = instances.values[x]
             expired.append(i)
             i.state = .expired
             i.stamp = bump()
-            instances[top.key] = i
+            instances.values[x] = i
             noteEnded(i)
         }
-        nextDeadline = due.min?.t ?? .max
+        while let m = dueTimes.min, m <= t { _ = dueTimes.removeMin() }
+        nextDeadline = dueTimes.min ?? .max
         for inst in expired.sorted(by: { ($0.deadline ?? 0, $0.key) < ($1.deadline ?? 0, $1.key) }) {
             var a = attrs(inst)
             a["record"] = inst.expiringRecord
@@ -714,12 +798,23 @@ final class DiscoveryTracker {
             ctx.event(PeerEvent(kind: .expired, t: inst.deadline ?? t, evidence: inst.lastEvidence,
                                 from: hint(inst, nil), flow: inst.lastFlow, source: ctx.currentPlugin, attrs: a))
         }
-        // Host addresses past their TTL: only the hosts with an address due are looked at.
+        // Host addresses past their TTL: only the hosts with an address due are looked at. Each address
+        // has an entry no later than its expiry (a refresh that only moves an expiry later adds none):
+        // a host looked at keeps one entry for its earliest live address.
         while let top = hostDue.min, top.t <= t {
             _ = hostDue.removeMin()
-            guard let h = hosts[top.key] else { continue }
-            let live = h.addresses.filter { $0.value.expiry > t }
-            if live.isEmpty { hosts[top.key] = nil } else if live.count != h.addresses.count { hosts[top.key]?.addresses = live }
+            guard let x = hosts.index(forKey: top.key) else { continue }
+            if hosts.values[x].queued == top.t { hosts.values[x].queued = .max }
+            var earliest = Nanos.max, expired = false
+            for v in hosts.values[x].addresses.values {
+                if v.expiry > t { earliest = min(earliest, v.expiry) } else { expired = true }
+            }
+            if earliest == .max {
+                hosts.remove(at: x)
+                continue
+            }
+            if expired { hosts.values[x].addresses = hosts.values[x].addresses.filter { $0.value.expiry > t } }
+            schedule(&hosts.values[x], top.key, earliest)
         }
         if browseLast.count > 1024 { pruneBrowse(t) }
         if browseDue.count > 4096 + 2 * browseLast.count {

@@ -58,10 +58,12 @@ public final class MDNSPlugin: DecoderPlugin {
         // `peerscope decode` takes it too: the tracker's work is skipped, the message is still parsed and printed
         // (remembered responses had no problems, so parsing them again reports none).
         var fast: (hash: UInt64, src: IPAddress)?
-        if ctx.options.fastPaths, let flags = p.u16be(2), flags & 0x8000 != 0, let src = input.flow?.src.address {
+        if ctx.options.fastPaths, let flags = p.u16be(2), let src = input.flow?.src.address {
             let hash = DiscoveryTracker.hash(p)
-            if tracker.refresh(p, hash: hash, src: src, input, ctx) {
-                if ctx.wantsMessages, let msg = DNSMessage.parse(p).0 { ctx.message("response", Self.fields(msg)) }
+            let response = flags & 0x8000 != 0
+            // A repeated browse query within its window does nothing either (see `QueryRepeat`).
+            if response ? tracker.refresh(p, hash: hash, src: src, input, ctx) : tracker.repeatedQuery(p, hash: hash, src: src, t: input.t) {
+                if ctx.wantsMessages, let msg = DNSMessage.parse(p).0 { ctx.message(response ? "response" : "query", Self.fields(msg)) }
                 return
             }
             fast = (hash, src)
@@ -86,11 +88,19 @@ public final class MDNSPlugin: DecoderPlugin {
             ctx.diagnose("hosts_evicted", "more than \(DiscoveryTracker.maxHosts) host names tracked: the least recently seen were forgotten",
                          severity: .info)
         }
-        if let fast, problems.isEmpty, msg.isResponse { tracker.remember(p, hash: fast.hash, msg, src: fast.src, input) }
+        if let fast, problems.isEmpty {
+            if msg.isResponse {
+                tracker.remember(p, hash: fast.hash, msg, src: fast.src, input)
+            } else {
+                tracker.rememberQuery(p, hash: fast.hash, msg, src: fast.src)
+            }
+        }
     }
 
     /// Responses the refresh fast path took.
     public var fastRefreshes: UInt64 { tracker.fastRefreshes }
+    /// Repeated browse queries skipped unparsed.
+    public var fastQueries: UInt64 { tracker.fastQueries }
 
     public func tick(_ t: Nanos, _ ctx: PluginContext) {
         tracker.tick(t, ctx)

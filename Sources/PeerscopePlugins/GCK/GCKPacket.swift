@@ -12,7 +12,6 @@ struct GCKHeader {
     static let lsaack: UInt8 = 4
     static let data: UInt8 = 5
     static let heartbeat: UInt8 = 8
-    static let known: Set<UInt8> = [hello, dd, lsa, lsaack, data, heartbeat]
 
     var first: UInt8
     var type: UInt8
@@ -62,19 +61,34 @@ struct GCKHeader {
         let end = min(b.count, max(GCKHeader.size, Int(len)))
         body = b.slice(GCKHeader.size, end - GCKHeader.size) ?? .empty
     }
+}
 
-    /// Is this datagram a GCK packet whose type `accepts`? On MPC's session ports a packet with a
-    /// bad length or CRC is still taken (and diagnosed); elsewhere (ephemeral-port fallback) the
-    /// length must match and the CRC verify, so random traffic is not mistaken for GCK.
-    static func probe(_ input: PluginInput, _ accepts: (UInt8) -> Bool) -> ProbeResult {
+/// The GCK family's one probe: it reads the header once per datagram and names the message type
+/// (the type byte in decimal, `GCKFamily.member(type)`); the pipeline runs the member plugin claiming that
+/// type, or `GCKOtherPlugin` (the fallback) for types without one. Members get the header as `parsed`.
+public enum GCKFamily: ProtocolFamily {
+    public static let id = "gck"
+    public static let claims: [Claim] = [.udpPorts(GCKHeader.mpcPorts), .udpHeuristic]
+    private static let keys: [String] = (0 ... 255).map { String($0) }
+
+    /// The member claim of GCK type `type`.
+    public static func member(_ type: UInt8) -> Claim { .member(family: id, key: keys[Int(type)]) }
+
+    /// On MPC's session ports a packet with a bad length or CRC is still taken (and diagnosed by its
+    /// member); elsewhere (ephemeral-port fallback) the length must match and the CRC verify, so
+    /// random traffic is not mistaken for GCK.
+    public static func classify(_ input: PluginInput) -> FamilyMatch {
         let b = input.payload
-        guard let f = b.byte(0), f & 0xF0 == 0xC0, let t = b.byte(1), accepts(t) else { return .reject }
-        let onMPCPort = input.flow.map { mpcPorts.contains($0.src.port) || mpcPorts.contains($0.dst.port) } ?? true
+        guard let f = b.byte(0), f & 0xF0 == 0xC0, let t = b.byte(1) else { return .reject }
+        let onMPCPort = input.flow.map { GCKHeader.mpcPorts.contains($0.src.port) || GCKHeader.mpcPorts.contains($0.dst.port) } ?? true
         let carried: Bool = if case .carried = input.delivery { true } else { false }
-        if onMPCPort || carried { return b.count >= 4 ? .accept : .reject }
-        guard b.count >= size, b.u16be(2) == UInt16(truncatingIfNeeded: b.count), b.count <= 0xFFFF,
-              let c = b.u16be(6), c == computeCRC(b) else { return .reject }
-        return .accept
+        if onMPCPort || carried {
+            // Shorter than the header: the member reports it truncated.
+            return b.count >= 4 ? .member(key: keys[Int(t)], parsed: GCKHeader(b)) : .reject
+        }
+        guard b.count >= GCKHeader.size, b.count <= 0xFFFF, b.u16be(2) == UInt16(truncatingIfNeeded: b.count),
+              let h = GCKHeader(b), h.crcOK else { return .reject }
+        return .member(key: keys[Int(t)], parsed: h)
     }
 }
 
@@ -110,7 +124,8 @@ enum GCKDecoding {
     /// `gck.bad_crc` (plus a `.checksumError` event).
     static func header(_ input: PluginInput, _ ctx: PluginContext) -> (GCKHeader, from: PeerHint, to: PeerHint)? {
         let b = input.payload
-        guard let h = GCKHeader(b) else {
+        // The family probe hands the header it read on (`parsed`); read here only when run alone.
+        guard let h = (input.parsed as? GCKHeader) ?? GCKHeader(b) else {
             diagnose(ctx, "gck.truncated", "GCK packet of \(b.count) bytes, header needs \(GCKHeader.size)", offset: b.count)
             ctx.message(GCKDecoding.truncatedType, [("length", .int(Int64(b.count))), ("hex", .string(b.prefix(32).hex))])
             return nil
@@ -125,10 +140,12 @@ enum GCKDecoding {
             diagnose(ctx, "gck.bad_crc",
                      "GCK \(GCKHeader.typeName(h.type)) CRC-16 \(SessionHex.u16(h.crc)) != computed \(SessionHex.u16(h.computedCRC))",
                      offset: 6, severity: .error)
-            ctx.event(.checksumError, from: from, to: to, attrs: [
-                "protocol": "gck", "type": GCKHeader.typeName(h.type),
-                "given": SessionHex.u16(h.crc), "computed": SessionHex.u16(h.computedCRC),
-            ])
+            var attrs: [String: String] = [:]
+            attrs[.protocolName] = "gck"
+            attrs[.type] = GCKHeader.typeName(h.type)
+            attrs[.given] = SessionHex.u16(h.crc)
+            attrs[.computed] = SessionHex.u16(h.computedCRC)
+            ctx.event(.checksumError, from: from, to: to, attrs: attrs)
             ctx.message(GCKDecoding.badCRCType, common(h, b) + [("dropped", .string("bad CRC"))])
             return nil
         }
@@ -149,7 +166,9 @@ enum GCKDecoding {
     }
 
     static func baseAttrs(_ h: GCKHeader) -> [String: String] {
-        ["length": String(h.length)]
+        var attrs: [String: String] = [:]
+        attrs[.length] = Int(h.length)
+        return attrs
     }
 }
 

@@ -1,19 +1,18 @@
 import PeerscopeCore
 
-private let gckClaims: [Claim] = [.udpPorts(GCKHeader.mpcPorts), .udpHeuristic]
 
 /// GCK Hello (type 1, 34 bytes observed). The 18-byte body is not understood; shown as hex.
 public final class GCKHelloPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-hello", summary: "GCK session Hello (OSPF-like type 1)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("hello"),
+        id: "gck-hello", summary: "GCK session Hello (OSPF-like type 1)", claims: [GCKFamily.member(GCKHeader.hello)], messageTypes: GCKDecoding.messageTypes("hello"),
         diagnostics: GCKDecoding.diagnostics)
     public init() {}
-    public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.hello } }
+    public static var family: (any ProtocolFamily.Type)? { GCKFamily.self }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
-        attrs["flags"] = SessionHex.u16(h.flags)
+        attrs[.flags] = SessionHex.u16(h.flags)
         ctx.message("hello", GCKDecoding.common(h, input.payload) + [("bodyHex", .string(h.body.prefix(64).hex))])
         ctx.event(.gckHello, from: from, to: to, attrs: attrs)
     }
@@ -63,10 +62,10 @@ struct GCKNodeBody {
 /// GCK Database Description (type 2): `u16 nodeCount` then node records (see `GCKNodeRecord`).
 public final class GCKDDPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-dd", summary: "GCK session DD, database description (type 2)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("dd"),
+        id: "gck-dd", summary: "GCK session DD, database description (type 2)", claims: [GCKFamily.member(GCKHeader.dd)], messageTypes: GCKDecoding.messageTypes("dd"),
         diagnostics: GCKDecoding.diagnostics)
     public init() {}
-    public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.dd } }
+    public static var family: (any ProtocolFamily.Type)? { GCKFamily.self }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
@@ -74,7 +73,7 @@ public final class GCKDDPlugin: DecoderPlugin {
         var fields = GCKDecoding.common(h, input.payload)
         let body = GCKNodeBody.read(h, withSN: false)
         if let body {
-            attrs["nodes"] = String(body.count)
+            attrs[.nodes] = body.count
             GCKDecoding.noteReading(body, h, &attrs, &fields)
             if !body.clean {
                 GCKDecoding.diagnose(ctx, "gck.dd.body", "DD body not fully read as \(body.count) node record(s); \(body.left) bytes left",
@@ -95,10 +94,10 @@ public final class GCKDDPlugin: DecoderPlugin {
 /// `0000 0001`, and logs show "LSA SN=0") then node records.
 public final class GCKLSAPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-lsa", summary: "GCK session LSA, link state advertisement (type 3)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("lsa"),
+        id: "gck-lsa", summary: "GCK session LSA, link state advertisement (type 3)", claims: [GCKFamily.member(GCKHeader.lsa)], messageTypes: GCKDecoding.messageTypes("lsa"),
         diagnostics: GCKDecoding.diagnostics)
     public init() {}
-    public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.lsa } }
+    public static var family: (any ProtocolFamily.Type)? { GCKFamily.self }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
@@ -106,8 +105,8 @@ public final class GCKLSAPlugin: DecoderPlugin {
         var fields = GCKDecoding.common(h, input.payload)
         let body = GCKNodeBody.read(h, withSN: true)
         if let body, let sn = body.sn {
-            attrs["sn"] = String(sn)
-            attrs["nodes"] = String(body.count)
+            attrs[.sn] = Int(sn)
+            attrs[.nodes] = body.count
             fields.append(("sn", .int(Int64(sn))))
             GCKDecoding.noteReading(body, h, &attrs, &fields)
             if !body.clean {
@@ -126,17 +125,17 @@ public final class GCKLSAPlugin: DecoderPlugin {
 /// GCK LSA acknowledgement (type 4, 18 bytes): `u16 sn`.
 public final class GCKLSAACKPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-lsaack", summary: "GCK session LSAACK (type 4)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("lsaack"),
+        id: "gck-lsaack", summary: "GCK session LSAACK (type 4)", claims: [GCKFamily.member(GCKHeader.lsaack)], messageTypes: GCKDecoding.messageTypes("lsaack"),
         diagnostics: GCKDecoding.diagnostics)
     public init() {}
-    public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.lsaack } }
+    public static var family: (any ProtocolFamily.Type)? { GCKFamily.self }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
         var fields = GCKDecoding.common(h, input.payload)
         if let sn = h.body.u16be(0) {
-            attrs["sn"] = String(sn)
+            attrs[.sn] = Int(sn)
             fields.append(("sn", .int(Int64(sn))))
         } else {
             GCKDecoding.diagnose(ctx, "gck.lsaack.body", "LSAACK body of \(h.body.count) bytes, expected 2",
@@ -151,17 +150,17 @@ public final class GCKLSAACKPlugin: DecoderPlugin {
 /// `0002 0001` and `0000 0001`; which half is the "SN" the logs print is a reading).
 public final class GCKHeartbeatPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-heartbeat", summary: "GCK session Heartbeat, keep-alive (type 8)", claims: gckClaims, messageTypes: GCKDecoding.messageTypes("heartbeat"),
+        id: "gck-heartbeat", summary: "GCK session Heartbeat, keep-alive (type 8)", claims: [GCKFamily.member(GCKHeader.heartbeat)], messageTypes: GCKDecoding.messageTypes("heartbeat"),
         diagnostics: GCKDecoding.diagnostics)
     public init() {}
-    public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.heartbeat } }
+    public static var family: (any ProtocolFamily.Type)? { GCKFamily.self }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
         var fields = GCKDecoding.common(h, input.payload)
         if let sn = h.body.u16be(0), let x = h.body.u16be(2) {
-            attrs["sn"] = String(sn)
+            attrs[.sn] = Int(sn)
             fields.append(("sn", .int(Int64(sn))))
             fields.append(("field18", .int(Int64(x))))
         } else {
@@ -181,10 +180,10 @@ public final class GCKHeartbeatPlugin: DecoderPlugin {
 public final class GCKDataPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
         id: "gck-data", summary: "GCK session Data (type 5): reliable-delivery header, app payload handed on as gck.data",
-        claims: gckClaims, messageTypes: GCKDecoding.messageTypes("data", "ack", "control"),
+        claims: [GCKFamily.member(GCKHeader.data)], messageTypes: GCKDecoding.messageTypes("data", "ack", "control"),
         diagnostics: GCKDecoding.diagnostics)
     public init() {}
-    public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { $0 == GCKHeader.data } }
+    public static var family: (any ProtocolFamily.Type)? { GCKFamily.self }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
@@ -193,7 +192,7 @@ public final class GCKDataPlugin: DecoderPlugin {
         guard let inner = GCKDataInner(h.body) else {
             GCKDecoding.diagnose(ctx, "gck.data.inner", "Data body of \(h.body.count) bytes, inner header needs \(GCKDataInner.size)",
                                  offset: GCKHeader.size + h.body.count)
-            attrs["kind"] = "short"
+            attrs[.kind] = "short"
             ctx.message("data", fields + GCKDecoding.bodyFields(h.body, ctx))
             ctx.event(.gckData, from: from, to: to, attrs: attrs)
             return
@@ -205,10 +204,10 @@ public final class GCKDataPlugin: DecoderPlugin {
         }
         let handOn = GCKDecoding.carriesAppPayload(kind: inner.kind, inner.rest)
         let type = inner.kind == 5 || handOn ? "data" : inner.kind == 7 ? "ack" : "control"
-        attrs["kind"] = inner.kindName
-        attrs["seq"] = String(inner.seq)
-        if let a = inner.ackHint { attrs["ack"] = String(a) }
-        attrs["payloadSize"] = String(inner.rest.count)
+        attrs[.kind] = inner.kindName
+        attrs[.seq] = Int(inner.seq)
+        if let a = inner.ackHint { attrs[.ack] = Int(a) }
+        attrs[.payloadSize] = inner.rest.count
         let checksumSeen = GCKDataInner.checksumMatchesObserved(h.body, given: inner.checksum)
         ctx.message(type, {
             fields.append(contentsOf: [
@@ -232,14 +231,15 @@ public final class GCKDataPlugin: DecoderPlugin {
 /// Type 10 is a `.gckData` event (with `gckType` 10); its body is read like a Data body when it
 /// starts with the same inner header (participants repeated), and what looks like an app payload
 /// is handed on as `gck.data`. Unknown types are a `gck.other` event. Bodies are shown as sizes
-/// only, unless `--show-payloads`. Must come after the typed GCK plugins.
+/// only, unless `--show-payloads`. The family's fallback: it takes the types no other member claims.
 public final class GCKOtherPlugin: DecoderPlugin {
     public static let descriptor = PluginDescriptor(
-        id: "gck-other", summary: "GCK session packets of other types (10 data-like, unknown)", claims: gckClaims,
+        id: "gck-other", summary: "GCK session packets of other types (10 data-like, unknown)",
+        claims: [.member(family: GCKFamily.id, key: nil)],
         messageTypes: GCKDecoding.messageTypes("type-10", "unknown"),
-        diagnostics: GCKDecoding.diagnostics)
+        diagnostics: GCKDecoding.diagnostics, priority: .fallback)
     public init() {}
-    public func probe(_ input: PluginInput) -> ProbeResult { GCKHeader.probe(input) { !GCKHeader.known.contains($0) } }
+    public static var family: (any ProtocolFamily.Type)? { GCKFamily.self }
 
     /// The event kind of GCK packets of unknown types.
     public static let otherEvent: EventKind = "gck.other"
@@ -247,11 +247,11 @@ public final class GCKOtherPlugin: DecoderPlugin {
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
-        attrs["gckType"] = String(h.type)
+        attrs[.gckType] = Int(h.type)
         var fields = GCKDecoding.common(h, input.payload)
         guard h.type == 10 else {
             GCKDecoding.diagnose(ctx, "gck.unknown_type", "GCK packet of unknown type \(h.type)", offset: 1, severity: .info)
-            attrs["bodySize"] = String(h.body.count)
+            attrs[.bodySize] = h.body.count
             ctx.message("unknown", fields + GCKDecoding.bodyFields(h.body, ctx))
             ctx.event(Self.otherEvent, from: from, to: to, attrs: attrs)
             return
@@ -260,12 +260,12 @@ public final class GCKOtherPlugin: DecoderPlugin {
         var payload = h.body
         if let inner = GCKDataInner(h.body), inner.source == h.source, inner.destination == h.destination {
             payload = inner.rest
-            attrs["kind"] = inner.kindName
-            attrs["seq"] = String(inner.seq)
+            attrs[.kind] = inner.kindName
+            attrs[.seq] = Int(inner.seq)
             fields.append(contentsOf: [("kind", .string(inner.kindName)), ("seq", .uint(UInt64(inner.seq))),
                                        ("payloadSize", .int(Int64(inner.rest.count)))])
         }
-        attrs["payloadSize"] = String(payload.count)
+        attrs[.payloadSize] = payload.count
         ctx.message("type-10", fields + GCKDecoding.bodyFields(h.body, ctx))
         ctx.event(.gckData, from: from, to: to, attrs: attrs)
         if GCKDecoding.looksLikeAppPayload(payload) { ctx.handOff("gck.data", payload: payload) }
@@ -279,7 +279,7 @@ extension GCKDecoding {
                             _ fields: inout [(String, JSONValue)]) {
         guard h.flags & 1 != 0 else { return }
         let value = body.reading != "plain" ? body.reading : body.clean ? "no" : "unreadable"
-        attrs["compressed"] = value
+        attrs[.compressed] = value
         fields.append(("compressed", .string(value)))
     }
 

@@ -49,7 +49,7 @@ public final class STUNPlugin: DecoderPlugin {
     public func probe(_ input: PluginInput) -> ProbeResult {
         let b = input.payload
         if STUNMessage.looksLikeSTUN(b) { return .accept }
-        guard let f = input.flow, GCKHeader.mpcPorts.contains(f.src.port) || GCKHeader.mpcPorts.contains(f.dst.port),
+        guard let f = input.flow, MPCPorts.touchesGCK(f),
               let t = b.byte(0), t & 0xC0 == 0, b.u32be(4) == STUNMessage.magicCookie else { return .reject }
         return .accept
     }
@@ -73,7 +73,7 @@ public final class STUNPlugin: DecoderPlugin {
                                  offset: fp.offset, severity: .error)
                     let h = ctx.hints()
                     ctx.event(.checksumError, from: h.from, to: h.to,
-                              attrs: ["protocol": "stun", "given": SessionHex.u32(given), "computed": SessionHex.u32(computed)])
+                              attrs: .typed([.protocolName: "stun", .given: SessionHex.u32(given), .computed: SessionHex.u32(computed)]))
                 }
             } else {
                 ctx.diagnose("fingerprint.length", "FINGERPRINT of \(fp.value.count) bytes (expected 4)", offset: fp.offset)
@@ -101,18 +101,18 @@ public final class STUNPlugin: DecoderPlugin {
 
         switch m.messageClass {
         case .request:
-            var attrs: [String: String] = ["txid": txid]
-            if m.attribute(0x0025) != nil { attrs["useCandidate"] = "true" }
-            if m.attribute(0x802A) != nil { attrs["role"] = "controlling" } else if m.attribute(0x8029) != nil { attrs["role"] = "controlled" }
+            var attrs: [String: String] = .typed([.txid: txid])
+            if m.attribute(0x0025) != nil { attrs[.useCandidate] = true }
+            if m.attribute(0x802A) != nil { attrs[.role] = "controlling" } else if m.attribute(0x8029) != nil { attrs[.role] = "controlled" }
             if let u = m.attribute(0x0006), let tok = STUNMessage.mpcUsername(u.value) {
-                attrs["usernameTo"] = SessionHex.u32(tok.to)
-                attrs["usernameFrom"] = SessionHex.u32(tok.from)
+                attrs[.usernameTo] = SessionHex.u32(tok.to)
+                attrs[.usernameFrom] = SessionHex.u32(tok.from)
             }
             if let key {
                 if var p = pending[key] {
                     p.retransmits += 1
                     pending[key] = p
-                    attrs["retransmit"] = String(p.retransmits)
+                    attrs[.retransmit] = String(p.retransmits)
                 } else {
                     if pending.count >= Self.maxPending { evictOldest(ctx) }
                     pending[key] = Pending(sentAt: now, evidence: input.evidence, flow: input.flow, from: h.from, to: h.to,
@@ -122,27 +122,27 @@ public final class STUNPlugin: DecoderPlugin {
             ctx.event(.iceRequest, from: h.from, to: h.to, attrs: attrs)
 
         case .success, .error:
-            var attrs: [String: String] = ["txid": txid]
+            var attrs: [String: String] = .typed([.txid: txid])
             if let key, var p = pending[key] {
-                attrs["matched"] = "true"
-                if p.answeredAt != nil { attrs["duplicate"] = "true" }
+                attrs[.matched] = true
+                if p.answeredAt != nil { attrs[.duplicate] = true }
                 let rtt = now &- p.sentAt
-                if rtt >= 0 { attrs["rttMs"] = String(rtt / CaptureTime.millisecond) }
+                if rtt >= 0 { attrs[.rttMs] = String(rtt / CaptureTime.millisecond) }
                 if p.answeredAt == nil { p.answeredAt = now; pending[key] = p }
             } else {
-                attrs["matched"] = "false"
+                attrs[.matched] = false
             }
             if m.messageClass == .success {
                 if let a = m.attribute(0x0020), let ep = STUNMessage.address(a.value, xor: true, transactionID: m.transactionID) {
-                    attrs["mapped"] = ep.description
+                    attrs[.mapped] = ep.description
                 } else if let a = m.attribute(0x0001), let ep = STUNMessage.address(a.value, xor: false, transactionID: m.transactionID) {
-                    attrs["mapped"] = ep.description
+                    attrs[.mapped] = ep.description
                 }
                 ctx.event(.iceSuccess, from: h.from, to: h.to, attrs: attrs)
             } else {
                 if let a = m.attribute(0x0009), let (code, reason) = STUNMessage.errorCode(a.value) {
-                    attrs["code"] = String(code)
-                    if !reason.isEmpty { attrs["reason"] = String(reason.prefix(64)) }
+                    attrs[.code] = String(code)
+                    if !reason.isEmpty { attrs[.reason] = String(reason.prefix(64)) }
                 }
                 ctx.event(.iceError, from: h.from, to: h.to, attrs: attrs)
             }
@@ -183,10 +183,10 @@ public final class STUNPlugin: DecoderPlugin {
     }
 
     private func report(_ p: Pending, t: Nanos, _ ctx: PluginContext, atEnd: Bool, evicted: Bool = false) {
-        var attrs: [String: String] = ["txid": p.txid, "waitedMs": String(max(0, t &- p.sentAt) / CaptureTime.millisecond)]
-        if p.retransmits > 0 { attrs["retransmits"] = String(p.retransmits) }
-        if atEnd { attrs["atEnd"] = "true" }
-        if evicted { attrs["evicted"] = "true" }
+        var attrs: [String: String] = .typed([.txid: p.txid, .waitedMs: String(max(0, t &- p.sentAt) / CaptureTime.millisecond)])
+        if p.retransmits > 0 { attrs[.retransmits] = p.retransmits }
+        if atEnd { attrs[.atEnd] = true }
+        if evicted { attrs[.evicted] = true }
         ctx.event(PeerEvent(kind: .iceUnanswered, t: t, evidence: p.evidence, from: p.from, to: p.to, flow: p.flow,
                             source: Self.descriptor.id, attrs: attrs))
     }

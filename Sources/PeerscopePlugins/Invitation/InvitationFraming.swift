@@ -118,11 +118,12 @@ public struct InvitationHelloError: Error, Sendable, Hashable {
     public var message: String
 }
 
-/// Frames of the MPC invitation channel: TCP to the advertiser's (ephemeral) SRV port. Reassembles
-/// frames from in-order stream bytes per direction, checks CRCs, decodes Hello and Accept, matches
+/// Frames of the MPC invitation channel: TCP to the advertiser's (ephemeral) SRV port. Its framer
+/// (`InvitationFramer`) cuts CRC-checked frames from each direction the pipeline buffers,
+/// resynchronising after junk or a TCP gap; this plugin decodes Hello and Accept, matches
 /// receipts to the messages they acknowledge, and hands Data bodies (binary plists) on under
 /// `mpc.invitation.data` keyed by their `MCNearbyServiceMessageIDKey`.
-public final class InvitationFramingPlugin: DecoderPlugin {
+public final class InvitationFramingPlugin: StreamFramingPlugin {
     public static let descriptor = PluginDescriptor(
         id: "mpc-invitation",
         summary: "MPC invitation channel framing (Hello/Accept/Data, receipts, CRC32)",
@@ -154,6 +155,7 @@ public final class InvitationFramingPlugin: DecoderPlugin {
     public static let dataCarrier = "mpc.invitation.data"
     /// Bytes buffered per direction; larger frames are skipped unchecked.
     public static let maxBuffer = 1 << 20
+    public static let streamLimits = StreamLimits(maxBuffered: maxBuffer, overflowProblem: "buffer_overflow")
     /// Frames this small are waited for in full by the probe, so their CRC decides.
     public static let probeWaitLimit = 480
     /// While resynchronising, candidate frames larger than this are not waited for.
@@ -165,34 +167,14 @@ public final class InvitationFramingPlugin: DecoderPlugin {
     /// Messages remembered per direction while their receipts are outstanding.
     public static let maxAwaiting = 256
 
-    struct Direction {
-        var buf: [UInt8] = []
-        var start = 0
-        /// Stream offset (in this direction) of `buf[start]`.
-        var streamOffset = 0
-        /// Body bytes still to discard of a frame too large to buffer.
-        var skip = 0
-        var syncing = false
-        var syncFrom = 0
-        var candidates = 0
-        var stopped = false
-        var errors = 0
-        var frames = 0
-        /// The frame that delivered the latest bytes (evidence once the connection is gone).
-        var lastFrame: FrameInfo?
-        var available: Int { buf.count - start }
-    }
-
     struct Sent {
         var type: UInt16
         var frame: UInt64
         var t: Nanos
     }
 
+    /// Messages sent in a direction awaiting their receipt, by sequence number.
     struct Connection {
-        var toServer = Direction()
-        var toClient = Direction()
-        /// Messages sent in a direction awaiting their receipt, by sequence number.
         var awaitingToServer: [UInt32: Sent] = [:]
         var awaitingToClient: [UInt32: Sent] = [:]
     }
@@ -218,199 +200,25 @@ public final class InvitationFramingPlugin: DecoderPlugin {
         return total <= Self.probeWaitLimit ? .needMoreBytes : .accept
     }
 
-    public func decode(_ input: PluginInput, _ ctx: PluginContext) {
-        // Not claimed (a `.tcpEvents` claim would run this plugin on every connection's events); handled
-        // when a pipeline forwards a stream's gap to the plugin that owns it.
-        if case .tcpEvent(let conn, let dir, .gap) = input.delivery {
-            gap(conn, dir, ctx)
-            return
-        }
-        guard case .stream(let conn, let dir) = input.delivery else { return }
-        // Take the state out of the table so the buffer is uniquely referenced while it grows.
-        var c = connections.removeValue(forKey: conn.id) ?? Connection()
-        var d: Direction
-        if dir == .toServer { d = c.toServer; c.toServer = Direction() } else { d = c.toClient; c.toClient = Direction() }
-        if !d.stopped {
-            d.lastFrame = input.frame
-            feed(&d, input.payload, ctx)
-            drain(&d, &c, conn: conn, dir: dir, ctx)
-            if !d.stopped && d.available > Self.maxBuffer {
-                ctx.diagnose("buffer_overflow", "more than \(Self.maxBuffer) bytes without a complete frame; direction no longer decoded",
-                             offset: d.streamOffset, severity: .error)
-                stop(&d)
-            }
-        }
-        if dir == .toServer { c.toServer = d } else { c.toClient = d }
-        connections[conn.id] = c
+    public func makeFramer(_ connection: TCPConnectionInfo, _ direction: TCPDirection) -> any StreamFramer {
+        InvitationFramer(connection, direction)
     }
 
-    /// Bytes of a direction were lost before capture: what is buffered cannot be trusted to line up with
-    /// what comes next, so drop it and look for the next valid frame (not counted as a framing error).
-    private func gap(_ conn: TCPConnectionInfo, _ dir: TCPDirection, _ ctx: PluginContext) {
-        guard var c = connections[conn.id] else { return }
-        var d = dir == .toServer ? c.toServer : c.toClient
-        guard !d.stopped else { return }
-        ctx.diagnose("gap", "bytes missing in the \(dir == .toServer ? "client" : "server") stream after offset \(d.streamOffset); resynchronising",
-                     offset: d.streamOffset, severity: .info)
-        d.streamOffset += d.available
-        d.buf = []
-        d.start = 0
-        d.skip = 0
-        d.syncing = true
-        d.syncFrom = d.streamOffset
-        d.candidates = 0
-        if dir == .toServer { c.toServer = d } else { c.toClient = d }
+    /// One CRC-checked frame cut by `InvitationFramer` (header and body; `parsed` is its header and index).
+    public func decode(_ input: PluginInput, _ ctx: PluginContext) {
+        guard case .stream(let conn, let dir) = input.delivery, let f = input.parsed as? InvitationFramer.Frame else { return }
+        let body = input.payload.suffix(from: InvitationFrameHeader.size)
+        var c = connections[conn.id] ?? Connection()
+        handle(f.header, body, frameOffset: input.streamOffset ?? 0, index: f.index, &c, conn: conn, dir: dir, ctx)
         connections[conn.id] = c
     }
 
     public func streamEnded(_ connection: TCPConnectionInfo, _ ctx: PluginContext) {
-        guard let c = connections.removeValue(forKey: connection.id) else { return }
-        for (d, name) in [(c.toServer, "client"), (c.toClient, "server")] where !d.stopped && d.available > 0 {
-            // No input is current when a stream ends: the evidence is the frame that brought the last bytes.
-            ctx.onDiagnostic(Diagnostic(id: "\(Self.descriptor.id).truncated", severity: .info,
-                                        message: "connection ended with \(d.available) bytes of an incomplete frame from the \(name) (\(connection))",
-                                        evidence: d.lastFrame?.evidence, offset: d.streamOffset, t: ctx.now))
-        }
+        connections[connection.id] = nil
     }
 
     public func finish(_ t: Nanos, _ ctx: PluginContext) {
         connections.removeAll()
-    }
-
-    // MARK: Reassembly
-
-    private func feed(_ d: inout Direction, _ payload: Bytes, _ ctx: PluginContext) {
-        var p = payload
-        if d.skip > 0 {
-            let n = min(d.skip, p.count)
-            d.skip -= n
-            d.streamOffset += n
-            p = p.suffix(from: n)
-        }
-        guard !p.isEmpty else { return }
-        if d.start > 0 && (d.start == d.buf.count || d.start >= 4096) {
-            d.buf.removeFirst(d.start)
-            d.start = 0
-        }
-        d.buf.append(contentsOf: p.storage[p.lower ..< p.lower + p.count])
-    }
-
-    private func stop(_ d: inout Direction) {
-        d.stopped = true
-        d.buf = []
-        d.start = 0
-    }
-
-    private func consume(_ d: inout Direction, _ n: Int) {
-        d.start += n
-        d.streamOffset += n
-    }
-
-    /// A framing error at stream offset `offset`: resynchronise on the next byte, or stop after too many.
-    private func framingError(_ d: inout Direction, _ ctx: PluginContext) {
-        d.errors += 1
-        if d.errors >= Self.maxFramingErrors {
-            ctx.diagnose("stopped", "\(d.errors) framing errors; direction no longer decoded", offset: d.streamOffset, severity: .error)
-            stop(&d)
-            return
-        }
-        d.syncing = true
-        d.syncFrom = d.streamOffset
-        d.candidates = 0
-        consume(&d, 1)
-    }
-
-    private func drain(_ d: inout Direction, _ c: inout Connection, conn: TCPConnectionInfo, dir: TCPDirection, _ ctx: PluginContext) {
-        while !d.stopped, d.skip == 0 {
-            let view = Bytes(storage: d.buf, lower: d.start, count: d.available)
-            if d.syncing {
-                guard resync(&d, view, ctx) else { return }
-                continue
-            }
-            guard let h = InvitationFrameHeader(view) else { return }
-            if let (problem, field) = h.problem {
-                let what: String
-                switch problem {
-                case .unknownType: what = "unknown frame type 0x\(String(h.rawType, radix: 16))"
-                case .badFlags: what = "flags 0x\(String(h.flags, radix: 16)) are neither 0 nor 1"
-                case .oversize: what = "body length \(h.length) above the 0x5000000 limit"
-                case .badSequence: what = "sequence number 0x\(String(h.sequence, radix: 16)) has the top bit set"
-                }
-                ctx.diagnose(problem.rawValue, "frame \(d.frames + 1): \(what) (stream offset \(d.streamOffset + field))",
-                             offset: d.streamOffset + field)
-                framingError(&d, ctx)
-                continue
-            }
-            let length = Int(h.length)
-            if length > Self.maxBuffer - InvitationFrameHeader.size {
-                ctx.diagnose("frame_too_large", "frame \(d.frames + 1): \(h.typeName) body of \(length) bytes not buffered; skipped unchecked",
-                             offset: d.streamOffset + 4, severity: .info)
-                d.frames += 1
-                let present = min(d.available, InvitationFrameHeader.size + length)
-                consume(&d, present)
-                d.skip = InvitationFrameHeader.size + length - present
-                continue
-            }
-            guard d.available >= InvitationFrameHeader.size + length else { return }
-            let body = view.slice(InvitationFrameHeader.size, length) ?? .empty
-            let crc = InvitationFrameHeader.crc(header: view, body: body)
-            if crc != h.crc {
-                ctx.diagnose("bad_crc", "frame \(d.frames + 1): \(h.typeName) CRC32 field \(InvitationText.hex32(h.crc)), computed \(InvitationText.hex32(crc))",
-                             offset: d.streamOffset + 8)
-                let hints = ctx.hints()
-                ctx.event(.checksumError, from: hints.from, to: hints.to,
-                          attrs: ["protocol": "mpc-invitation", "frameType": h.typeName, "field": InvitationText.hex32(h.crc),
-                                  "computed": InvitationText.hex32(crc)])
-                framingError(&d, ctx)
-                continue
-            }
-            d.frames += 1
-            let frameOffset = d.streamOffset
-            consume(&d, InvitationFrameHeader.size + length)
-            handle(h, body, frameOffset: frameOffset, index: d.frames, &c, conn: conn, dir: dir, ctx)
-        }
-    }
-
-    /// Looks for the next position where a CRC-valid frame starts. Returns true once locked on,
-    /// false when more bytes are needed.
-    private func resync(_ d: inout Direction, _ view: Bytes, _ ctx: PluginContext) -> Bool {
-        var p = 0
-        while p + InvitationFrameHeader.size <= view.count {
-            // Every frame type starts with 0x07 or 0x08: skip the rest without reading a header.
-            let first = view.byte(p)
-            if first != 0x07 && first != 0x08 {
-                p += 1
-                continue
-            }
-            if let h = InvitationFrameHeader(view, at: p), h.problem == nil {
-                let total = InvitationFrameHeader.size + Int(h.length)
-                if p + total <= view.count {
-                    d.candidates += 1
-                    if d.candidates > Self.maxResyncCandidates {
-                        ctx.diagnose("resync_failed", "no valid frame among \(Self.maxResyncCandidates) candidates after stream offset \(d.syncFrom); direction no longer decoded",
-                                     offset: d.streamOffset + p, severity: .error)
-                        stop(&d)
-                        return false
-                    }
-                    let hdr = view.slice(p, InvitationFrameHeader.size) ?? .empty
-                    let body = view.slice(p + InvitationFrameHeader.size, Int(h.length)) ?? .empty
-                    if InvitationFrameHeader.crc(header: hdr, body: body) == h.crc {
-                        consume(&d, p)
-                        d.syncing = false
-                        ctx.diagnose("resync", "resynchronised at stream offset \(d.streamOffset), \(d.streamOffset - d.syncFrom) bytes skipped",
-                                     offset: d.streamOffset, severity: .info)
-                        return true
-                    }
-                } else if total <= Self.resyncWaitLimit {
-                    consume(&d, p)  // a candidate: wait for the rest of it
-                    return false
-                }
-            }
-            p += 1
-        }
-        // Keep the last bytes: a header may start there.
-        consume(&d, max(0, view.count - (InvitationFrameHeader.size - 1)))
-        return false
     }
 
     // MARK: Frames
@@ -425,20 +233,21 @@ public final class InvitationFramingPlugin: DecoderPlugin {
             }
             // A receipt acknowledges a message the other side sent.
             let acked = dir == .toServer ? c.awaitingToClient[h.sequence] : c.awaitingToServer[h.sequence]
-            var attrs = ["type": h.typeName, "seq": String(h.sequence), "role": role]
+            var attrs = Self.frameAttrs(h, role: role)
+            attrs[.type] = h.typeName
             if let acked, acked.type == h.rawType {
                 if dir == .toServer { c.awaitingToClient[h.sequence] = nil } else { c.awaitingToServer[h.sequence] = nil }
-                attrs["matched"] = "true"
-                attrs["ackedFrame"] = String(acked.frame)
-                attrs["latencyNs"] = String(ctx.now &- acked.t)
+                attrs[.matched] = true
+                attrs[.ackedFrame] = acked.frame
+                attrs[.latencyNs] = ctx.now &- acked.t
             } else {
-                attrs["matched"] = "false"
+                attrs[.matched] = false
                 ctx.diagnose("receipt.unmatched", "receipt for \(h.typeName) seq \(h.sequence) matches no message seen from the other side",
                              offset: frameOffset + 12, severity: .info)
             }
             ctx.event(.invitationReceipt, from: hints.from, to: hints.to, attrs: attrs)
             ctx.message("receipt", [("ackedType", .string(h.typeName)), ("seq", .uint(UInt64(h.sequence))),
-                                    ("matched", .bool(attrs["matched"] == "true")), ("crc", .string(InvitationText.hex32(h.crc)))])
+                                    ("matched", .bool(attrs[.matched] == true)), ("crc", .string(InvitationText.hex32(h.crc)))])
             return
         }
         let sent = Sent(type: h.rawType, frame: ctx.currentInput?.frame.number ?? 0, t: ctx.now)
@@ -453,11 +262,19 @@ public final class InvitationFramingPlugin: DecoderPlugin {
             if !body.isEmpty {
                 ctx.diagnose("accept.body", "Accept carries \(body.count) body bytes", offset: frameOffset + 4, severity: .info)
             }
-            ctx.event(.invitationAccept, from: hints.from, to: hints.to, attrs: ["seq": String(h.sequence), "role": role])
+            ctx.event(.invitationAccept, from: hints.from, to: hints.to, attrs: Self.frameAttrs(h, role: role))
             ctx.message("accept", [("seq", .uint(UInt64(h.sequence))), ("crc", .string(InvitationText.hex32(h.crc)))])
         case .data: data(h, body, frameOffset: frameOffset, ctx)
         case nil: break
         }
+    }
+
+    /// What every frame event carries: its sequence number and the side that sent it.
+    private static func frameAttrs(_ h: InvitationFrameHeader, role: String) -> [String: String] {
+        var a: [String: String] = [:]
+        a[.seq] = Int(h.sequence)
+        a[.role] = role
+        return a
     }
 
     private func hello(_ h: InvitationFrameHeader, _ body: Bytes, frameOffset: Int, role: String, _ ctx: PluginContext) {
@@ -466,7 +283,9 @@ public final class InvitationFramingPlugin: DecoderPlugin {
         case .failure(let e):
             ctx.diagnose("hello.\(e.problem.rawValue)", e.message, offset: bodyOffset + e.offset)
             let hints = ctx.hints()
-            ctx.event(.invitationHello, from: hints.from, to: hints.to, attrs: ["seq": String(h.sequence), "role": role, "malformed": "true"])
+            var attrs = Self.frameAttrs(h, role: role)
+            attrs[.malformed] = true
+            ctx.event(.invitationHello, from: hints.from, to: hints.to, attrs: attrs)
             ctx.message("hello", [("seq", .uint(UInt64(h.sequence))), ("crc", .string(InvitationText.hex32(h.crc))), ("error", .string(e.problem.rawValue))])
         case .success(let hello):
             let nameEnd = 6 + hello.idString.utf8.count + 1 + hello.displayName.utf8.count + 1
@@ -474,12 +293,14 @@ public final class InvitationFramingPlugin: DecoderPlugin {
                 ctx.diagnose("hello.trailing", "\(body.count - nameEnd) bytes after the name", offset: bodyOffset + nameEnd, severity: .info)
             }
             let flow = ctx.currentInput?.flow
-            var attrs = ["seq": String(h.sequence), "role": role, "idString": hello.idString, "helloFlags": String(hello.flags)]
+            var attrs = Self.frameAttrs(h, role: role)
+            attrs[.idString] = hello.idString
+            attrs[.helloFlags] = Int(hello.flags)
             // The browser drops a Hello whose identity is not the peer it discovered at that endpoint
             // ("Unexpected (possibly stale) identifier"): say so when discovery taught a different peer.
             if let src = flow?.src, let known = InvitationText.exactPeer(src, ctx.directory), known != hello.peerID {
-                attrs["expectedIdString"] = PeerIdentity.idString(known)
-                attrs["identityMismatch"] = "true"
+                attrs[.expectedIdString] = PeerIdentity.idString(known)
+                attrs[.identityMismatch] = true
                 ctx.diagnose("hello.unexpected_identity",
                              "Hello from \(src) says \(hello.idString), but that endpoint belongs to \(PeerIdentity.idString(known))",
                              offset: bodyOffset + 6)
@@ -522,5 +343,150 @@ public final class InvitationFramingPlugin: DecoderPlugin {
                          offset: bodyOffset, severity: .info)
         }
         ctx.handOff(Self.dataCarrier, key: String(id), payload: body, parsed: plist)
+    }
+}
+
+/// Cuts one direction of an invitation channel into CRC-checked frames. After a framing error (bad
+/// header, bad CRC) or a TCP gap it resynchronises on the next CRC-valid frame, within bounds; after
+/// too many errors the direction is given up.
+final class InvitationFramer: StreamFramer {
+    /// A frame's header and its index in its direction (1-based), handed to the plugin with the bytes.
+    struct Frame: Sendable {
+        var header: InvitationFrameHeader
+        var index: Int
+    }
+
+    typealias P = InvitationFramingPlugin
+    private let connection: TCPConnectionInfo
+    private let direction: TCPDirection
+    private var syncing = false
+    private var syncFrom = 0
+    private var candidates = 0
+    private var errors = 0
+    private var frames = 0
+
+    init(_ connection: TCPConnectionInfo, _ direction: TCPDirection) {
+        self.connection = connection
+        self.direction = direction
+    }
+
+    func frame(_ buffer: StreamBuffer, _ ctx: PluginContext) -> FrameResult {
+        let view = buffer.bytes
+        if syncing {
+            switch resync(view, buffer.offset, ctx) {
+            case .wait(let skip): return skip > 0 ? .skip(skip) : .needMore
+            case .giveUp: return .giveUp
+            case .locked(let at) where at > 0: return .skip(at)
+            case .locked: break
+            }
+        }
+        guard let h = InvitationFrameHeader(view) else { return .needMore }
+        if let (problem, field) = h.problem {
+            let what: String
+            switch problem {
+            case .unknownType: what = "unknown frame type 0x\(String(h.rawType, radix: 16))"
+            case .badFlags: what = "flags 0x\(String(h.flags, radix: 16)) are neither 0 nor 1"
+            case .oversize: what = "body length \(h.length) above the 0x5000000 limit"
+            case .badSequence: what = "sequence number 0x\(String(h.sequence, radix: 16)) has the top bit set"
+            }
+            ctx.diagnose(problem.rawValue, "frame \(frames + 1): \(what) (stream offset \(buffer.offset + field))",
+                         offset: buffer.offset + field)
+            return framingError(buffer.offset, ctx)
+        }
+        let length = Int(h.length)
+        if length > P.maxBuffer - InvitationFrameHeader.size {
+            ctx.diagnose("frame_too_large", "frame \(frames + 1): \(h.typeName) body of \(length) bytes not buffered; skipped unchecked",
+                         offset: buffer.offset + 4, severity: .info)
+            frames += 1
+            return .skip(InvitationFrameHeader.size + length)
+        }
+        guard view.count >= InvitationFrameHeader.size + length else { return .needMore }
+        let body = view.slice(InvitationFrameHeader.size, length) ?? .empty
+        let crc = InvitationFrameHeader.crc(header: view, body: body)
+        if crc != h.crc {
+            ctx.diagnose("bad_crc", "frame \(frames + 1): \(h.typeName) CRC32 field \(InvitationText.hex32(h.crc)), computed \(InvitationText.hex32(crc))",
+                         offset: buffer.offset + 8)
+            let hints = ctx.hints()
+            var attrs: [String: String] = [:]
+            attrs[.protocolName] = "mpc-invitation"
+            attrs[.frameType] = h.typeName
+            attrs[.field] = InvitationText.hex32(h.crc)
+            attrs[.computed] = InvitationText.hex32(crc)
+            ctx.event(.checksumError, from: hints.from, to: hints.to, attrs: attrs)
+            return framingError(buffer.offset, ctx)
+        }
+        frames += 1
+        return .frame(length: InvitationFrameHeader.size + length, parsed: Frame(header: h, index: frames))
+    }
+
+    /// A framing error at stream offset `offset`: resynchronise from the next byte, or stop after too many.
+    private func framingError(_ offset: Int, _ ctx: PluginContext) -> FrameResult {
+        errors += 1
+        if errors >= P.maxFramingErrors {
+            ctx.diagnose("stopped", "\(errors) framing errors; direction no longer decoded", offset: offset, severity: .error)
+            return .giveUp
+        }
+        syncing = true
+        syncFrom = offset
+        candidates = 0
+        return .skip(1)
+    }
+
+    private enum Resync { case locked(at: Int), wait(skip: Int), giveUp }
+
+    /// Looks for the next position where a CRC-valid frame starts.
+    private func resync(_ view: Bytes, _ base: Int, _ ctx: PluginContext) -> Resync {
+        var p = 0
+        while p + InvitationFrameHeader.size <= view.count {
+            // Every frame type starts with 0x07 or 0x08: skip the rest without reading a header.
+            let first = view.byte(p)
+            if first != 0x07 && first != 0x08 {
+                p += 1
+                continue
+            }
+            if let h = InvitationFrameHeader(view, at: p), h.problem == nil {
+                let total = InvitationFrameHeader.size + Int(h.length)
+                if p + total <= view.count {
+                    candidates += 1
+                    if candidates > P.maxResyncCandidates {
+                        ctx.diagnose("resync_failed", "no valid frame among \(P.maxResyncCandidates) candidates after stream offset \(syncFrom); direction no longer decoded",
+                                     offset: base + p, severity: .error)
+                        return .giveUp
+                    }
+                    let hdr = view.slice(p, InvitationFrameHeader.size) ?? .empty
+                    let body = view.slice(p + InvitationFrameHeader.size, Int(h.length)) ?? .empty
+                    if InvitationFrameHeader.crc(header: hdr, body: body) == h.crc {
+                        syncing = false
+                        ctx.diagnose("resync", "resynchronised at stream offset \(base + p), \(base + p - syncFrom) bytes skipped",
+                                     offset: base + p, severity: .info)
+                        return .locked(at: p)
+                    }
+                } else if total <= P.resyncWaitLimit {
+                    return .wait(skip: p)  // a candidate: wait for the rest of it
+                }
+            }
+            p += 1
+        }
+        // Keep the last bytes: a header may start there.
+        return .wait(skip: max(0, view.count - (InvitationFrameHeader.size - 1)))
+    }
+
+    /// Bytes were lost: what is buffered cannot be trusted to line up with what comes next, so it is
+    /// dropped and the next valid frame looked for (not counted as a framing error).
+    func gap(_ buffer: StreamBuffer, _ ctx: PluginContext) -> Bool {
+        ctx.diagnose("gap", "bytes missing in the \(direction == .toServer ? "client" : "server") stream after offset \(buffer.offset); resynchronising",
+                     offset: buffer.offset, severity: .info)
+        syncing = true
+        syncFrom = buffer.offset + buffer.count
+        candidates = 0
+        return true
+    }
+
+    func end(_ buffer: StreamBuffer, atEndOfInput: Bool, _ ctx: PluginContext) {
+        guard !atEndOfInput, !buffer.isEmpty else { return }
+        // No input is current when a stream ends: the evidence is the frame that brought the last bytes.
+        ctx.onDiagnostic(Diagnostic(id: "\(InvitationFramingPlugin.descriptor.id).truncated", severity: .info,
+                                    message: "connection ended with \(buffer.count) bytes of an incomplete frame from the \(direction == .toServer ? "client" : "server") (\(connection))",
+                                    evidence: buffer.lastFrame?.evidence, offset: buffer.offset, t: ctx.now))
     }
 }

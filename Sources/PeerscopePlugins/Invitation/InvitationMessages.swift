@@ -161,17 +161,17 @@ enum InvitationMessageDecoding {
 
     static func attrs(_ m: InvitationMessage) -> [String: String] {
         var a: [String: String] = [:]
-        if let i = m.inviteID { a["inviteID"] = String(i) }
+        if let i = m.inviteID { a[.inviteID] = String(i) }
         if let cd = m.connectionData {
-            if let e = cd.encryption { a["encryption"] = e.description }
+            if let e = cd.encryption { a[.encryption] = e.description }
             // The raw flags too: DEC reads `flags & 3` as the preference, MCW saw 0x02 on `.optional` pairs.
-            if let f = cd.segments.first(where: \.isMC)?.flags { a["connectionDataFlags"] = "0x" + String(f, radix: 16) }
-            if let s = cd.securityIdentity { a["securityIdentity"] = String(s) }
+            if let f = cd.segments.first(where: \.isMC)?.flags { a[.connectionDataFlags] = "0x" + String(f, radix: 16) }
+            if let s = cd.securityIdentity { a[.securityIdentity] = s }
             let eps = cd.endpoints
-            if !eps.isEmpty { a["udpEndpoints"] = eps.map(\.description).joined(separator: ",") }
+            if !eps.isEmpty { a[.udpEndpoints] = eps.map(\.description).joined(separator: ",") }
             if let s = m.sender, let r = m.recipient, let p = cd.interfaces.first?.participantID {
                 // Whose participant ID the entries carry is uncertain; say which peer it matches.
-                a["entryParticipant"] = p == PeerIdentity.participantID(s.peerID) ? "sender"
+                a[.entryParticipant] = p == PeerIdentity.participantID(s.peerID) ? "sender"
                     : p == PeerIdentity.participantID(r.peerID) ? "recipient" : "other"
             }
         }
@@ -202,15 +202,13 @@ public final class InviteMessagePlugin: DecoderPlugin {
 
     public init() {}
 
-    public func probe(_ input: PluginInput) -> ProbeResult { BinaryPlist.looksLikePlist(input.payload) ? .accept : .reject }
-
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let m = InvitationMessageDecoding.decode(input, ctx, expecting: 1,
                                                        required: [InvitationKey.sender, InvitationKey.recipient, InvitationKey.inviteID])
         else { return }
         let (from, to) = InvitationMessageDecoding.hints(m, input, ctx)
         var attrs = InvitationMessageDecoding.attrs(m)
-        attrs["contextSize"] = String(m.contextSize ?? 0)
+        attrs[.contextSize] = m.contextSize ?? 0
         ctx.event(.invite, from: from, to: to, attrs: attrs)
         ctx.message("invite", InvitationMessageDecoding.fields(m))
     }
@@ -228,8 +226,6 @@ public final class InviteResponsePlugin: DecoderPlugin {
 
     public init() {}
 
-    public func probe(_ input: PluginInput) -> ProbeResult { BinaryPlist.looksLikePlist(input.payload) ? .accept : .reject }
-
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let m = InvitationMessageDecoding.decode(input, ctx, expecting: 2,
                                                        required: [InvitationKey.accept, InvitationKey.inviteID])
@@ -239,8 +235,8 @@ public final class InviteResponsePlugin: DecoderPlugin {
         }
         let (from, to) = InvitationMessageDecoding.hints(m, input, ctx)
         var attrs = InvitationMessageDecoding.attrs(m)
-        if let a = m.accepted { attrs["accepted"] = a ? "true" : "false" }
-        attrs["connectionData"] = m.connectionData == nil ? "false" : "true"
+        if let a = m.accepted { attrs[.accepted] = a }
+        attrs[.connectionData] = m.connectionData != nil
         ctx.event(.inviteResponse, from: from, to: to, attrs: attrs)
         ctx.message("invite-response", InvitationMessageDecoding.fields(m))
     }
@@ -256,8 +252,6 @@ public final class InviteConnectPlugin: DecoderPlugin {
         diagnostics: InvitationMessageDecoding.diagnostics)
 
     public init() {}
-
-    public func probe(_ input: PluginInput) -> ProbeResult { BinaryPlist.looksLikePlist(input.payload) ? .accept : .reject }
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let m = InvitationMessageDecoding.decode(input, ctx, expecting: 3,

@@ -24,11 +24,11 @@ public final class ICMPErrorPlugin: DecoderPlugin {
             ctx.message("error", fields)
             return
         }
-        var attrs = ["reporter": info.reporter.description, "summary": info.summary,
-                     "type": String(info.type), "code": String(info.code)]
+        var attrs: [String: String] = .typed([.summary: info.summary, .type: String(info.type), .code: String(info.code)])
+        attrs[.reporter] = info.reporter
         var from = PeerHint.unknown, to = PeerHint.unknown
         if let q = info.quoted {
-            attrs["proto"] = q.proto.rawValue
+            attrs[.proto] = q.proto.rawValue
             from = ctx.directory.hint(for: q.src)
             to = ctx.directory.hint(for: q.dst)
             if let p = from.peerID { fields.append(("fromPeer", .string(PeerIdentity.idString(p)))) }

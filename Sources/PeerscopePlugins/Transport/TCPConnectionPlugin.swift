@@ -32,8 +32,8 @@ public final class TCPConnectionPlugin: DecoderPlugin {
         let server = ctx.directory.hint(for: conn.server)
         // `from` sent the segment that caused the event.
         let (from, to) = dir == .toServer ? (client, server) : (server, client)
-        var attrs = ["client": conn.client.description, "server": conn.server.description]
-        if let known = mpcAttribute(conn, ctx) { attrs["invitation"] = known }
+        var attrs: [String: String] = .typed([.client: conn.client.description, .server: conn.server.description])
+        if let known = mpcAttribute(conn, ctx) { attrs[.invitation] = known }
         let sender = dir == .toServer ? "client" : "server"
         var fields: [(String, JSONValue)] = [("connection", .uint(conn.id)), ("client", .string(conn.client.description)),
                                              ("server", .string(conn.server.description))]
@@ -46,33 +46,33 @@ public final class TCPConnectionPlugin: DecoderPlugin {
         case .established:
             guard s.openedT == nil else { break }
             s.openedT = input.t
-            attrs["sawSYN"] = conn.sawSYN ? "true" : "false"
-            if let syn = s.synT { attrs["handshakeNs"] = String(input.t &- syn) }
+            attrs[.sawSYN] = conn.sawSYN
+            if let syn = s.synT { attrs[.handshakeNs] = String(input.t &- syn) }
             ctx.event(.tcpOpened, from: client, to: server, attrs: attrs)
         case .refused:
-            attrs["by"] = sender
+            attrs[.by] = sender
             ctx.event(.tcpRefused, from: from, to: to, attrs: attrs)
             forget = true
         case .reset:
             s.resetBy = dir
-            attrs["by"] = sender
-            if let o = s.openedT { attrs["durationNs"] = String(input.t &- o) }
+            attrs[.by] = sender
+            if let o = s.openedT { attrs[.durationNs] = String(input.t &- o) }
             ctx.event(.tcpReset, from: from, to: to, attrs: attrs)
         case .fin:
             s.firstFin = s.firstFin ?? dir
             fields.append(("by", .string(sender)))
         case .closed:
             if let r = s.resetBy {
-                attrs["how"] = "reset"
-                attrs["by"] = r == .toServer ? "client" : "server"
+                attrs[.how] = "reset"
+                attrs[.by] = r == .toServer ? "client" : "server"
             } else if let f = s.firstFin {
-                attrs["how"] = "fin"
-                attrs["by"] = f == .toServer ? "client" : "server"
+                attrs[.how] = "fin"
+                attrs[.by] = f == .toServer ? "client" : "server"
             } else {
-                attrs["how"] = "unknown"
+                attrs[.how] = "unknown"
             }
-            if let o = s.openedT { attrs["durationNs"] = String(input.t &- o) }
-            let closer = attrs["by"] == "server" ? (server, client) : (client, server)
+            if let o = s.openedT { attrs[.durationNs] = String(input.t &- o) }
+            let closer = attrs[.by] == "server" ? (server, client) : (client, server)
             ctx.event(.tcpClosed, from: closer.0, to: closer.1, attrs: attrs)
             forget = true
         case .gap:
