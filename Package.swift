@@ -43,7 +43,8 @@ var targets: [Target] = [
         "PeerscopeTimeline", "PeerscopeDetectors", "PeerscopeReports", yams,
     ]),
     .executableTarget(name: "PeerscopeCLI", dependencies: ["Peerscope", "PeerscopeSimulator", argumentParser]),
-    .executableTarget(name: "PeerscopeBench", dependencies: ["CPcap", "Peerscope", "PeerscopeSimulator", "PeerscopeTimeline", "PeerscopeDetectors"]),
+    .executableTarget(name: "PeerscopeBench", dependencies: ["CPcap", "Peerscope", "PeerscopeSimulator", "PeerscopeTimeline", "PeerscopeDetectors",
+                                                            "PeerscopeReports"]),
 ]
 
 // Fuzz targets' entry points (plain Swift, built and tested everywhere); the regression corpus they

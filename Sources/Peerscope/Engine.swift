@@ -21,6 +21,9 @@ public struct EngineOptions: Sendable {
     /// `EventCoalescer`); empty keeps every event. Analysis sets each gap no longer than the silence
     /// its detectors judge in that kind of traffic.
     public var coalesceGaps: [EventKind: Nanos]
+    /// Several capture files: read each on its own thread (decoding stays on one, in capture-time
+    /// order across the files): the results are those of a serial read.
+    public var parallelReading = true
 
     public init(decode: DecodeOptions = DecodeOptions(), packets: PacketOptions = PacketOptions(),
                 plugins: [any DecoderPlugin.Type] = PluginRegistry.decoders, collectEvents: Bool = true,
@@ -83,6 +86,8 @@ public final class Engine {
         var options = options
         // The switch the tests use to show that fast paths change nothing.
         if ProcessInfo.processInfo.environment["PEERSCOPE_NO_FAST_PATHS"] == "1" { options.decode.fastPaths = false }
+        // The bench's serial row: several files read one after the other on the decoding thread.
+        if ProcessInfo.processInfo.environment["PEERSCOPE_SERIAL_READING"] == "1" { options.parallelReading = false }
         self.options = options
         coalescer = EventCoalescer(gaps: options.coalesceGaps)
         collector = DiagnosticCollector(keptPerID: options.diagnosticsKeptPerID)

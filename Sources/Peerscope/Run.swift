@@ -82,7 +82,7 @@ public enum PeerscopeRun {
             }
         }
         if readers.isEmpty, let firstError { throw firstError }
-        let reader = MergedCaptureReader(readers: readers)
+        let reader = MergedCaptureReader(readers: readers, parallel: engine.options.parallelReading)
         if let progress {
             let total = reader.totalBytes
             var n = 0

@@ -5,13 +5,17 @@
 //   .build/release/PeerscopeBench --stages FILE
 // It writes its inputs itself, deterministically: the mDNS-heavy file (a crowded network, see
 // CrowdedMDNS.swift in the simulator) and the group file (copies of the simulated 8-peer group scenario, each with new
-// peers). Every row gives time, packets/s, peak RSS and its speed as a share of the bare loop's.
+// peers). Every row gives time, packets/s, peak RSS and its speed as a share of the bare loop's; a row that
+// cannot be measured (tcpdump or tshark not installed, a failing command) is printed and says why. Each
+// file also gets the stages of an analysis in process (time and peak RSS of each), and the mDNS-heavy
+// file, cut into two interleaved captures, a row for several files read serially and in parallel.
 import CPcap
 import Foundation
 import Peerscope
 import PeerscopeCapture
 import PeerscopeCore
 import PeerscopeDetectors
+import PeerscopeReports
 import PeerscopeSimulator
 import PeerscopeTimeline
 #if canImport(Glibc)
@@ -67,6 +71,26 @@ func currentRSS() -> Double? {
     let f = s.split(separator: " ")
     guard f.count > 1, let pages = Double(f[1]) else { return nil }
     return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+    #else
+    return nil
+    #endif
+}
+
+/// Starts a new peak: the kernel's high-water mark of this process (VmHWM) goes back to its RSS now
+/// (Linux: `/proc/self/clear_refs`); `peakRSS()` then gives the peak since.
+func resetPeakRSS() {
+    #if os(Linux)
+    try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+    #endif
+}
+
+/// This process's peak resident memory in MiB since the last `resetPeakRSS()` (Linux; nil elsewhere).
+func peakRSS() -> Double? {
+    #if os(Linux)
+    guard let s = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = s.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kib = Double(line.split(separator: " ").dropFirst().first ?? "") else { return nil }
+    return kib / 1024
     #else
     return nil
     #endif
@@ -195,36 +219,49 @@ guard FileManager.default.isExecutableFile(atPath: peerscope) else {
     exit(2)
 }
 
-/// In process, stage by stage: where an analysis spends its time and memory.
-func stages(_ path: String) {
-    func rss() -> String { currentRSS().map { fmt($0, 1) + " MiB" } ?? "-" }
-    print("stages of analyze on \(path) (resident memory after each)")
-    print("  strides: PeerEvent \(MemoryLayout<PeerEvent>.stride) B, ResolvedEvent \(MemoryLayout<ResolvedEvent>.stride) B, "
-          + "TimelineEntry \(MemoryLayout<TimelineEntry>.stride) B, SessionInstance \(MemoryLayout<SessionInstance>.stride) B")
-    var kept = 0
+/// In process, stage by stage: where an analysis spends its time and memory. Each stage's peak RSS is
+/// the process's high-water mark during that stage alone (reset as it starts); the process holds what
+/// earlier stages left, so a stage's peak includes it.
+func stages(_ path: String, title: String? = nil) {
+    func mib(_ x: Double?) -> String { x.map { fmt($0, 1) } ?? "-" }
+    print("")
+    print(title ?? "stages of analyze on \(path)")
+    print("  " + ["stage".padding(toLength: 64, withPad: " ", startingAt: 0), "seconds".leftPad(9), "peak RSS MiB".leftPad(13),
+                  "RSS after MiB".leftPad(14)].joined(separator: " "))
+    func row(_ name: String, _ seconds: Double) {
+        print("  " + [name.padding(toLength: 64, withPad: " ", startingAt: 0), fmt(seconds, 3).leftPad(9), mib(peakRSS()).leftPad(13),
+                      mib(currentRSS()).leftPad(14)].joined(separator: " "))
+        resetPeakRSS()
+    }
+    resetPeakRSS()
     var t = now()
+    var n = 0
+    if let r = try? CaptureFileReader(path: path) { while r.next() != nil { n += 1 } }
+    row("read: \(n) frames (peerscope reader alone)", now() - t)
+    t = now()
     let session = AnalysisSession(AnalysisOptions(captures: [path]))
     session.onStage = { stage in
         switch stage {
         case .decoded(let frames, let events, let folded):
-            kept = events
-            print("  engine: \(frames) frames -> \(events) events kept (\(folded) folded into runs) in \(fmt(now() - t, 2)) s; \(rss())")
+            row("read + decode: \(frames) frames -> \(events) events (\(folded) folded)", now() - t)
         case .logsRead(let lines, let events):
-            print("  logs: \(lines) lines -> \(events) events in \(fmt(now() - t, 2)) s; \(rss())")
+            row("logs: \(lines) lines -> \(events) events", now() - t)
         case .timelines(let peers, let sessions, let entries):
-            print("  timelines: \(peers) peers, \(sessions) sessions, \(entries) entries in \(fmt(now() - t, 2)) s; \(rss())")
-            // Resident memory per kept item now (everything the run holds, divided).
-            if let r = currentRSS(), entries > 0, kept > 0 {
-                print("  resident per kept timeline entry \(Int(r * 1_048_576 / Double(entries))) B, per kept event "
-                      + "\(Int(r * 1_048_576 / Double(kept))) B, per (event + entry) \(Int(r * 1_048_576 / Double(kept + entries))) B")
-            }
+            row("timelines: \(peers) peers, \(sessions) sessions, \(entries) entries", now() - t)
         case .findings(let n):
-            print("  detectors: \(n) findings in \(fmt(now() - t, 2)) s; \(rss())")
+            row("detectors: \(n) findings", now() - t)
         }
         t = now()
     }
-    guard (try? session.finish()) != nil else { print("cannot read \(path)"); return }
+    guard let analysis = try? session.finish() else { print("cannot read \(path)"); return }
+    t = now()
+    let json = JSONReportWriter.render(analysis.report)
+    row("report: JSON, \(fmt(Double(json.utf8.count) / 1e6, 1)) MB", now() - t)
 }
+extension String {
+    func leftPad(_ n: Int) -> String { String(repeating: " ", count: max(0, n - count)) + self }
+}
+
 if let stagesOf {
     stages(stagesOf)
     exit(0)
@@ -254,7 +291,8 @@ func bareLoop() -> String? {
 
 struct Row {
     var name: String
-    var seconds: Double
+    /// Nil when the row could not be measured (`note` says why).
+    var seconds: Double?
     var rssKiB: Int?
     /// Packets this row read (a scaled row read fewer and is scaled to the file).
     var note: String = ""
@@ -265,7 +303,7 @@ func table(_ title: String, frames: Int, bytes: Int, _ rows: [Row]) {
     print("")
     print(title)
     func cols(_ c: [String]) -> String {
-        let widths = [42, 9, 11, 13, 15]
+        let widths = [58, 9, 11, 13, 15]
         return "  " + c.enumerated().map { i, v in
             let n = max(0, widths[min(i, widths.count - 1)] - v.count)
             return i == 0 ? v + String(repeating: " ", count: n) : String(repeating: " ", count: n) + v
@@ -274,11 +312,23 @@ func table(_ title: String, frames: Int, bytes: Int, _ rows: [Row]) {
     print(cols(["tool", "seconds", "packets/s", "peak RSS MiB", "% of bare loop"]))
     let floor = rows.first?.seconds ?? 1
     for r in rows {
-        let pps = Double(frames) / max(1e-9, r.seconds)
-        let share = 100 * floor / max(1e-9, r.seconds)
-        print(cols([r.name, fmt(r.seconds, 3), fmt(pps / 1e6, 3) + " M", r.rssKiB.map { fmt(Double($0) / 1024, 1) } ?? "-",
+        guard let seconds = r.seconds else {
+            print(cols([r.name, "-", "-", "-", "-"]) + "  " + r.note)
+            continue
+        }
+        let pps = Double(frames) / max(1e-9, seconds)
+        let share = 100 * floor / max(1e-9, seconds)
+        print(cols([r.name, fmt(seconds, 3), fmt(pps / 1e6, 3) + " M", r.rssKiB.map { fmt(Double($0) / 1024, 1) } ?? "-",
                     fmt(share, share < 1 ? 2 : 1) + " %"]) + (r.note.isEmpty ? "" : "  " + r.note))
     }
+}
+
+/// A row for a command: its time and peak RSS, or why there is none (not installed, failed).
+func commandRow(_ name: String, _ argv: [String]?, env: [String: String] = [:], scale: Double = 1, note: String = "") -> Row {
+    guard let argv else { return Row(name: name, seconds: nil, note: "not installed") }
+    guard let m = measure(argv, env: env) else { return Row(name: name, seconds: nil, note: "could not be started") }
+    guard m.status == 0 else { return Row(name: name, seconds: nil, note: "failed (exit \(m.status))") }
+    return Row(name: name, seconds: m.seconds * scale, rssKiB: m.maxRSSKiB, note: note)
 }
 
 /// The rows every file gets: the floor, peerscope's reader in process, decode, analyze, tcpdump, tshark.
@@ -298,26 +348,36 @@ func rowsFor(_ path: String, frames: Int, tsharkArgs: [String], tsharkFile: (pat
         }
         rows.append(Row(name: "pcap_next_ex in process (floor, no cc)", seconds: now() - t1, rssKiB: nil))
     }
+    resetPeakRSS()
     let t0 = now()
     var n = 0
     if let r = try? CaptureFileReader(path: path) { while r.next() != nil { n += 1 } }
-    rows.append(Row(name: "peerscope reader (in process)", seconds: now() - t0, rssKiB: nil))
-    if let m = measure([peerscope, "decode", path]) { rows.append(Row(name: "peerscope decode (JSON Lines)", seconds: m.seconds, rssKiB: m.maxRSSKiB)) }
-    if let m = measure([peerscope, "analyze", "--format", "json", "--output", "/dev/null", path]) {
-        rows.append(Row(name: "peerscope analyze --format json", seconds: m.seconds, rssKiB: m.maxRSSKiB))
-    }
-    if let tcpdump = which("tcpdump"), let m = measure([tcpdump, "-nr", path], env: ["TZ": "UTC"]) {
-        rows.append(Row(name: "tcpdump -nr (text)", seconds: m.seconds, rssKiB: m.maxRSSKiB))
-    }
-    if let tshark = which("tshark") {
-        let input = tsharkFile ?? (path, frames)
-        if let m = measure([tshark, "-r", input.path] + tsharkArgs) {
-            let scale = Double(frames) / Double(max(1, input.frames))
-            rows.append(Row(name: "tshark " + tsharkArgs.joined(separator: " "), seconds: m.seconds * scale, rssKiB: m.maxRSSKiB,
-                            note: scale == 1 ? "" : "(read \(input.frames) packets, time scaled x\(fmt(scale, 1)))"))
-        }
-    }
+    let readSeconds = now() - t0
+    rows.append(Row(name: "peerscope reader (in process)", seconds: readSeconds, rssKiB: peakRSS().map { Int($0 * 1024) },
+                    note: "RSS: the bench process's peak while reading"))
+    rows.append(commandRow("peerscope decode (JSON Lines)", [peerscope, "decode", path]))
+    rows.append(commandRow("peerscope analyze --format json", [peerscope, "analyze", "--format", "json", "--output", "/dev/null", path]))
+    rows.append(commandRow("tcpdump -nr (text)", which("tcpdump").map { [$0, "-nr", path] }, env: ["TZ": "UTC"]))
+    let input = tsharkFile ?? (path, frames)
+    let scale = Double(frames) / Double(max(1, input.frames))
+    rows.append(commandRow("tshark " + tsharkArgs.joined(separator: " "), which("tshark").map { [$0, "-r", input.path] + tsharkArgs },
+                           scale: scale, note: scale == 1 ? "" : "(read \(input.frames) packets, time scaled x\(fmt(scale, 1)))"))
     return rows
+}
+
+/// Writes the frames of `path` into `n` pcapng files, frame `i` into file `i % n`: `n` captures of
+/// one network interleaved in time.
+func splitAlternately(_ path: String, into n: Int) throws -> [String] {
+    let reader = try CaptureFileReader(path: path)
+    let outs = (0 ..< n).map { "\(dir)/part-\($0).pcapng" }
+    let writers = try outs.map { try PcapngWriter(output: try OutputFile(path: $0)) }
+    var i = 0
+    while let f = reader.next() {
+        try writers[i % n].write(f)
+        i += 1
+    }
+    for w in writers { try w.close() }
+    return outs
 }
 
 let bareBinary = bareLoop()
@@ -332,6 +392,20 @@ if only == nil || only == "mdns" {
     print("mDNS-heavy file: \(frames) packets (\(mdns) mDNS), \(fmt(Double(bytes) / 1e6, 1)) MB, written in \(fmt(now() - t, 1)) s")
     let rows = rowsFor(path, frames: frames, tsharkArgs: ["-Y", "mdns", "-T", "fields", "-e", "dns.qry.name", "-e", "dns.resp.name"])
     table("mDNS-heavy (\(frames) packets)", frames: frames, bytes: bytes, rows)
+    // Several files: the same packets as two captures interleaved in time (two interfaces), read one
+    // after the other on the decoding thread, then each on its own thread.
+    if let parts = try? splitAlternately(path, into: 2) {
+        let serial = ["PEERSCOPE_SERIAL_READING": "1"]
+        let analyze = [peerscope, "analyze", "--format", "json", "--output", "/dev/null"]
+        table("mDNS-heavy as 2 files (alternate packets), serial vs parallel reading", frames: frames, bytes: bytes, [rows[0]] + [
+            commandRow("peerscope decode, 2 files, serial reading", [peerscope, "decode"] + parts, env: serial),
+            commandRow("peerscope decode, 2 files, parallel reading", [peerscope, "decode"] + parts),
+            commandRow("peerscope analyze, 2 files, serial reading", analyze + parts, env: serial),
+            commandRow("peerscope analyze, 2 files, parallel reading", analyze + parts),
+        ])
+        for p in parts { try? FileManager.default.removeItem(atPath: p) }
+    }
+    stages(path, title: "stages of analyze on the mDNS-heavy file (in process; peak RSS during each stage)")
     if mdnsGB {
         let gbPath = dir + "/mdns-1gb.pcap"
         let (gf, gb, _) = try CrowdedMDNS.write(path: gbPath, packets: frames * Int((1e9 / Double(bytes)).rounded(.up)))
@@ -352,10 +426,11 @@ if only == nil || only == "group" {
     print("group file: \(frames) frames, \(fmt(Double(bytes) / 1e6, 1)) MB of simulated 8-peer sessions; eighth: \(sFrames) frames (made in \(fmt(now() - t, 1)) s)")
     let rows = rowsFor(big, frames: frames, tsharkArgs: ["-T", "fields", "-e", "frame.number"], tsharkFile: (small, sFrames))
     table("group (\(frames) frames)", frames: frames, bytes: bytes, rows)
-    if let full = rows.first(where: { $0.name.hasPrefix("peerscope analyze") }),
+    stages(big, title: "stages of analyze on the group file (in process; peak RSS during each stage)")
+    if let full = rows.first(where: { $0.name.hasPrefix("peerscope analyze") }), let fullSeconds = full.seconds,
        let m = measure([peerscope, "analyze", "--format", "json", "--output", "/dev/null", small]) {
-        print("  linearity: analyze \(fmt(m.seconds, 2)) s for \(sFrames) frames, \(fmt(full.seconds, 2)) s for \(frames): "
-              + "x\(fmt(full.seconds / m.seconds, 2)) the time for x\(fmt(Double(frames) / Double(max(1, sFrames)), 2)) the frames")
+        print("  linearity: analyze \(fmt(m.seconds, 2)) s for \(sFrames) frames, \(fmt(fullSeconds, 2)) s for \(frames): "
+              + "x\(fmt(fullSeconds / m.seconds, 2)) the time for x\(fmt(Double(frames) / Double(max(1, sFrames)), 2)) the frames")
         print("  memory: peak RSS \(fmt(Double(m.maxRSSKiB) / 1024, 1)) MiB for the eighth, \(fmt(Double(full.rssKiB ?? 0) / 1024, 1)) MiB for the whole")
     }
 }

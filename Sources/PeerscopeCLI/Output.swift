@@ -14,6 +14,8 @@ final class OutputSink {
     private var buffer: [UInt8] = []
     private let lineBuffered: Bool
     private var failure: OutputError?
+    /// Bytes gathered before one write: large blocks, few system calls.
+    static let blockSize = 1 << 18
 
     init(path: String?, lineBuffered: Bool = false, option: String = "--output") throws {
         if let path, path != "-" {
@@ -24,12 +26,12 @@ final class OutputSink {
             file = nil
         }
         self.lineBuffered = lineBuffered
-        buffer.reserveCapacity(1 << 16)
+        buffer.reserveCapacity(Self.blockSize + (1 << 12))
     }
 
     func write(_ s: String) {
         buffer.append(contentsOf: s.utf8)
-        if lineBuffered || buffer.count >= 1 << 16 { flush() }
+        if lineBuffered || buffer.count >= Self.blockSize { flush() }
     }
 
     func line(_ s: String) { write(s + "\n") }
@@ -41,20 +43,20 @@ final class OutputSink {
             return
         }
         buffer.append(contentsOf: bytes)
-        if lineBuffered || buffer.count >= 1 << 16 { flush() }
+        if lineBuffered || buffer.count >= Self.blockSize { flush() }
     }
 
     /// One compact JSON value and a newline (JSON Lines), written straight into the buffer.
     func jsonLine(_ v: JSONValue) {
         v.write(to: &buffer, indent: nil, level: 0)
         buffer.append(0x0A)
-        if lineBuffered || buffer.count >= 1 << 16 { flush() }
+        if lineBuffered || buffer.count >= Self.blockSize { flush() }
     }
 
     /// One decoded message as a JSON line (`DecodedMessage.json(includeInput:)`), written straight into the buffer.
     func messageLine(_ m: DecodedMessage, includeInput: Bool) {
         m.writeJSONLine(to: &buffer, includeInput: includeInput)
-        if lineBuffered || buffer.count >= 1 << 16 { flush() }
+        if lineBuffered || buffer.count >= Self.blockSize { flush() }
     }
 
     func flush() {

@@ -38,13 +38,28 @@ public final class MergedCaptureReader {
         self.init(readers: readers)
     }
 
-    /// Merges readers that are already open (each keeps the input index it was given).
-    public init(readers: [CaptureFileReader]) {
+    /// One read-ahead thread per file when reading in parallel; empty when serial.
+    private let prefetchers: [FramePrefetcher]
+
+    /// Merges readers that are already open (each keeps the input index it was given). `parallel` reads
+    /// each file on its own thread (when there are several): the frames come out in the same order.
+    /// The files' `problems`, `diagnostics` and `losses` are complete once `next()` returned nil.
+    public init(readers: [CaptureFileReader], parallel: Bool = false) {
         self.readers = readers
+        prefetchers = parallel && readers.count > 1 ? readers.map(FramePrefetcher.init) : []
     }
 
+    deinit {
+        for p in prefetchers { p.stop() }
+    }
+
+    /// True when each file is read on its own thread.
+    public var readsInParallel: Bool { !prefetchers.isEmpty }
+
     /// Bytes read so far over all files, and their total size when every size is known: progress.
-    public var bytesRead: Int64 { readers.reduce(0) { $0 &+ $1.bytesRead } }
+    public var bytesRead: Int64 {
+        prefetchers.isEmpty ? readers.reduce(0) { $0 &+ $1.bytesRead } : prefetchers.reduce(0) { $0 &+ $1.bytesRead }
+    }
     public var totalBytes: Int64? {
         var total: Int64 = 0
         for r in readers {
@@ -58,23 +73,35 @@ public final class MergedCaptureReader {
     public func next() -> RawFrame? {
         if !primed {
             primed = true
-            for (slot, r) in readers.enumerated() {
-                if let f = r.next() { heap.insert(Pending(frame: f, slot: slot)) }
+            for p in prefetchers { p.start() }
+            for slot in readers.indices {
+                if let f = read(slot) { heap.insert(Pending(frame: f, slot: slot)) }
             }
         }
         guard let top = heap.popMin() else { return nil }
-        if let f = readers[top.slot].next() {
+        if let f = read(top.slot) {
             heap.insert(Pending(frame: f, slot: top.slot))
         }
         return top.frame
     }
 
+    @inline(__always) private func read(_ slot: Int) -> RawFrame? {
+        prefetchers.isEmpty ? readers[slot].next() : prefetchers[slot].next()
+    }
+
+    /// Read-ahead threads end before the readers are asked about themselves (at the end, they
+    /// have; before it, reading stops there).
+    private func settled() -> [CaptureFileReader] {
+        for p in prefetchers { p.stop() }
+        return readers
+    }
+
     /// Problems of the files that stopped early, in input order (complete once `next()` returned nil).
-    public var problems: [CaptureProblem] { readers.compactMap(\.problem) }
+    public var problems: [CaptureProblem] { settled().compactMap(\.problem) }
 
     /// Non-fatal findings of every file (e.g. `capture.timestamp.clamped`), in input order.
-    public var diagnostics: [Diagnostic] { readers.flatMap(\.diagnostics) }
+    public var diagnostics: [Diagnostic] { settled().flatMap(\.diagnostics) }
 
     /// Packet loss the files record (interface statistics), in input order.
-    public var losses: [CaptureLoss] { readers.flatMap(\.losses) }
+    public var losses: [CaptureLoss] { settled().flatMap(\.losses) }
 }

@@ -107,7 +107,8 @@ extension EventAttribute where Value == String {
 extension EventAttribute where Value == String {
     /// STUN transaction ID (hex).
     public static var txid: Self { .init("txid") }
-    /// ICE role of a binding request (`controlling`, `controlled`), a log line's role.
+    /// ICE role of a binding request (`controlling`, `controlled`), a log line's role, the side that
+    /// sent an invitation frame (`browser`, `advertiser`).
     public static var role: Self { .init("role") }
     /// STUN USERNAME's two fragments (who the check is to and from).
     public static var usernameTo: Self { .init("usernameTo") }
@@ -116,10 +117,13 @@ extension EventAttribute where Value == String {
     public static var retransmit: Self { .init("retransmit") }
     /// The reflexive address a STUN response maps to.
     public static var mapped: Self { .init("mapped") }
-    /// Checksum failures: the protocol and the two values (hex).
+    /// `checksum.error`: the protocol (`stun`, `gck`, `mpc-invitation`), the values given and computed (hex).
     public static var protocolName: Self { .init("protocol") }
     public static var given: Self { .init("given") }
     public static var computed: Self { .init("computed") }
+    /// A DTLS record's protocol version (`1.3`); a certificate's fate (`accepted`...).
+    public static var version: Self { .init("version") }
+    public static var certificate: Self { .init("certificate") }
     /// Milliseconds: a STUN round trip, how long a check or handshake waited, a handshake's length.
     public static var rttMs: Self { .init("rttMs") }
     public static var waitedMs: Self { .init("waitedMs") }
@@ -132,9 +136,6 @@ extension EventAttribute where Value == String {
     public static var messageSeq: Self { .init("messageSeq") }
     public static var fragment: Self { .init("fragment") }
     public static var cipherSuite: Self { .init("cipherSuite") }
-    /// DTLS record size, protocol version (`1.3`).
-    public static var size: Self { .init("size") }
-    public static var version: Self { .init("version") }
     /// How something ended (`alert`, `reset`, `fin`...), which side did it (`client`, `server`).
     public static var how: Self { .init("how") }
     public static var by: Self { .init("by") }
@@ -166,20 +167,16 @@ extension EventAttribute where Value == String {
     /// Errors as the log prints them: text, errno, status, HRESULT, SSL error and code.
     public static var error: Self { .init("error") }
     public static var errno: Self { .init("errno") }
+    /// A status as printed (a log's, an app handshake's).
     public static var status: Self { .init("status") }
     public static var hResult: Self { .init("hResult") }
     public static var sslError: Self { .init("sslError") }
     public static var sslCode: Self { .init("sslCode") }
-    /// The identity a session was set up with, a certificate's fate (`accepted`...).
-    public static var securityIdentity: Self { .init("securityIdentity") }
-    public static var certificate: Self { .init("certificate") }
     /// Where a send failed (`session`, `agp`, `dtls`, `ssl`, `udp`, `socket`, `gck`, `ice`) and with what.
     public static var layer: Self { .init("layer") }
     public static var packet: Self { .init("packet") }
     public static var bytes: Self { .init("bytes") }
     public static var socket: Self { .init("socket") }
-    /// A GCK sequence number as the log prints it.
-    public static var sn: Self { .init("sn") }
     /// A permission that was refused (`local-network`).
     public static var permission: Self { .init("permission") }
     /// Lines of older MPC builds (`viceroy`, `failover`) and what they said.
@@ -228,6 +225,12 @@ extension Dictionary where Key == String, Value == String {
     @inlinable public subscript<V>(_ a: EventAttribute<V>) -> V? {
         get { self[a.key].flatMap { V(attributeText: $0) } }
         set { self[a.key] = newValue?.attributeText }
+    }
+
+    /// The attribute's text whatever its type: a log line's value as printed (`attrs[text: .sn] = c[0]`).
+    @inlinable public subscript<V>(text a: EventAttribute<V>) -> String? {
+        get { self[a.key] }
+        set { self[a.key] = newValue }
     }
 
     /// An event's attributes from typed text keys: `.typed([.layer: "udp", .code: c[0]])`.

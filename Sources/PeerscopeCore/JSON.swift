@@ -198,20 +198,22 @@ public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, 
     /// A JSON string literal for `s`: quotes, backslashes and control characters escaped; other
     /// characters (UTF-8) as they are.
     public static func escape(_ s: String, into out: inout [UInt8]) {
-        out.append(0x22)
         var s = s
-        s.withUTF8 { buf in
-            var clean = true
-            for b in buf where b < 0x20 || b == 0x22 || b == 0x5C {
-                clean = false
-                break
-            }
-            if clean {
-                // Fast path: most strings need no escaping and are appended whole.
-                out.append(contentsOf: buf)
-                return
-            }
-            let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        s.withUTF8 { escape(utf8: $0, into: &out) }
+    }
+
+    /// A JSON string literal for the UTF-8 text in `buf` (which must be valid UTF-8, as a `String`'s is).
+    public static func escape(utf8 buf: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+        out.append(0x22)
+        var clean = true
+        for b in buf where b < 0x20 || b == 0x22 || b == 0x5C {
+            clean = false
+            break
+        }
+        if clean {
+            // Fast path: most strings need no escaping and are appended whole.
+            out.append(contentsOf: buf)
+        } else {
             for b in buf {
                 switch b {
                 case 0x22: out.append(0x5C); out.append(0x22)
@@ -220,13 +222,15 @@ public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, 
                 case 0x0D: out.append(0x5C); out.append(0x72)
                 case 0x09: out.append(0x5C); out.append(0x74)
                 case ..<0x20:
-                    out.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0x0F)]])
+                    out.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hexDigit(b >> 4), hexDigit(b & 0x0F)])
                 default: out.append(b)
                 }
             }
         }
         out.append(0x22)
     }
+
+    @inline(__always) private static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 &+ v : 0x57 &+ v }
 }
 
 /// A minimal, strict JSON parser (RFC 8259) that keeps object key order and never traps.

@@ -196,14 +196,35 @@ public struct DecodedMessage: Sendable {
     public var type: String
     public var frame: FrameInfo
     public var flow: FlowKey?
-    public var fields: [(String, JSONValue)]
+    private var list: [(String, JSONValue)]
+    /// Fields that write themselves (`MessageFieldsWriter`); nil for a message made from a field list.
+    public private(set) var writer: (any MessageFieldsWriter)?
+
+    /// The decoded fields in order (a writer's, built on demand).
+    public var fields: [(String, JSONValue)] {
+        get { writer?.fields ?? list }
+        set {
+            list = newValue
+            writer = nil
+        }
+    }
 
     public init(plugin: String, type: String, frame: FrameInfo, flow: FlowKey?, fields: [(String, JSONValue)]) {
         self.plugin = plugin
         self.type = type
         self.frame = frame
         self.flow = flow
-        self.fields = fields
+        list = fields
+    }
+
+    /// A message whose fields write themselves into `peerscope decode`'s output (no JSON tree per message).
+    public init(plugin: String, type: String, frame: FrameInfo, flow: FlowKey?, writer: any MessageFieldsWriter) {
+        self.plugin = plugin
+        self.type = type
+        self.frame = frame
+        self.flow = flow
+        list = []
+        self.writer = writer
     }
 
     /// `{"frame":..,"t":..,"plugin":..,"type":..,"src":..,"dst":.., fields...}`
@@ -261,6 +282,21 @@ public final class PluginContext {
     public init(directory: PeerDirectory = PeerDirectory(), options: DecodeOptions = DecodeOptions()) {
         self.directory = directory
         self.options = options
+        directory.onFact = { [weak self] fact in self?.identity(fact) }
+    }
+
+    /// A fact the directory learnt, as an `identity.*` event at the current frame (no flow: identity
+    /// facts never close or join a flow's runs). Advertisements are steady: the engine's coalescer
+    /// keeps one event per peer and plugin and moves its last time.
+    private func identity(_ fact: PeerDirectory.Fact) {
+        let input = currentInput
+        let evidence = input?.evidence ?? .frame(input: 0, frame: 0)
+        switch fact {
+        case .learnt(let h):
+            onEvent(PeerEvent(kind: .identityLearned, t: input?.t ?? now, evidence: evidence, from: h, source: currentPlugin))
+        case .advertised(let id, let t):
+            onEvent(PeerEvent(kind: .identityAdvertised, t: t, evidence: evidence, from: PeerHint(peerID: id), source: currentPlugin))
+        }
     }
 
     public var wantsMessages: Bool { options.wantsMessages }
@@ -269,6 +305,13 @@ public final class PluginContext {
     public func message(_ type: String, _ fields: @autoclosure () -> [(String, JSONValue)]) {
         guard options.wantsMessages, let input = currentInput else { return }
         onMessage(DecodedMessage(plugin: currentPlugin, type: type, frame: input.frame, flow: input.flow, fields: fields()))
+    }
+
+    /// Report a decoded message whose fields write themselves (`MessageFieldsWriter`): the hot paths'
+    /// form, with no field list built per message.
+    public func message(_ type: String, writing fields: @autoclosure () -> some MessageFieldsWriter) {
+        guard options.wantsMessages, let input = currentInput else { return }
+        onMessage(DecodedMessage(plugin: currentPlugin, type: type, frame: input.frame, flow: input.flow, writer: fields()))
     }
 
     /// Report a peer event at the current frame.

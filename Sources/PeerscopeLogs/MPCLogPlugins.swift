@@ -255,7 +255,9 @@ public struct MPCSessionInitLogPlugin: RuleListPlugin {
     static let example = "MCSession init done! [MCS: 1.0 - 1, sessionID=1234 peerID=<MCPeerID: 0x1 DisplayName = Bob> securityIdentity=NO encryptionPreference=Required]."
     static let ruleList: [LogRule] = [
         LogRule(format: "MCSession init done! [MCS: %s - %s, sessionID=%@ peerID=%@ securityIdentity=%s encryptionPreference=%@].") { c, _ in
-            LogMatch(kind: .logSessionInit, from: PeerText.hint(c[3]), attrs: .typed([.encryption: c[5], .securityIdentity: c[4]]))
+            var a: [String: String] = .typed([.encryption: c[5]])
+            a[text: .securityIdentity] = c[4]   // as printed (`YES`, `NO`)
+            return LogMatch(kind: .logSessionInit, from: PeerText.hint(c[3]), attrs: a)
         },
     ]
 }
@@ -408,7 +410,9 @@ public struct MPCRetransmitLogPlugin: RuleListPlugin {
     static let example = "Retransmitting Heartbeat with SN [12] to participant [2308149F] over channel [0]."
     static let ruleList: [LogRule] = [("Hello", EventKind.gckHello), ("DD", .gckDD), ("LSA", .gckLSA), ("Heartbeat", .gckHeartbeat)].map { name, kind in
         LogRule(format: "Retransmitting \(name) with SN [%d] to participant [%08X] over channel [%d].") { c, _ in
-            LogMatch(kind: kind, to: PeerText.participantHint(c[1]), attrs: .typed([.retransmit: "true", .sn: c[0]]), channel: int(c[2]))
+            var a: [String: String] = .typed([.retransmit: "true"])
+            a[text: .sn] = c[0]   // as printed
+            return LogMatch(kind: kind, to: PeerText.participantHint(c[1]), attrs: a, channel: int(c[2]))
         }
     } + [
         LogRule(format: "Heartbeat state for [%08X]: Now [%.3lf] NextFire [%.3lf] WaitUntil [%.3lf].") { _, _ in .consumed },
@@ -445,7 +449,8 @@ public struct MPCUDPSendErrorLogPlugin: RuleListPlugin {
             LogMatch(kind: .sendError, to: PeerText.participantHint(c[1]), attrs: .typed([.layer: "udp", .packet: c[0], .code: c[3]]), channel: int(c[2]))
         },
         LogRule(format: "Failed to send %s packet to participant %08X. Will mark channel %d as invalid.") { c, _ in
-            LogMatch(kind: .sendError, to: PeerText.participantHint(c[1]), attrs: .typed([.layer: "udp", .packet: c[0]]).merging(.typed([.channelInvalid: true])) { a, _ in a }, channel: int(c[2]))
+            LogMatch(kind: .sendError, to: PeerText.participantHint(c[1]), attrs: .typed([.layer: "udp", .packet: c[0]]).merging(.typed([.channelInvalid: true])) { a, _ in a },
+                     channel: int(c[2]))
         },
         LogRule(format: "Socket %d is no longer connected.") { c, _ in LogMatch(kind: .sendError, attrs: .typed([.layer: "socket", .socket: c[0]]), context: .nearbyParticipantAsTo) },
         LogRule(format: "SendHello failed with error (%X).") { c, _ in LogMatch(kind: .sendError, attrs: .typed([.layer: "gck", .packet: "Hello", .code: c[0]]), context: .nearbyParticipantAsTo) },

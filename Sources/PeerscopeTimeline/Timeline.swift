@@ -133,8 +133,9 @@ public enum TimelineMapping {
     /// Attribute keys safe to show as detail (names, states, codes; never payloads).
     public static let detailKeys: [String] = {
         typealias Text = EventAttribute<String>
-        return [Text.note, .message, .description, .level, .from, .to, .state, .wait].map(\.key) + [EventAttribute<Bool>.accepted.key]
-            + [Text.decision, .inviteID, .type, .channel, .reason, .encryption, .attempt, .delay, .code, .service, .port, .content].map(\.key)
+        return [Text.note, .message, .description, .level, .from, .to, .state, .wait].map(\.key)
+            + [EventAttribute<Bool>.accepted.key, Text.decision.key, Text.inviteID.key]
+            + [Text.type, .channel, .reason, .encryption, .attempt, .delay, .code, .service, .port, .content].map(\.key)
     }()
 
     public static func detail(_ attrs: some AttributeLookup) -> String {

@@ -247,12 +247,7 @@ final class DNSMessageTests: XCTestCase {
         let base = b.bytes
         var rng = SplitMix(seed: 42)
         for _ in 0 ..< 20000 {
-            var bytes = base
-            for _ in 0 ..< 1 + Int(rng.next() % 6) {
-                let i = Int(rng.next() % UInt64(bytes.count))
-                bytes[i] = UInt8(truncatingIfNeeded: rng.next())
-            }
-            if rng.next() % 4 == 0 { bytes.removeLast(Int(rng.next() % UInt64(bytes.count))) }
+            let bytes = rng.corrupted(base)
             let (m, _) = DNSMessage.parse(Bytes(bytes))
             if let m {
                 XCTAssertLessThanOrEqual(m.records.count * 11 + m.questions.count * 5, bytes.count)
@@ -270,5 +265,16 @@ struct SplitMix {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+
+    /// `base` with 1 to 6 random bytes changed and, one time in four, cut short at a random length.
+    mutating func corrupted(_ base: [UInt8]) -> [UInt8] {
+        var bytes = base
+        for _ in 0 ..< 1 + Int(next() % 6) {
+            let i = Int(next() % UInt64(bytes.count))
+            bytes[i] = UInt8(truncatingIfNeeded: next())
+        }
+        if next() % 4 == 0 { bytes.removeLast(Int(next() % UInt64(bytes.count))) }
+        return bytes
     }
 }

@@ -59,5 +59,9 @@ final class TypedAttributeKeysTests: XCTestCase {
         XCTAssertEqual(a[.matched], false)
         a[.code] = nil
         XCTAssertNil(a["code"])
+        // A value as a log prints it, under a typed key of another type: kept as text, not reparsed.
+        a[text: .sn] = "0012"
+        XCTAssertEqual(a["sn"], "0012")
+        XCTAssertEqual(a[.sn], 12)
     }
 }

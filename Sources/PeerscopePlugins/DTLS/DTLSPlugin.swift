@@ -247,7 +247,8 @@ public final class DTLSPlugin: DecoderPlugin {
             side.appData = true
             st.appDataRecords &+= 1
             ctx.message("record", fields)
-            var attrs: [String: String] = .typed([.size: String(rec.fragment.count)])
+            var attrs: [String: String] = [:]
+            attrs[.size] = rec.fragment.count
             if wrapped { attrs[DTLSPlugin.prefixAttr] = "D0" }
             ctx.event(.dtlsApplicationData, from: h.from, to: h.to, attrs: attrs)
 
@@ -312,7 +313,9 @@ public final class DTLSPlugin: DecoderPlugin {
         if epochBits == 3 {
             side.appEpochRecords = true
             st.appDataRecords &+= 1
-            ctx.event(.dtlsApplicationData, from: h.from, to: h.to, attrs: .typed([.size: String(bodyLen), .version: "1.3"]))
+            var attrs: [String: String] = .typed([.version: "1.3"])
+            attrs[.size] = bodyLen
+            ctx.event(.dtlsApplicationData, from: h.from, to: h.to, attrs: attrs)
         } else if epochBits == 2 {
             side.encryptedHandshake = true
             st.lastMessage = "encrypted handshake"

@@ -55,15 +55,15 @@ public final class MDNSPlugin: DecoderPlugin {
             }
         }
         // A response that repeats, byte for byte, one read before from the same source (see DiscoveryRefresh.swift).
-        // `peerscope decode` takes it too: the tracker's work is skipped, the message is still parsed and printed
-        // (remembered responses had no problems, so parsing them again reports none).
+        // `peerscope decode` takes it too: the tracker's work is skipped, the message is still parsed and printed,
+        // when it is written (remembered responses had no problems, so parsing them again reports none).
         var fast: (hash: UInt64, src: IPAddress)?
         if ctx.options.fastPaths, let flags = p.u16be(2), let src = input.flow?.src.address {
             let hash = DiscoveryTracker.hash(p)
             let response = flags & 0x8000 != 0
             // A repeated browse query within its window does nothing either (see `QueryRepeat`).
             if response ? tracker.refresh(p, hash: hash, src: src, input, ctx) : tracker.repeatedQuery(p, hash: hash, src: src, t: input.t) {
-                if ctx.wantsMessages, let msg = DNSMessage.parse(p).0 { ctx.message(response ? "response" : "query", Self.fields(msg)) }
+                if ctx.wantsMessages { ctx.message(response ? "response" : "query", writing: DNSPayloadFields(p)) }
                 return
             }
             fast = (hash, src)
@@ -75,7 +75,7 @@ public final class MDNSPlugin: DecoderPlugin {
         }
         guard let msg = parsed else { return }
         if ctx.wantsMessages {
-            ctx.message(msg.isResponse ? "response" : "query", Self.fields(msg))
+            ctx.message(msg.isResponse ? "response" : "query", writing: DNSMessageFields(msg))
         }
         let (instancesBefore, hostsBefore) = (tracker.evictedInstances, tracker.evictedHosts)
         tracker.process(msg, input, ctx)
@@ -115,7 +115,7 @@ public final class MDNSPlugin: DecoderPlugin {
 
     // MARK: - decode output
 
-    /// The `peerscope decode` fields of a message.
+    /// The `peerscope decode` fields of a message: the reference `DNSMessageFields` writes without building them.
     public static func fields(_ m: DNSMessage) -> [(String, JSONValue)] {
         var f: [(String, JSONValue)] = [
             ("id", .uint(UInt64(m.header.id))),

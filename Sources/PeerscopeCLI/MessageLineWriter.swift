@@ -1,0 +1,78 @@
+import Foundation
+import PeerscopeCore
+
+/// `peerscope decode`'s lines, written on a thread of their own: the decoding thread hands decoded
+/// messages over in batches and goes on decoding, while this thread turns them into JSON (and, for
+/// messages whose fields are parsed only to be printed, parses them) and writes large blocks. Lines
+/// come out in the order the messages were decoded, exactly as a writer on the decoding thread would
+/// write them.
+final class MessageLineWriter: @unchecked Sendable {
+    static let batchSize = 256
+    /// Batches waiting at most: the decoding thread waits when the writer falls that far behind.
+    static let maxQueued = 32
+
+    private let sink: OutputSink
+    private let includeInput: Bool
+    private let condition = NSCondition()
+    private var queue: [[DecodedMessage]] = []
+    private var closed = false
+    private var done = false
+    private var batch: [DecodedMessage] = []
+
+    /// Writes into `sink`, which belongs to this writer's thread until `finish()` returns.
+    init(sink: OutputSink, includeInput: Bool) {
+        self.sink = sink
+        self.includeInput = includeInput
+        batch.reserveCapacity(Self.batchSize)
+        let t = Thread { [self] in self.loop() }
+        t.name = "peerscope-decode-writer"
+        t.start()
+    }
+
+    /// Called on the decoding thread for each message, in order.
+    func add(_ m: DecodedMessage) {
+        batch.append(m)
+        if batch.count >= Self.batchSize { hand(last: false) }
+    }
+
+    /// Writes what is left and waits for the thread: `sink` is the caller's again.
+    func finish() {
+        hand(last: true)
+        condition.lock()
+        while !done { condition.wait() }
+        condition.unlock()
+    }
+
+    private func hand(last: Bool) {
+        condition.lock()
+        while queue.count >= Self.maxQueued { condition.wait() }
+        if !batch.isEmpty { queue.append(batch) }
+        if last { closed = true }
+        condition.broadcast()
+        condition.unlock()
+        batch = []
+        batch.reserveCapacity(Self.batchSize)
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while queue.isEmpty && !closed { condition.wait() }
+            let taken = queue
+            queue.removeAll(keepingCapacity: true)
+            let end = closed
+            condition.broadcast()
+            condition.unlock()
+            for b in taken {
+                for m in b { sink.messageLine(m, includeInput: includeInput) }
+            }
+            if end && taken.isEmpty {
+                condition.lock()
+                done = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+        }
+    }
+}
