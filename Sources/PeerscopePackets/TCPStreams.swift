@@ -508,24 +508,33 @@ extension PacketDecoder {
     func sweepTCP() {
         guard !conns.isEmpty else { return }
         var victims: [(FlowKey, TCPConn)] = []
+        var held: [TCPConn] = []
         for (key, c) in conns {
             if c.closed {
                 if now &- c.closedAt >= options.tcpClosedTimeout { victims.append((key, c)) }
             } else if now &- c.lastSeen >= options.tcpIdleTimeout {
                 victims.append((key, c))
-            } else {
-                // FINs held for missing bytes that did not come.
-                if let _ = c.c2s.fin, !c.c2s.finDone, now &- c.c2s.finAt >= options.tcpFinHoldTimeout {
-                    giveUp(c, .toServer, &c.c2s, frame: c.lastFrame)
-                }
-                if let _ = c.s2c.fin, !c.s2c.finDone, now &- c.s2c.finAt >= options.tcpFinHoldTimeout {
-                    giveUp(c, .toClient, &c.s2c, frame: c.lastFrame)
-                }
-                if c.c2s.finDone && c.s2c.finDone {
-                    c.closed = true
-                    c.closedAt = now
-                    out.append(.tcpEvent(frame: c.lastFrame, connection: c.info, direction: .toServer, event: .closed))
-                }
+            } else if (c.c2s.fin != nil && !c.c2s.finDone && now &- c.c2s.finAt >= options.tcpFinHoldTimeout)
+                        || (c.s2c.fin != nil && !c.s2c.finDone && now &- c.s2c.finAt >= options.tcpFinHoldTimeout)
+                        || (c.c2s.finDone && c.s2c.finDone) {
+                held.append(c)
+            }
+        }
+        // In connection order, not the table's hash order (which changes from run to run): what these emit
+        // at one tick must come out the same way every time.
+        held.sort { $0.info.id < $1.info.id }
+        for c in held {
+            // FINs held for missing bytes that did not come.
+            if let _ = c.c2s.fin, !c.c2s.finDone, now &- c.c2s.finAt >= options.tcpFinHoldTimeout {
+                giveUp(c, .toServer, &c.c2s, frame: c.lastFrame)
+            }
+            if let _ = c.s2c.fin, !c.s2c.finDone, now &- c.s2c.finAt >= options.tcpFinHoldTimeout {
+                giveUp(c, .toClient, &c.s2c, frame: c.lastFrame)
+            }
+            if c.c2s.finDone && c.s2c.finDone {
+                c.closed = true
+                c.closedAt = now
+                out.append(.tcpEvent(frame: c.lastFrame, connection: c.info, direction: .toServer, event: .closed))
             }
         }
         victims.sort { $0.1.info.id < $1.1.info.id }

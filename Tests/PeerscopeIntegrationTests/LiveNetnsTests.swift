@@ -205,7 +205,9 @@ final class LiveNetnsTests: XCTestCase {
         let run = try LiveRun(lab: lab, interfaces: [lab.receiver(0)], extra: ["--count", "\(frames)", "--duration", "90"])
         let (sent, pps) = try lab.replay(file)
         XCTAssertEqual(sent, frames)
-        XCTAssertGreaterThanOrEqual(pps, 50_000, "tcpreplay --topspeed reached only \(pps) packets/s")
+        // A burst, not a trickle: tcpreplay --topspeed reaches 50k-100k packets/s here when the machine is idle, and
+        // fell to 48.7k once under a load of 14 (its own send rate, not the capture's), so the floor leaves room for load.
+        XCTAssertGreaterThanOrEqual(pps, 25_000, "tcpreplay --topspeed reached only \(pps) packets/s")
         XCTAssertEqual(run.wait(), 0, run.stderr)
         XCTAssertTrue(run.stderr.contains("stopped (count) after \(frames) packet(s); \(lab.receiver(0)): \(frames) received, 0 dropped by the kernel, 0 by the interface, 0 at the queue"), run.stderr)
 

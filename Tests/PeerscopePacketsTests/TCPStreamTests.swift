@@ -173,6 +173,28 @@ final class TCPStreamTests: XCTestCase {
         XCTAssertEqual(d.bufferedBytes, 0)
     }
 
+    /// Held FINs given up at one tick come out in connection order, not in the table's hash order (which
+    /// changes from process to process): the same capture gives the same events, hence the same report.
+    func testHeldFINsGivenUpAtOneTickComeOutInConnectionOrder() {
+        let d = PacketDecoder()
+        let s = Sink()
+        let t0: Nanos = 1_000_000_000
+        for i in 0 ..< 16 {
+            var conv = Conversation()
+            conv.cport = 50000 &+ UInt16(i)
+            for f in [conv.syn, conv.synAck, conv.data(true, at: 0, [1]), conv.data(true, at: 2, [3]), conv.fin(true, at: 3)] {
+                s.feed(d, Build.frame(f, t: t0))
+            }
+        }
+        let before = s.units.count
+        d.advance(to: t0 + 11 * CaptureTime.second, { s.units.append($0) })
+        let ids: [Int] = s.units[before...].compactMap {
+            if case .tcpEvent(_, let c, _, .fin) = $0 { return Int(c.id) } else { return nil }
+        }
+        XCTAssertEqual(ids.count, 16)
+        XCTAssertEqual(ids, ids.sorted(), "held FINs given up in hash order")
+    }
+
     func testHoleFilledBeforeFINTimeout() {
         let conv = Conversation()
         let s = run([conv.syn, conv.synAck, conv.data(true, at: 2, [3]), conv.fin(true, at: 3), conv.data(true, at: 0, [1, 2])])
