@@ -144,7 +144,7 @@ public final class AnalysisSession {
         let events = engine.events.enumerated().sorted { a, b in
             a.element.t != b.element.t ? a.element.t < b.element.t : a.offset < b.offset
         }.map(\.element)
-        let trace = EventTrace(inputs: liveInputs, stats: engine.stats, identities: engine.directory.identities, events: events)
+        let trace = EventTrace(inputs: liveInputs, stats: engine.stats, events: events)
         return Self.report(trace, detectors: configuration.detectors)
     }
 
@@ -257,7 +257,7 @@ public final class AnalysisSession {
         let t = trace
         let last = max(t.stats.lastT ?? Int64.min, t.events.last?.t ?? Int64.min)
         let endT = last == Int64.min ? t.stats.lastT : last
-        let builder = TimelineBuilder(identities: t.identities)
+        let builder = TimelineBuilder()
         builder.add(contentsOf: t.events)
         let timelines = builder.finish(at: endT)
         onStage?(.timelines(peers: timelines.peers.count, sessions: timelines.sessions.count,
@@ -269,7 +269,7 @@ public final class AnalysisSession {
                                               losses: t.losses + oneSided, timelines: timelines)
         onStage?(.findings(findings.count))
         var report = Report(inputs: t.inputs, complete: t.complete, inputProblems: t.inputProblems, stats: t.stats,
-                            diagnostics: t.diagnostics, timelines: timelines, findings: findings, identities: t.identities,
+                            diagnostics: t.diagnostics, timelines: timelines, findings: findings,
                             config: detectors)
         report.diagnosticTotals = t.diagnosticTotals
         // `complete` keeps its meaning (every input read to its end); what the capture missed is in
@@ -284,7 +284,8 @@ public final class AnalysisSession {
         var e = c.engine
         let app = c.detectors.nanos("keepalive-timeout.app")
         let session = c.detectors.nanos("keepalive-timeout.session")
-        for (kind, gap) in e.coalesceGaps {
+        // Identity facts (discovery refreshes) are judged by no detector: their runs are not cut.
+        for (kind, gap) in e.coalesceGaps where !kind.isIn("identity") {
             // App keep-alives are judged on both clocks; session traffic on the session one.
             let limit = kind == .appKeepAlive ? min(app, session) : session
             e.coalesceGaps[kind] = min(gap, max(0, limit))
@@ -368,7 +369,7 @@ public final class AnalysisSession {
                 run.diagnosticCounts = collector.totals
                 onStage?(.logsRead(lines: all.lines, events: all.events.count))
                 logResult = all
-                events += all.events
+                events += all.allEvents
                 events.sort { a, b in a.t != b.t ? a.t < b.t : a.evidence < b.evidence }
             } catch {
                 throw InputError(path: error.path, message: error.description)
@@ -376,7 +377,7 @@ public final class AnalysisSession {
         }
         var trace = EventTrace(inputs: run.inputs, complete: run.complete, inputProblems: run.inputProblems, stats: run.stats,
                                diagnostics: run.diagnostics, diagnosticTotals: run.diagnosticCounts,
-                               identities: run.directory.identities, events: consume events)
+                               events: consume events)
         trace.losses = run.losses
         return Decoded(trace: trace, run: run, logs: logResult)
     }

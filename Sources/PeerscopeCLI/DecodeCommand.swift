@@ -18,8 +18,9 @@ struct Decode: ParsableCommand {
         "diagnostic" (after the messages); decoding goes on where it can.
 
         With --events it writes the event stream instead: what analysis reads after decoding (a \
-        `peerscope.events/1` header with inputs, counts and diagnostics, one `identity` line per peer \
-        the inputs identified, one `event` line per peer event, logs among the files included). \
+        `peerscope.events/2` header with inputs, counts and diagnostics, then one `event` line per \
+        event, logs among the files included; identity facts are events too: `identity.learned` \
+        and `identity.advertised`). Traces written as `peerscope.events/1` are still read. \
         `peerscope analyze --events FILE` gives the report analysing the inputs gives (with default \
         thresholds, which also decide how steady traffic is folded). The stream carries no message \
         contents unless --show-payloads is given, so it can be shared instead of a capture.

@@ -78,6 +78,10 @@ extension EventKind {
     public static let iceUnanswered: EventKind = "ice.unanswered"         // STUN request unanswered (attr atEnd)
     public static let dtlsStalled: EventKind = "dtls.stalled"             // DTLS handshake stopped (attr atEnd)
 
+    // Identity facts decoding learnt (the `from` hint is the fact); never timeline entries
+    public static let identityLearned: EventKind = "identity.learned"     // a peer ID with a name, address or endpoint
+    public static let identityAdvertised: EventKind = "identity.advertised" // a peer's MPC instance announced or refreshed
+
     // Logs only (the packet plugins have no evidence for these)
     public static let logPeerCreated: EventKind = "log.peer_created"          // local MCPeerID created
     public static let logAdvertising: EventKind = "log.advertising"           // the local peer starts/stops advertising
@@ -150,6 +154,21 @@ private typealias A = AttributeSpec
 
 extension EventCatalogue {
     public static let entries: [EventKindSpec] = discovery + invitation + ice + dtls + gck + app + session + transport + logOnly
+        + identity
+
+    /// Identity facts: what decoding learnt about which peer IDs, display names, addresses and
+    /// endpoints belong together, and when each MPC instance was advertised. The event's `from` hint
+    /// is the fact (`PeerHint.peerID` with its `displayName`, `address` or `endpoint`: typed, so no
+    /// attributes). The timeline, the detectors and the reports never see them as steps: the one
+    /// resolver (`PeerIdentities` / `PeerResolver` in PeerscopeTimeline) folds them.
+    static let identity: [EventKindSpec] = [
+        EventKindSpec(.identityLearned, "decoding learnt a peer ID, or its display name, an address or an endpoint "
+                      + "(one event per new fact, at the frame or log line that taught it)"),
+        // Refreshes repeat for as long as a peer advertises: one event spans first ... last per peer
+        // and plugin, however far apart they come (no detector judges their silence).
+        EventKindSpec(.identityAdvertised, "a peer's MPC instance was announced or refreshed (coalesced: t ... lastT)",
+                      coalescing: .steady(defaultGap: Nanos.max)),
+    ]
 
     static let discovery: [EventKindSpec] = [
         EventKindSpec(.browse, "a browse query for a service type", step: fixed(.browsing),

@@ -1,25 +1,12 @@
-/// What decoding learnt about peers, as facts for the stages after it: which peer IDs, display
-/// names, addresses and endpoints belong together, and when each MPC instance was advertised
-/// (discovery refreshes make no event). A snapshot of the decoders' `PeerDirectory`; the timeline
-/// and the reports read only this, so an event trace carries all they need.
-public struct PeerIdentities: Sendable, Hashable {
-    public var entries: [UInt64: PeerDirectory.Entry]
-    public init(entries: [UInt64: PeerDirectory.Entry] = [:]) { self.entries = entries }
-    /// The entries in peer ID order (the same order whatever the dictionary's).
-    public var sorted: [PeerDirectory.Entry] { entries.values.sorted { $0.peerID < $1.peerID } }
-}
-
-extension PeerDirectory {
-    /// What the directory knows, as facts for the stages after decoding.
-    public var identities: PeerIdentities { PeerIdentities(entries: entries) }
-}
-
-/// Everything the stages after decoding need, as one value: the decoded inputs' events, identity
-/// facts, counts and diagnostics. `peerscope decode --events` writes it as JSON Lines
-/// (`peerscope.events/1`) and `peerscope analyze --events` reads it back, giving the report that
-/// analysing the inputs gives. Message contents are left out unless asked for.
+/// Everything the stages after decoding need, as one value: the decoded inputs' events (identity
+/// facts among them: `identity.*`), counts and diagnostics. `peerscope decode --events` writes it as
+/// JSON Lines (`peerscope.events/2`) and `peerscope analyze --events` reads it back, giving the report
+/// that analysing the inputs gives. Message contents are left out unless asked for.
 public struct EventTrace: Sendable {
-    public static let schemaID = "peerscope.events/1"
+    public static let schemaID = "peerscope.events/2"
+    /// The first version wrote identity facts as `identity` lines (a snapshot of the decoders'
+    /// directory) beside the events; reading it turns them into `identity.*` events.
+    public static let schemaV1 = "peerscope.events/1"
 
     public var inputs: [String]
     public var complete: Bool
@@ -28,29 +15,26 @@ public struct EventTrace: Sendable {
     /// The first few diagnostics of each id; `diagnosticTotals` counts them all.
     public var diagnostics: [Diagnostic]
     public var diagnosticTotals: [String: Int]
-    public var identities: PeerIdentities
     /// In capture-time order.
     public var events: [PeerEvent]
     /// Known packet loss of the captures (see `CaptureLoss`).
     public var losses: [CaptureLoss] = []
 
     public init(inputs: [String], complete: Bool = true, inputProblems: [String] = [], stats: CaptureStats = CaptureStats(),
-                diagnostics: [Diagnostic] = [], diagnosticTotals: [String: Int] = [:],
-                identities: PeerIdentities = PeerIdentities(), events: [PeerEvent] = []) {
+                diagnostics: [Diagnostic] = [], diagnosticTotals: [String: Int] = [:], events: [PeerEvent] = []) {
         self.inputs = inputs
         self.complete = complete
         self.inputProblems = inputProblems
         self.stats = stats
         self.diagnostics = diagnostics
         self.diagnosticTotals = diagnosticTotals
-        self.identities = identities
         self.events = events
     }
 
     // MARK: writing
 
-    /// Writes the trace as JSON Lines: a header (`schema`, inputs, stats, diagnostics), one
-    /// `identity` line per known peer, one `event` line per event. Attribute `content` (message
+    /// Writes the trace as JSON Lines: a header (`schema`, inputs, stats, diagnostics), then one
+    /// `event` line per event (identity facts are events too). Attribute `content` (message
     /// contents, present only when decoding showed payloads) is written only when `payloads`.
     public func write(payloads: Bool, to line: (JSONValue) -> Void) {
         line(.object([
@@ -62,7 +46,6 @@ public struct EventTrace: Sendable {
             ("diagnostics", .array(diagnostics.map(Self.json))),
             ("diagnosticTotals", Self.counts(diagnosticTotals.mapValues { UInt64(max(0, $0)) })),
         ] + (losses.isEmpty ? [] : [("captureLosses", .array(losses.map(Self.json)))])))
-        for e in identities.sorted { line(.object([("identity", Self.json(e))])) }
         for e in events { line(.object([("event", Self.json(e, payloads: payloads))])) }
     }
 
@@ -129,16 +112,6 @@ public struct EventTrace: Sendable {
         .object([("address", .string(ep.address.description)), ("port", .int(Int64(ep.port)))])
     }
 
-    static func json(_ e: PeerDirectory.Entry) -> JSONValue {
-        var o: [(String, JSONValue)] = [("peerID", .string(PeerIdentity.idString(e.peerID)))]
-        if let n = e.displayName { o.append(("displayName", .string(n))) }
-        o.append(("addresses", .array(e.addresses.sorted().map { .string($0.description) })))
-        o.append(("endpoints", .array(e.endpoints.sorted().map(json))))
-        if let t = e.advertisedFirst { o.append(("advertisedFirst", .int(t))) }
-        if let t = e.advertisedLast { o.append(("advertisedLast", .int(t))) }
-        return .object(o)
-    }
-
     static func json(_ h: PeerHint) -> JSONValue {
         var o: [(String, JSONValue)] = []
         if let p = h.peerID { o.append(("peerID", .string(PeerIdentity.idString(p)))) }
@@ -178,6 +151,8 @@ public struct EventTrace: Sendable {
     public static func read(_ bytes: [UInt8], path: String) throws(ReadError) -> EventTrace {
         var trace = EventTrace(inputs: [])
         var sawHeader = false
+        var v1 = false
+        var v1Identities: [PeerEvent] = []
         var lineNo = 0
         var start = 0
         func fail(_ reason: String) -> ReadError { ReadError(path: path, line: lineNo, reason: reason) }
@@ -190,9 +165,11 @@ public struct EventTrace: Sendable {
             let v: JSONValue
             do { v = try JSONParser.parse(Bytes(Array(slice))) } catch { throw fail(error.description) }
             if !sawHeader {
-                guard v["schema"]?.stringValue == schemaID else {
+                let schema = v["schema"]?.stringValue
+                guard schema == schemaID || schema == schemaV1 else {
                     throw fail("not a peerscope event trace (the first line must have \"schema\": \"\(schemaID)\")")
                 }
+                v1 = schema == schemaV1
                 sawHeader = true
                 guard let h = Header(v) else { throw fail("malformed header") }
                 trace.inputs = h.inputs
@@ -202,17 +179,28 @@ public struct EventTrace: Sendable {
                 trace.diagnostics = h.diagnostics
                 trace.diagnosticTotals = h.totals
                 trace.losses = (v["captureLosses"]?.arrayValue ?? []).compactMap(Self.loss)
-            } else if let i = v["identity"] {
-                guard let e = entry(i) else { throw fail("malformed identity") }
-                trace.identities.entries[e.peerID] = e
+            } else if v1, let i = v["identity"] {
+                guard let es = identityEvents(i, evidence: .frame(input: 0, frame: 0)) else { throw fail("malformed identity") }
+                v1Identities += es
             } else if let e = v["event"] {
                 guard let ev = event(e) else { throw fail("malformed event") }
                 trace.events.append(ev)
             } else {
-                throw fail("expected an \"identity\" or \"event\" line")
+                throw fail(v1 ? "expected an \"identity\" or \"event\" line" : "expected an \"event\" line")
             }
         }
         guard sawHeader else { throw ReadError(path: path, line: 0, reason: "empty: not a peerscope event trace") }
+        if !v1Identities.isEmpty {
+            // Version 1 facts carry no time of their own: they stand at the start, in peer ID order
+            // (advertisements at their first time), and the events keep their order.
+            let advertised = v1Identities.lazy.filter { $0.kind == .identityAdvertised }.map(\.t).min()
+            let earliest = min(trace.stats.firstT ?? Nanos.max, trace.events.first?.t ?? Nanos.max, advertised ?? Nanos.max)
+            let start = earliest == Nanos.max ? 0 : earliest
+            for i in v1Identities.indices where v1Identities[i].kind == .identityLearned { v1Identities[i].t = start; v1Identities[i].lastT = start }
+            let all = v1Identities + trace.events
+            let order = all.indices.sorted { all[$0].t != all[$1].t ? all[$0].t < all[$1].t : $0 < $1 }
+            trace.events = order.map { all[$0] }
+        }
         return trace
     }
 
@@ -306,23 +294,34 @@ public struct EventTrace: Sendable {
 
     static func peerID(_ v: JSONValue?) -> UInt64? { v?.stringValue.flatMap { PeerIdentity.parse(idString: $0) } }
 
-    static func entry(_ v: JSONValue) -> PeerDirectory.Entry? {
+    /// A version 1 `identity` line as the identity events version 2 writes: the peer (with its
+    /// display name), each address and endpoint, and its advertisements as one coalesced event.
+    static func identityEvents(_ v: JSONValue, evidence: Evidence) -> [PeerEvent]? {
         guard let id = peerID(v["peerID"]), let addrs = v["addresses"]?.arrayValue, let eps = v["endpoints"]?.arrayValue else {
             return nil
         }
-        var e = PeerDirectory.Entry(peerID: id)
-        e.displayName = v["displayName"]?.stringValue
+        func fact(_ h: PeerHint) -> PeerEvent {
+            PeerEvent(kind: .identityLearned, t: 0, evidence: evidence, from: h, source: "trace-v1")
+        }
+        var out = [fact(PeerHint(peerID: id, displayName: v["displayName"]?.stringValue))]
         for a in addrs {
             guard let x = a.stringValue.flatMap(Self.address) else { return nil }
-            e.addresses.insert(x)
+            out.append(fact(PeerHint(peerID: id, address: x)))
         }
         for p in eps {
             guard let x = endpoint(p) else { return nil }
-            e.endpoints.insert(x)
+            out.append(fact(PeerHint(peerID: id, endpoint: x)))
         }
-        e.advertisedFirst = v["advertisedFirst"]?.int64Value
-        e.advertisedLast = v["advertisedLast"]?.int64Value
-        return e
+        if let first = v["advertisedFirst"]?.int64Value {
+            var e = PeerEvent(kind: .identityAdvertised, t: first, evidence: evidence, from: PeerHint(peerID: id), source: "trace-v1")
+            if let last = v["advertisedLast"]?.int64Value, last > first {
+                e.count = 2
+                e.lastT = last
+                e.lastEvidence = evidence
+            }
+            out.append(e)
+        }
+        return out
     }
 
     static func hint(_ v: JSONValue?) -> PeerHint? {

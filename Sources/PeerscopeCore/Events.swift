@@ -112,10 +112,15 @@ public struct EventCoalescer {
     /// The catalogue's default gaps (the seeds': app keep-alives are judged on 6 s, session traffic on 15 s).
     public static let defaultGaps: [EventKind: Nanos] = EventCatalogue.defaultCoalescingGaps
 
+    /// Steady kinds about a peer rather than a flow (`identity.advertised`): folded without a flow.
+    /// Other kinds without a flow (log lines) are never folded.
+    public static let peerKinds: Set<EventKind> = steadyKinds.filter { $0.isIn("identity") }
+
     private struct Signature: Hashable {
         var kind: EventKind
         var source: String
-        var flow: FlowKey
+        /// Nil for a steady kind without a flow (`identity.advertised`): no other event closes its run.
+        var flow: FlowKey?
         var from: PeerHint
         var to: PeerHint
     }
@@ -140,7 +145,8 @@ public struct EventCoalescer {
 
     /// Adds `e` to `events`, folding it into an open run when it continues one.
     public mutating func add(_ e: PeerEvent, to events: inout [PeerEvent]) {
-        guard longest > 0, let flow = e.flow else { events.append(e); return }
+        guard longest > 0 else { events.append(e); return }
+        guard let flow = e.flow else { addFlowless(e, to: &events); return }
         let canon = flow.canonical
         guard let gap = gaps[e.kind] else {
             if let sigs = byFlow.removeValue(forKey: canon) { for s in sigs { open.removeValue(forKey: s) } }
@@ -148,15 +154,31 @@ public struct EventCoalescer {
             return
         }
         let sig = Signature(kind: e.kind, source: e.source, flow: flow, from: e.from, to: e.to)
-        if let i = open[sig], i < events.count, e.t >= events[i].lastT, e.t &- events[i].lastT <= gap {
+        guard appendUnlessFolded(e, sig, gap: gap, to: &events) else { return }
+        if open.updateValue(events.count - 1, forKey: sig) == nil { byFlow[canon, default: []].append(sig) }
+    }
+
+    /// Folds `e` into the open run of `sig` when it continues it (in place: count and last time);
+    /// else appends it, returning true (the caller opens its run).
+    private mutating func appendUnlessFolded(_ e: PeerEvent, _ sig: Signature, gap: Nanos, to events: inout [PeerEvent]) -> Bool {
+        if let i = open[sig], i < events.count, events[i].kind == e.kind, e.t >= events[i].lastT, e.t &- events[i].lastT <= gap {
             events[i].count &+= 1
             events[i].lastT = e.t
             events[i].lastEvidence = e.evidence
             folded &+= 1
-            return
+            return false
         }
         events.append(e)
-        if open.updateValue(events.count - 1, forKey: sig) == nil { byFlow[canon, default: []].append(sig) }
+        return true
+    }
+
+    /// A steady kind without a flow (discovery refreshes, `identity.advertised`) folds by kind, source
+    /// and peers: the run's event is updated in place, so a refresh that only moves "last seen" costs a
+    /// table lookup and no memory.
+    private mutating func addFlowless(_ e: PeerEvent, to events: inout [PeerEvent]) {
+        guard let gap = gaps[e.kind], EventCoalescer.peerKinds.contains(e.kind) else { events.append(e); return }
+        let sig = Signature(kind: e.kind, source: e.source, flow: nil, from: e.from, to: e.to)
+        if appendUnlessFolded(e, sig, gap: gap, to: &events) { open[sig] = events.count - 1 }
     }
 
     /// Forgets runs that can no longer continue at capture time `t` (keeps the table to active flows).
@@ -167,7 +189,7 @@ public struct EventCoalescer {
         guard !dead.isEmpty else { return }
         for s in dead {
             open.removeValue(forKey: s)
-            let canon = s.flow.canonical
+            guard let canon = s.flow?.canonical else { continue }
             if var list = byFlow[canon] {
                 list.removeAll { $0 == s }
                 byFlow[canon] = list.isEmpty ? nil : list

@@ -1,17 +1,37 @@
-/// What the run has learnt about peers: which IDs, names, addresses and ports belong together.
-/// Discovery and invitation plugins teach it; every plugin asks it to attribute packets to peers.
+/// What is known about one peer ID: display name, addresses, endpoints, and the first and last
+/// announcement or refresh of its MPC instance (capture time). The decoders' `PeerDirectory` keeps one
+/// per peer while decoding; downstream `PeerIdentities` folds the `identity.*` events into the same.
+public struct PeerFacts: Sendable, Hashable {
+    public var peerID: UInt64
+    /// The latest display name taught.
+    public var displayName: String?
+    public var addresses: Set<IPAddress> = []
+    public var endpoints: Set<Endpoint> = []
+    public var advertisedFirst: Nanos?
+    public var advertisedLast: Nanos?
+    public var participantID: UInt32 { PeerIdentity.participantID(peerID) }
+    public init(peerID: UInt64) { self.peerID = peerID }
+}
+
+/// What decoding has learnt about peers: which IDs, names, addresses and ports belong together.
+/// Discovery and invitation plugins and log reading teach it; every plugin asks it to attribute
+/// packets to peers. It is the decoders' working table and stays with them: each new fact and each
+/// advertisement goes out through `onFact` (the `PluginContext` makes it an `identity.*` event), and
+/// the stages after decoding read only those events.
 public final class PeerDirectory {
-    public struct Entry: Sendable, Hashable {
-        public var peerID: UInt64
-        public var displayName: String?
-        public var addresses: Set<IPAddress> = []
-        public var endpoints: Set<Endpoint> = []
-        /// Capture times of the first and last discovery message that announced or refreshed the
-        /// peer's MPC instance (refreshes make no event; the discovery report reads these).
-        public var advertisedFirst: Nanos?
-        public var advertisedLast: Nanos?
-        public var participantID: UInt32 { PeerIdentity.participantID(peerID) }
+    /// Something the directory was taught that it did not know (or an advertisement, every time).
+    public enum Fact: Sendable, Hashable {
+        /// A new peer ID, a new display name for it, or an address or endpoint it was not known to
+        /// use: the hint holds the peer ID and the new value.
+        case learnt(PeerHint)
+        /// The peer's MPC instance was announced or refreshed at capture time `t`.
+        case advertised(peerID: UInt64, t: Nanos)
     }
+
+    /// Told each fact as it is learnt (set by whoever decodes with the directory).
+    public var onFact: ((Fact) -> Void)?
+
+    public typealias Entry = PeerFacts
 
     public private(set) var entries: [UInt64: Entry] = [:]
     private var byEndpoint: [Endpoint: UInt64] = [:]
@@ -29,30 +49,37 @@ public final class PeerDirectory {
     }
 
     public func learn(peerID: UInt64, displayName: String? = nil) {
+        let isNew = entries[peerID] == nil
         var e = entry(peerID)
+        var named: String?
         if let displayName, !displayName.isEmpty {
             if let old = e.displayName, old != displayName { byName[old]?.remove(peerID) }
+            if e.displayName != displayName { named = displayName }
             e.displayName = displayName
             byName[displayName, default: []].insert(peerID)
         }
         entries[peerID] = e
+        if isNew || named != nil { onFact?(.learnt(PeerHint(peerID: peerID, displayName: named))) }
     }
 
     public func learn(peerID: UInt64, address: IPAddress) {
+        let isNew = entries[peerID] == nil
         var e = entry(peerID)
-        e.addresses.insert(address)
+        let inserted = e.addresses.insert(address).inserted
         entries[peerID] = e
         byAddress[address, default: []].insert(peerID)
         if address.isLinkLocal { byAddress[address.unscoped, default: []].insert(peerID) }
+        if isNew || inserted { onFact?(.learnt(PeerHint(peerID: peerID, address: address))) }
     }
 
     /// An endpoint the peer is known to use (SRV port, session UDP port, invitation connection end).
     public func learn(peerID: UInt64, endpoint: Endpoint) {
         learn(peerID: peerID, address: endpoint.address)
         var e = entry(peerID)
-        e.endpoints.insert(endpoint)
+        let inserted = e.endpoints.insert(endpoint).inserted
         entries[peerID] = e
         byEndpoint[endpoint] = peerID
+        if inserted { onFact?(.learnt(PeerHint(peerID: peerID, endpoint: endpoint))) }
     }
 
     /// The peer's MPC instance was announced or refreshed at `t` (capture time).
@@ -61,6 +88,7 @@ public final class PeerDirectory {
         e.advertisedFirst = min(e.advertisedFirst ?? t, t)
         e.advertisedLast = max(e.advertisedLast ?? t, t)
         entries[peerID] = e
+        onFact?(.advertised(peerID: peerID, t: t))
     }
 
     public func peerID(forParticipant p: UInt32) -> UInt64? { byParticipant[p] }

@@ -282,6 +282,21 @@ public final class PluginContext {
     public init(directory: PeerDirectory = PeerDirectory(), options: DecodeOptions = DecodeOptions()) {
         self.directory = directory
         self.options = options
+        directory.onFact = { [weak self] fact in self?.identity(fact) }
+    }
+
+    /// A fact the directory learnt, as an `identity.*` event at the current frame (no flow: identity
+    /// facts never close or join a flow's runs). Advertisements are steady: the engine's coalescer
+    /// keeps one event per peer and plugin and moves its last time.
+    private func identity(_ fact: PeerDirectory.Fact) {
+        let input = currentInput
+        let evidence = input?.evidence ?? .frame(input: 0, frame: 0)
+        switch fact {
+        case .learnt(let h):
+            onEvent(PeerEvent(kind: .identityLearned, t: input?.t ?? now, evidence: evidence, from: h, source: currentPlugin))
+        case .advertised(let id, let t):
+            onEvent(PeerEvent(kind: .identityAdvertised, t: t, evidence: evidence, from: PeerHint(peerID: id), source: currentPlugin))
+        }
     }
 
     public var wantsMessages: Bool { options.wantsMessages }

@@ -200,11 +200,12 @@ public enum DetectorSuite {
     }
 
     /// Runs the detectors on events. When `timelines` has no events (built elsewhere or empty), the
-    /// events are put through a `TimelineBuilder` with an empty directory first.
+    /// events are put through a `TimelineBuilder` first: the identity facts are among the events, so
+    /// the findings are those of the full analysis.
     public static func run(_ events: [PeerEvent], timelines: Timelines, config: DetectorConfig = .defaults,
                            end: Nanos) -> [Finding] {
         if timelines.events.isEmpty && !events.isEmpty {
-            let b = TimelineBuilder(directory: PeerDirectory())
+            let b = TimelineBuilder()
             b.add(contentsOf: events)
             return run(timelines: b.finish(at: end), config: config, end: end)
         }

@@ -61,6 +61,13 @@ public struct UnknownLine: Sendable, Hashable, CustomStringConvertible {
 public struct LogReadResult: Sendable {
     /// Peer events from every log plugin, ordered by capture time then line.
     public var events: [PeerEvent]
+    /// The identity facts the lines taught (`identity.learned`, at the line that taught each), in
+    /// order: part of the event stream (`allEvents`), kept apart for callers that look at the steps.
+    public var identityFacts: [PeerEvent] = []
+    /// `events` and `identityFacts` in one list, ordered by capture time then line.
+    public var allEvents: [PeerEvent] {
+        (events + identityFacts).sorted { ($0.t, $0.evidence) < ($1.t, $1.evidence) }
+    }
     /// Entries no plugin understood, per format (`xcode`, `log-ndjson`, ...).
     public var unknownCounts: [String: Int]
     /// Their text with file:line, when `collectUnknown`.
@@ -106,6 +113,7 @@ public struct LogReadResult: Sendable {
 
     public mutating func merge(_ o: LogReadResult) {
         events += o.events
+        identityFacts += o.identityFacts
         for (k, v) in o.unknownCounts { unknownCounts[k, default: 0] += v }
         unknownLines += o.unknownLines
         formats += o.formats
@@ -162,6 +170,7 @@ public enum LogAnalyzer {
             result.merge(r)
         }
         result.events.sort { ($0.t, $0.evidence) < ($1.t, $1.evidence) }
+        result.identityFacts.sort { ($0.t, $0.evidence) < ($1.t, $1.evidence) }
         return result
     }
 
@@ -196,6 +205,11 @@ public enum LogAnalyzer {
     /// the order of the lines: same input, same events.
     static func read(bytes: [UInt8], path: String, input: Int, options: LogOptions, directory: PeerDirectory,
                      engine: LogEngine, cutLines: [Int: Int] = [:], names: inout Set<String>) -> LogReadResult {
+        // The log's identity facts are events this reader makes itself (the directory's own hook
+        // belongs to the capture's decoding): stand it aside while reading.
+        let hook = directory.onFact
+        directory.onFact = nil
+        defer { directory.onFact = hook }
         var reader = InputReader(path: path, input: input, options: options)
         reader.cutLines = cutLines
         let entries = reader.entries(bytes)
@@ -236,6 +250,7 @@ public enum LogAnalyzer {
         var unknown: [Int] = []
         var names = Set<String>()
         var builder = EventBuilder(options: options)
+        var facts = IdentityFacts()
         var hits = [Bool](repeating: false, count: engine.flat.count)
         // Patterns that spent their step budget: after `slowPatternLimit` lines they are not tried again.
         var slowLines: [Int: Int] = [:]
@@ -272,18 +287,40 @@ public enum LogAnalyzer {
             result.recognized[source, default: 0] += 1
             for l in m.learn {
                 directory.learn(peerID: l.peerID, displayName: l.displayName)
+                facts.learn(l.peerID, l.displayName, e, source)
                 if let n = l.displayName { names.insert(n) }
             }
             // Any line naming both an idString and a display name teaches the directory.
             for h in [m.from, m.to] {
-                if let id = h.peerID, let n = h.displayName { directory.learn(peerID: id, displayName: n) }
+                if let id = h.peerID, let n = h.displayName {
+                    directory.learn(peerID: id, displayName: n)
+                    facts.learn(id, n, e, source)
+                }
                 if let n = h.displayName { names.insert(n) }
             }
             if let kind = m.kind { builder.add(kind: kind, match: m, entry: e, source: source) }
             builder.observe(m, entry: e)
         }
         result.events = builder.events.sorted { ($0.t, $0.evidence) < ($1.t, $1.evidence) }
+        result.identityFacts = facts.events
         return (result, unknown, names)
+    }
+
+    /// The identity facts one pass over a log teaches, as `identity.learned` events at the line that
+    /// taught each: a peer ID the first time, then each change of its display name (what the
+    /// directory keeps is what folding the events gives).
+    private struct IdentityFacts {
+        var events: [PeerEvent] = []
+        private var names: [UInt64: String] = [:]
+
+        mutating func learn(_ id: UInt64, _ name: String?, _ e: LogEntry, _ source: String) {
+            let known = names[id]
+            let named = name.flatMap { $0.isEmpty ? nil : $0 }
+            guard known == nil || (named != nil && named != known) else { return }
+            names[id] = named ?? known ?? ""
+            events.append(PeerEvent(kind: .identityLearned, t: e.t, evidence: e.evidence,
+                                    from: PeerHint(peerID: id, displayName: named), source: source))
+        }
     }
 
     /// Reads a file in blocks, keeping of each line at most `maxLineBytes` and a few bytes more (enough

@@ -3,7 +3,8 @@ import PeerscopeTimeline
 
 /// What discovery saw: service types, and per peer its names, IDs, addresses, port and discovery
 /// info, with first/last seen. Built from `discovery.*` event attributes (read leniently: several
-/// spellings are accepted) and the directory.
+/// spellings are accepted) and the identity facts (`identity.*` events, folded by the timeline into
+/// `Timelines.identities`).
 public struct DiscoverySection: Sendable {
     public struct Service: Sendable, Hashable {
         public var name: String
@@ -43,7 +44,7 @@ public struct DiscoverySection: Sendable {
 
     static func looksLikeService(_ s: String) -> Bool { s.hasPrefix("_") && (s.contains("._tcp") || s.contains("._udp")) }
 
-    public init(timelines: Timelines, identities: PeerIdentities?) {
+    public init(timelines: Timelines) {
         var services: [String: Service] = [:]
         var serviceInstances: [String: Set<String>] = [:]
         var peers: [PeerRef: Peer] = [:]
@@ -113,20 +114,18 @@ public struct DiscoverySection: Sendable {
             }
             peers[ref] = p
         }
-        // The directory knows addresses and ports of discovered peers that attrs may not carry.
-        if let identities {
-            for (ref, var p) in peers {
-                guard case .id(let id) = ref, let entry = identities.entries[id] else { continue }
-                var addrs = Set(p.addresses)
-                for a in entry.addresses { addrs.insert("\(a)") }
-                p.addresses = addrs.sorted()
-                if p.port == nil, entry.endpoints.count == 1, let ep = entry.endpoints.first { p.port = ep.port }
-                if p.displayName == nil { p.displayName = entry.displayName }
-                // Refreshes of the announcement make no event; the directory kept their times.
-                if let f = entry.advertisedFirst { p.firstSeen = min(p.firstSeen ?? f, f) }
-                if let l = entry.advertisedLast { p.lastSeen = max(p.lastSeen ?? l, l) }
-                peers[ref] = p
-            }
+        // The identity facts know addresses and ports of discovered peers that attrs may not carry,
+        // and when the announcement was refreshed (`identity.advertised`: first ... last).
+        for (ref, var p) in peers {
+            guard case .id(let id) = ref, let entry = timelines.identities.entries[id] else { continue }
+            var addrs = Set(p.addresses)
+            for a in entry.addresses { addrs.insert("\(a)") }
+            p.addresses = addrs.sorted()
+            if p.port == nil, entry.endpoints.count == 1, let ep = entry.endpoints.first { p.port = ep.port }
+            if p.displayName == nil { p.displayName = entry.displayName }
+            if let f = entry.advertisedFirst { p.firstSeen = min(p.firstSeen ?? f, f) }
+            if let l = entry.advertisedLast { p.lastSeen = max(p.lastSeen ?? l, l) }
+            peers[ref] = p
         }
         for (ref, var p) in peers {
             // A link-local address seen with its interface (`fe80::1%awdl0`) and without is one address.

@@ -74,7 +74,7 @@ public enum ExplainWriter {
             let ths = descriptor?.thresholds ?? []
             if ths.isEmpty { out += "  none: this rule has no threshold\n" }
             if f.kind == "duplicate-connection" || f.kind == "reconnect-storm" {
-                out += "  session grace = \(secondsText(Double(TimelineBuilder(directory: PeerDirectory()).supersedeGrace) / 1e9))  "
+                out += "  session grace = \(secondsText(Double(TimelineBuilder().supersedeGrace) / 1e9))  "
                     + "(an older instance's packets this soon after a newer one's first do not keep it alive; quieter, it is superseded)\n"
             }
             for t in ths {

@@ -29,8 +29,7 @@ public struct Report: Sendable {
     public var captureLosses: [CaptureLoss] = []
 
     public init(inputs: [String], complete: Bool = true, inputProblems: [String] = [], stats: CaptureStats = CaptureStats(),
-                diagnostics: [Diagnostic] = [], timelines: Timelines, findings: [Finding],
-                identities: PeerIdentities? = nil, config: DetectorConfig = .defaults,
+                diagnostics: [Diagnostic] = [], timelines: Timelines, findings: [Finding], config: DetectorConfig = .defaults,
                 toolVersion: String = Report.defaultToolVersion) {
         self.toolVersion = toolVersion
         self.inputs = inputs
@@ -40,7 +39,7 @@ public struct Report: Sendable {
         self.diagnostics = diagnostics
         self.timelines = timelines
         self.findings = findings
-        discovery = DiscoverySection(timelines: timelines, identities: identities)
+        discovery = DiscoverySection(timelines: timelines)
         thresholds = DetectorSuite.effectiveThresholds(config)
         detectorsRun = DetectorSuite.kinds.filter { config.isEnabled($0) }
     }

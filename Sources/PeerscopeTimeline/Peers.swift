@@ -72,6 +72,48 @@ public struct PeerInfo: Sendable, Hashable {
     }
 }
 
+/// The identity facts of a run, folded from its `identity.*` events: which peer IDs, display names,
+/// addresses and endpoints belong together, and when each MPC instance was advertised. The one
+/// identity model after decoding (the decoders' `PeerDirectory` stays with them): `PeerResolver`
+/// resolves with it, the timeline and the reports read it.
+public struct PeerIdentities: Sendable, Hashable {
+    /// A peer's facts (`advertisedFirst`/`Last` from `identity.advertised`).
+    public typealias Entry = PeerFacts
+
+    public private(set) var entries: [UInt64: Entry] = [:]
+
+    public init() {}
+
+    /// The facts of `events` (other kinds are skipped), in order.
+    public init(events: some Sequence<PeerEvent>) {
+        for e in events { add(e) }
+    }
+
+    /// Folds one event in; false (and nothing learnt) when it is not an identity fact.
+    @discardableResult
+    public mutating func add(_ e: PeerEvent) -> Bool {
+        guard e.kind.isIn("identity"), let id = e.from.peerID else { return e.kind.isIn("identity") }
+        var x = entries[id] ?? Entry(peerID: id)
+        switch e.kind {
+        case .identityAdvertised:
+            x.advertisedFirst = min(x.advertisedFirst ?? e.t, e.t)
+            x.advertisedLast = max(x.advertisedLast ?? e.lastT, e.lastT)
+        default:
+            if let n = e.from.displayName, !n.isEmpty { x.displayName = n }
+            if let a = e.from.address { x.addresses.insert(a) }
+            if let ep = e.from.endpoint {
+                x.addresses.insert(ep.address)
+                x.endpoints.insert(ep)
+            }
+        }
+        entries[id] = x
+        return true
+    }
+
+    /// The entries in peer ID order (the same order whatever the dictionary's).
+    public var sorted: [Entry] { entries.values.sorted { $0.peerID < $1.peerID } }
+}
+
 /// Resolves `PeerHint`s to `PeerRef`s: peer ID first, then participant ID (directory, then the low
 /// 31 bits of any peer ID seen in the events), display name (when it names exactly one peer ID),
 /// endpoint and address (directory, then endpoints seen beside a peer ID in the events).
@@ -92,9 +134,9 @@ public struct PeerResolver: Sendable {
     /// Who wrote each log input, when it could be inferred (see `inferLogOwners`).
     public var logOwners: [Int: PeerRef] = [:]
 
-    /// A resolver over what `directory` knows now.
-    public init(directory: PeerDirectory, events: [PeerEvent] = []) {
-        self.init(identities: directory.identities, events: events)
+    /// A resolver over the identity facts among `events` and what the other events' hints tie together.
+    public init(events: [PeerEvent]) {
+        self.init(identities: PeerIdentities(events: events), events: events.filter { !$0.kind.isIn("identity") })
     }
 
     /// Learns from the identity facts and from every hint that carries a peer ID, so a log line naming

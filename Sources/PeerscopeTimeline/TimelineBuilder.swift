@@ -41,17 +41,20 @@ public struct Timelines: Sendable {
     /// End of input (capture time): open timers and sessions are judged against it.
     public var end: Nanos
     public var resolver: PeerResolver
+    /// The identity facts folded from the `identity.*` events (which are not in `events`).
+    public var identities: PeerIdentities
     var index: [PeerRef: Int]
     var sessionIndex: [SessionKey: Int]
 
     init(peers: [PeerTimeline], sessions: [SessionInstance], events: [ResolvedEvent], start: Nanos?, end: Nanos,
-         resolver: PeerResolver) {
+         resolver: PeerResolver, identities: PeerIdentities) {
         self.peers = peers.sorted { ($0.peer.label, $0.peer.ref) < ($1.peer.label, $1.peer.ref) }
         self.sessions = sessions.sorted { ($0.start, $0.key) < ($1.start, $1.key) }
         self.events = events
         self.start = start
         self.end = end
         self.resolver = resolver
+        self.identities = identities
         var idx: [PeerRef: Int] = [:]
         for (i, p) in self.peers.enumerated() { idx[p.peer.ref] = i }
         index = idx
@@ -61,7 +64,7 @@ public struct Timelines: Sendable {
     }
 
     public static let empty = Timelines(peers: [], sessions: [], events: [], start: nil, end: 0,
-                                        resolver: PeerResolver(identities: PeerIdentities()))
+                                        resolver: PeerResolver(identities: PeerIdentities()), identities: PeerIdentities())
 
     public func timeline(_ r: PeerRef) -> PeerTimeline? { index[r].map { peers[$0] } }
     public func peer(_ r: PeerRef) -> PeerInfo? { index[r].map { peers[$0].peer } }
@@ -101,17 +104,16 @@ public final class TimelineBuilder {
     /// Tie log inputs to the peer that wrote them when the packets make it unambiguous.
     public var inferLogOwners = true
 
-    /// What decoding learnt about peers (the only identity input besides the events).
-    let identities: PeerIdentities
+    /// What decoding learnt about peers: folded from the `identity.*` events added (and any given).
+    var identities: PeerIdentities
     var pending: [PeerEvent] = []
 
+    /// A builder whose identity facts come with the events (`identity.*`), as decoding emits them.
+    public init() { identities = PeerIdentities() }
+
+    /// A builder that also knows `identities` (tests; facts among the events are added to them).
     public init(identities: PeerIdentities) {
         self.identities = identities
-    }
-
-    /// A builder over what `directory` knows now.
-    public convenience init(directory: PeerDirectory) {
-        self.init(identities: directory.identities)
     }
 
     public func add(_ e: PeerEvent) { pending.append(e) }
@@ -185,6 +187,11 @@ public final class TimelineBuilder {
         // Normalised in place (the list can be large: no second copy).
         var events = pending
         pending = []
+        // Identity facts are folded into the one identity model, not timeline steps (in place: the
+        // list can be large).
+        var hasFacts = false
+        for e in events where identities.add(e) { hasFacts = true }
+        if hasFacts { events.removeAll { $0.kind.isIn("identity") } }
         for i in events.indices {
             events[i].from = PeerResolver.normalized(events[i].from)
             events[i].to = PeerResolver.normalized(events[i].to)
@@ -225,7 +232,7 @@ public final class TimelineBuilder {
             return s
         }
         let result = Timelines(peers: peerTimelines, sessions: instances, events: resolved, start: events.first?.t,
-                               end: endT, resolver: resolver)
+                               end: endT, resolver: resolver, identities: identities)
         peers = [:]
         sessions = []
         latest = [:]

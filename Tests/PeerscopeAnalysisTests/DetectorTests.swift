@@ -228,7 +228,7 @@ final class KeepaliveTimeoutTests: XCTestCase {
             coalescer.add(e, to: &folded)
         }
         XCTAssertEqual(folded.filter { $0.kind == .appKeepAlive }.count, 3, "A's two runs and B's one")
-        let b = TimelineBuilder(directory: s.directory)
+        let b = TimelineBuilder(identities: s.facts.identities)
         b.add(contentsOf: folded)
         let f = DetectorSuite.run(timelines: b.finish(at: Script.at(40)), config: .defaults, end: Script.at(40))
             .of("keepalive-timeout")

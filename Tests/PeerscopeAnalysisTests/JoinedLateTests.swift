@@ -119,8 +119,8 @@ final class JoinedLateTests: XCTestCase {
     func testICMPErrorEvidenceAndAttribution() throws {
         let a = try XCTUnwrap(IPAddress("192.0.2.12")), b = try XCTUnwrap(IPAddress("192.0.2.20"))
         let s = Script()
-        s.directory.learn(peerID: try XCTUnwrap(A.peerID), endpoint: Endpoint(a, 16402))
-        s.directory.learn(peerID: try XCTUnwrap(B.peerID), endpoint: Endpoint(b, 16401))
+        s.facts.learn(peerID: try XCTUnwrap(A.peerID), endpoint: Endpoint(a, 16402))
+        s.facts.learn(peerID: try XCTUnwrap(B.peerID), endpoint: Endpoint(b, 16401))
         s.connect(A, B, at: 0)
         let flow = FlowKey(.udp, Endpoint(a, 16402), Endpoint(b, 16401))
         s.packet(.gckData, 1.0, A, B, flow: flow)
@@ -136,5 +136,29 @@ final class JoinedLateTests: XCTestCase {
         XCTAssertEqual(f.details["followUpCount"], "3")
         let inst = try XCTUnwrap(s.timelines(end: 10).sessions.first)
         XCTAssertEqual(inst.milestone(.error)?.by, .id(try XCTUnwrap(B.peerID)), "Bob's host sent the ICMP")
+    }
+
+    /// The identity facts are events like the others: the detectors on a script's events alone (no
+    /// timelines built beforehand) name the peers the facts tie the endpoints to, as the full run does.
+    func testDetectorsOnEventsAloneUseTheIdentityFactsAmongThem() throws {
+        let ea = Endpoint(try XCTUnwrap(IPAddress("192.0.2.12")), 16402), eb = Endpoint(try XCTUnwrap(IPAddress("192.0.2.20")), 16401)
+        let s = Script()
+        s.facts.learn(peerID: try XCTUnwrap(A.peerID), endpoint: ea)
+        s.facts.learn(peerID: try XCTUnwrap(B.peerID), endpoint: eb)
+        // The packets know only the endpoints.
+        let ha = PeerHint(endpoint: ea), hb = PeerHint(endpoint: eb)
+        s.connect(ha, hb, at: 0)
+        s.packet(.appHandshake, 1, ha, hb)
+        s.packet(.appHandshakeResponse, 1.1, hb, ha)
+        s.repeating(.appKeepAlive, from: 2, to: 10, every: 2, ha, hb)
+        s.repeating(.appKeepAlive, from: 2.5, to: 10, every: 2, hb, ha)
+        let full = s.findings(end: 60)
+        XCTAssertFalse(full.isEmpty)
+        let alone = DetectorSuite.run(s.facts.events + s.events, timelines: .empty, end: Script.at(60))
+        XCTAssertEqual(alone.map(\.message), full.map(\.message))
+        XCTAssertEqual(alone.map(\.evidence), full.map(\.evidence))
+        XCTAssertTrue(full.contains { $0.message.contains("Alice") || $0.message.contains("Bob") }, "\(full.map(\.message))")
+        let withoutFacts = DetectorSuite.run(s.events, timelines: .empty, end: Script.at(60))
+        XCTAssertNotEqual(withoutFacts.map(\.message), full.map(\.message))
     }
 }

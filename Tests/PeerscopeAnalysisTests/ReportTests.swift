@@ -215,7 +215,7 @@ final class ReportTests: XCTestCase {
     func testNamesakesAreToldApartByPeerID() throws {
         let twin = PeerHint(peerID: 0x0555_6666_7777_8888, displayName: "Alice")
         let s = Script()
-        s.directory.learn(peerID: 0x0555_6666_7777_8888, displayName: "Alice")
+        s.facts.learn(peerID: 0x0555_6666_7777_8888, displayName: "Alice")
         s.connect(A, B, at: 0)
         s.packet(.invite, 5, twin, B)
         let text = TextReportWriter.render(s.report())
@@ -240,7 +240,7 @@ final class ReportTests: XCTestCase {
     func testTextReportEscapesControlCharactersFromTheWire() {
         let evil = PeerHint(peerID: 0x0555_6666_7777_8888, displayName: "\u{1B}[31mEvil\u{1B}[0m\nfindings: none\r\u{202E}")
         let s = Script()
-        s.directory.learn(peerID: 0x0555_6666_7777_8888, displayName: evil.displayName)
+        s.facts.learn(peerID: 0x0555_6666_7777_8888, displayName: evil.displayName)
         s.packet(.announced, 0, evil, .unknown, attrs: ["service": "_x._tcp.local", "info.note": "a\u{0}b"])
         s.packet(.invite, 1, evil, B)
         let text = TextReportWriter.render(s.report())
@@ -267,9 +267,9 @@ final class ReportTests: XCTestCase {
         // Another service of the same host (no MPC peer ID) adds a service but not its port.
         s.packet(.resolved, 1, Script.alice, .unknown,
                  attrs: ["service": "_companion-link._tcp.local", "instance": "Alice's phone", "port": "49152"])
-        // The announcement was refreshed later without an event: the directory kept its time.
-        s.directory.advertised(peerID: 0x0123_4567_89AB_CDEF, at: Script.at(0))
-        s.directory.advertised(peerID: 0x0123_4567_89AB_CDEF, at: Script.at(120))
+        // The announcement was refreshed later: one `identity.advertised` event spans its times.
+        s.facts.advertised(peerID: 0x0123_4567_89AB_CDEF, at: Script.at(0))
+        s.facts.advertised(peerID: 0x0123_4567_89AB_CDEF, at: Script.at(120))
         s.packet(.invite, 130, A, B)
         let r = s.report()
         let text = TextReportWriter.render(r)

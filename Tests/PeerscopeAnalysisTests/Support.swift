@@ -15,11 +15,12 @@ final class Script {
     var events: [PeerEvent] = []
     var frame: UInt64 = 0
     var line = 0
-    let directory = PeerDirectory()
+    /// Identity facts, as decoding emits them (`identity.*` events).
+    let facts = ScriptFacts()
 
     init() {
         for h in [Script.alice, Script.bob, Script.carol] {
-            if let id = h.peerID { directory.learn(peerID: id, displayName: h.displayName) }
+            if let id = h.peerID { facts.learn(peerID: id, displayName: h.displayName) }
         }
     }
 
@@ -91,8 +92,8 @@ final class Script {
     }
 
     func timelines(end: Double? = nil) -> Timelines {
-        let b = TimelineBuilder(directory: directory)
-        b.add(contentsOf: events)
+        let b = TimelineBuilder()
+        b.add(contentsOf: facts.events + events)
         return b.finish(at: end.map(Script.at))
     }
 
@@ -112,15 +113,32 @@ final class Script {
         stats.logLines = UInt64(line)
         // The report model from timelines and findings (what an analysis session does).
         let endT = end.map(Script.at) ?? stats.lastT
-        let b = TimelineBuilder(directory: directory)
-        b.add(contentsOf: events)
+        let b = TimelineBuilder()
+        b.add(contentsOf: facts.events + events)
         let tl = b.finish(at: endT)
         return Report(inputs: ["capture.pcapng", "device.log"], stats: stats,
                       diagnostics: [Diagnostic(id: "gck.header.short", message: "short header",
                                                evidence: .frame(input: 0, frame: 1), offset: 3)],
-                      timelines: tl, findings: DetectorSuite.run(timelines: tl, config: config, end: endT),
-                      identities: directory.identities, config: config)
+                      timelines: tl, findings: DetectorSuite.run(timelines: tl, config: config, end: endT), config: config)
     }
+}
+
+/// Identity facts for a script, made the way decoding makes them: `identity.*` events.
+final class ScriptFacts {
+    private(set) var events: [PeerEvent] = []
+    private var frame: UInt64 = 0
+
+    private func fact(_ kind: EventKind, _ h: PeerHint, at t: Nanos = Script.origin) {
+        frame += 1
+        events.append(PeerEvent(kind: kind, t: t, evidence: .frame(input: 0, frame: frame), from: h, source: "test"))
+    }
+
+    func learn(peerID: UInt64, displayName: String? = nil) { fact(.identityLearned, PeerHint(peerID: peerID, displayName: displayName)) }
+    func learn(peerID: UInt64, endpoint: Endpoint) { fact(.identityLearned, PeerHint(peerID: peerID, endpoint: endpoint)) }
+    func advertised(peerID: UInt64, at t: Nanos) { fact(.identityAdvertised, PeerHint(peerID: peerID), at: t) }
+
+    /// The facts folded, as the timeline folds them.
+    var identities: PeerIdentities { PeerIdentities(events: events) }
 }
 
 extension Array where Element == Finding {

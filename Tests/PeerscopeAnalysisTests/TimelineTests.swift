@@ -354,7 +354,7 @@ final class TimelineTests: XCTestCase {
         let t = Script()
         logLine(t, "log.advertising", 0.1, input: 1, line: 1, A)
         logLine(t, "log.peer_created", 0.2, input: 1, line: 2, B)
-        var r = PeerResolver(directory: t.directory, events: t.events)
+        var r = PeerResolver(identities: t.facts.identities, events: t.events)
         r.identifyLogOwners(t.events)
         XCTAssertNil(r.logOwners[1])
     }

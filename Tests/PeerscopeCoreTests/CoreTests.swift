@@ -175,6 +175,18 @@ final class EventCoalescerTests: XCTestCase {
         for i in 0 ..< 3 { c.add(event(.iceRequest, Double(i), from: a, to: b, flow: flow), to: &out) }
         for i in 0 ..< 3 { c.add(event(.appKeepAlive, Double(i), from: a, to: b, flow: nil), to: &out) }
         XCTAssertEqual(out.count, 6, "ICE checks are counted by the handshake detector; log events have no flow")
+        // Advertisements are about a peer, not a flow: folded per peer and source, and nothing between
+        // them (another event, even on the mDNS flow) cuts the run.
+        var ads = EventCoalescer()
+        var kept: [PeerEvent] = []
+        for i in 0 ..< 100 {
+            ads.add(event(.identityAdvertised, Double(i) * 60, from: a, to: .unknown, flow: nil), to: &kept)
+            ads.add(event(.browse, Double(i) * 60 + 1, from: a, to: .unknown, flow: flow), to: &kept)
+        }
+        ads.add(event(.identityAdvertised, 7000, from: b, to: .unknown, flow: nil), to: &kept)
+        let adverts = kept.filter { $0.kind == .identityAdvertised }
+        XCTAssertEqual(adverts.map(\.count), [100, 1], "one event per peer however many refreshes")
+        XCTAssertEqual(adverts.first?.lastT, CaptureTime.nanos(seconds: 99 * 60))
         var off = EventCoalescer(gap: 0)
         var all: [PeerEvent] = []
         for i in 0 ..< 3 { off.add(event(.gckHeartbeat, Double(i), from: a, to: b, flow: flow), to: &all) }
@@ -252,7 +264,8 @@ final class EventCatalogueCoreTests: XCTestCase {
         XCTAssertEqual(EventCatalogue.role(event(.stateChange, ["to": "Connected"])), .traffic)
         XCTAssertEqual(EventCatalogue.role(event(.disconnected)), .attach)
         XCTAssertEqual(EventCatalogue.label(.gckLSAACK), "LSAACK")
-        XCTAssertEqual(EventCoalescer.steadyKinds, [.appKeepAlive, .gckHeartbeat, .gckData, .dtlsApplicationData])
+        XCTAssertEqual(EventCoalescer.steadyKinds, [.appKeepAlive, .gckHeartbeat, .gckData, .dtlsApplicationData, .identityAdvertised])
+        XCTAssertEqual(EventCoalescer.peerKinds, [.identityAdvertised], "folded per peer, without a flow")
         XCTAssertEqual(EventCoalescer.defaultGaps[.appKeepAlive], 6 * CaptureTime.second)
         XCTAssertEqual(EventCoalescer.defaultGaps[.gckHeartbeat], 15 * CaptureTime.second)
     }

@@ -12,6 +12,8 @@ final class DiscoveryEventsTests: XCTestCase {
         let context: PluginContext
         let pipeline: PluginPipeline
         var events: [PeerEvent] = []
+        /// The identity facts (`identity.*` events), apart from the discovery events.
+        var facts: [PeerEvent] = []
         var diagnostics: [Diagnostic] = []
         var messages: [DecodedMessage] = []
         var frame: UInt64 = 0
@@ -20,7 +22,9 @@ final class DiscoveryEventsTests: XCTestCase {
         init(wantsMessages: Bool = false) {
             context = PluginContext(directory: directory, options: DecodeOptions(wantsMessages: wantsMessages))
             pipeline = PluginPipeline(plugins: [MDNSPlugin.self], context: context)
-            context.onEvent = { [unowned self] in self.events.append($0) }
+            context.onEvent = { [unowned self] e in
+                if e.kind.isIn("identity") { self.facts.append(e) } else { self.events.append(e) }
+            }
             context.onDiagnostic = { [unowned self] in self.diagnostics.append($0) }
             context.onMessage = { [unowned self] in self.messages.append($0) }
         }
@@ -131,6 +135,23 @@ final class DiscoveryEventsTests: XCTestCase {
         XCTAssertEqual(h.directory.peerID(for: Endpoint(try XCTUnwrap(IPAddress("192.168.1.10")), 50001)), Self.idA)
         XCTAssertEqual(h.directory.peerID(forParticipant: 0x2308_149F), Self.idA)
         XCTAssertEqual(h.directory.peerIDs(named: "Phone"), [Self.idC])
+
+        // ... and each fact went out as an event once, at the frame that taught it; every announcement
+        // and refresh as an advertisement (the engine coalesces them into one event per peer).
+        let addrA = try XCTUnwrap(IPAddress("192.168.1.10")), addrC = try XCTUnwrap(IPAddress("192.168.1.20"))
+        let learnt = h.facts.filter { $0.kind == .identityLearned }
+        XCTAssertEqual(learnt.map(\.from), [
+            PeerHint(peerID: Self.idA, displayName: "the-air"), PeerHint(peerID: Self.idA, address: addrA),
+            PeerHint(peerID: Self.idA, endpoint: Endpoint(addrA, 50001)),
+            PeerHint(peerID: Self.idC, displayName: "Phone"), PeerHint(peerID: Self.idC, address: addrC),
+            PeerHint(peerID: Self.idC, endpoint: Endpoint(addrC, 50002)),
+        ])
+        XCTAssertEqual(learnt.map(\.evidence), [2, 2, 2, 3, 3, 3].map { Evidence.frame(input: 0, frame: $0) })
+        XCTAssertTrue(learnt.allSatisfy { $0.flow == nil && $0.source == "mdns" }, "facts never join a flow's runs")
+        let ads = h.facts.filter { $0.kind == .identityAdvertised }
+        XCTAssertEqual(ads.filter { $0.from.peerID == Self.idA }.map { ($0.t - t0) / s }, [1, 1, 60, 61])
+        XCTAssertEqual(ads.filter { $0.from.peerID == Self.idC }.map { ($0.t - t0) / s }, [5, 5])
+        XCTAssertEqual(h.directory.entries[Self.idA]?.advertisedLast, ads.filter { $0.from.peerID == Self.idA }.map(\.t).max())
 
         let sum = try XCTUnwrap(h.plugin).summary()
         XCTAssertEqual(sum.services.first { $0.type == "_chat._tcp.local" }?.instances, 2)

@@ -83,6 +83,23 @@ final class RefreshFastPathTests: XCTestCase {
         let id = try XCTUnwrap(DNSSD.mpcPeerID("1ddatjp8m3xy7"))
         XCTAssertEqual(fast.directory.entries[id]?.advertisedLast, t0 + 90 * s)
         XCTAssertEqual(fast.directory.entries[id]?.advertisedLast, slow.directory.entries[id]?.advertisedLast)
+        // Every copy, fast path or not, is an advertisement; the engine's coalescer (the catalogue
+        // declares `identity.advertised` steady) keeps them as one event updated in place, whatever
+        // other mDNS traffic comes between.
+        for h in [fast, slow] {
+            // The first copy teaches twice (announced, then resolved): 5 advertisements.
+            XCTAssertEqual(h.events.filter { $0.kind == .identityAdvertised }.map(\.t), [0, 0, 30, 60, 90].map { t0 + $0 * s })
+            var coalescer = EventCoalescer()
+            var kept: [PeerEvent] = []
+            for e in h.events { coalescer.add(e, to: &kept) }
+            let ads = kept.filter { $0.kind == .identityAdvertised }
+            XCTAssertEqual(ads.count, 1)
+            XCTAssertEqual(ads.first?.count, 5)
+            XCTAssertEqual(ads.first?.t, t0)
+            XCTAssertEqual(ads.first?.lastT, t0 + 90 * s)
+            XCTAssertEqual(ads.first?.lastEvidence, .frame(input: 0, frame: 4))
+            XCTAssertEqual(kept.filter { $0.kind == .identityLearned }.count, 3, "the peer, its address and its endpoint, once")
+        }
     }
 
     func testANewAddressIsNeverSkipped() {

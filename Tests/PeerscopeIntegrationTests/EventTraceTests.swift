@@ -2,7 +2,9 @@ import Foundation
 import XCTest
 import Peerscope
 import PeerscopeCore
+import PeerscopeDetectors
 import PeerscopeReports
+import PeerscopeTimeline
 
 /// Issue 14: events are the whole interface after decoding. `decode --events` writes them (with the
 /// identity facts) and `analyze --events` gives the report analysing the inputs gives.
@@ -36,6 +38,97 @@ final class EventTraceTests: XCTestCase {
         }
         XCTAssertGreaterThanOrEqual(checked, 14, "every sample")
         XCTAssertGreaterThanOrEqual(withFindings, 10, "the comparison covers findings")
+    }
+
+    /// Identity facts travel as events: a version 2 trace has no `identity` lines, and its
+    /// `identity.*` events carry what the reports need.
+    func testIdentityFactsAreEventsInTheTrace() throws {
+        let (direct, replayed, text) = try Self.roundTrip(captures: [Place.samples.appendingPathComponent("identity-collision.pcapng").path],
+                                                          logs: [])
+        let lines = text.split(separator: "\n")
+        XCTAssertTrue(lines.first?.contains("\"schema\":\"peerscope.events/2\"") ?? false)
+        XCTAssertFalse(lines.contains { $0.hasPrefix("{\"identity\"") })
+        XCTAssertTrue(text.contains("\"kind\":\"identity.learned\""))
+        XCTAssertTrue(text.contains("\"kind\":\"identity.advertised\""))
+        XCTAssertEqual(JSONReportWriter.render(replayed), JSONReportWriter.render(direct))
+        // Without them the same events give another report (the facts are not decoration).
+        var trace = try EventTrace.read(Array(text.utf8), path: "t")
+        trace.events.removeAll { $0.kind.isIn("identity") }
+        XCTAssertNotEqual(TextReportWriter.render(AnalysisSession.report(trace)), TextReportWriter.render(direct))
+    }
+
+    /// Folding the `identity.*` events gives what the decoders' directory knew at the end, on every
+    /// sample and corpus capture, with the logs: names, addresses, endpoints and advertisement times.
+    func testFoldedFactsAreWhatTheDecodersDirectoryKnew() throws {
+        var checked = 0, peers = 0
+        for g in try EventCatalogueTests.inputGroups() {
+            let s = AnalysisSession()
+            s.addCaptures(g.captures)
+            s.addLogs(g.logs)
+            let decoded = try s.decode()
+            let folded = PeerIdentities(events: decoded.trace.events).entries
+            let known = decoded.run.directory.entries
+            let name = (g.captures + g.logs)[0]
+            XCTAssertEqual(Set(folded.keys), Set(known.keys), name)
+            for (id, k) in known {
+                let f = try XCTUnwrap(folded[id], name)
+                XCTAssertEqual(f.displayName, k.displayName, name)
+                XCTAssertEqual(f.addresses, k.addresses, name)
+                XCTAssertEqual(f.endpoints, k.endpoints, name)
+                XCTAssertEqual(f.advertisedFirst, k.advertisedFirst, name)
+                XCTAssertEqual(f.advertisedLast, k.advertisedLast, name)
+                peers += 1
+            }
+            // Refreshes are coalesced: at most one advertisement event per peer and plugin.
+            let ads = decoded.trace.events.filter { $0.kind == .identityAdvertised }
+            XCTAssertEqual(ads.count, Set(ads.map { "\($0.source) \($0.from)" }).count, name)
+            checked += 1
+        }
+        XCTAssertGreaterThanOrEqual(checked, 14)
+        XCTAssertGreaterThan(peers, 20)
+    }
+
+    /// A trace written before identity facts were events (`peerscope.events/1`, by the version of
+    /// `decode --events` before this one, committed) still reads, to the report analysing its inputs gives.
+    func testAVersion1TraceStillReadsToTheSameReport() throws {
+        let path = Place.packageRoot.appendingPathComponent("Tests/Fixtures/traces/identity-collision.v1.events.jsonl").path
+        let bytes = try XCTUnwrap(FileManager.default.contents(atPath: path))
+        XCTAssertTrue(String(decoding: bytes.prefix(40), as: UTF8.self).contains("peerscope.events/1"))
+        let trace = try EventTrace.read([UInt8](bytes), path: path)
+        XCTAssertEqual(Set(trace.events.filter { $0.kind == .identityLearned }.compactMap(\.from.peerID)).count, 3)
+        XCTAssertTrue(zip(trace.events, trace.events.dropFirst()).allSatisfy { $0.t <= $1.t }, "in time order")
+        // The trace names its inputs relative to the package root.
+        let inputs = trace.inputs.map { Place.packageRoot.appendingPathComponent($0).path }
+        let direct = try PeerscopeAnalysis.analyze(AnalysisOptions(captures: [inputs[0]], logs: Array(inputs.dropFirst()))).report
+        var replayed = AnalysisSession.report(trace)
+        replayed.inputs = direct.inputs
+        XCTAssertEqual(JSONReportWriter.render(replayed), JSONReportWriter.render(direct))
+        XCTAssertEqual(TextReportWriter.render(replayed), TextReportWriter.render(direct))
+        XCTAssertFalse(direct.discovery.peers.isEmpty)
+    }
+
+    /// Events are the whole interface: the detectors on the decoded events alone (no directory, no
+    /// timelines built beforehand) find what the full analysis finds, on every sample. (Where the
+    /// identity facts among them change findings: `JoinedLateTests.testDetectorsOnEventsAloneUse...`.)
+    func testDetectorsOnEventsAloneFindWhatTheFullRunFinds() throws {
+        var checked = 0, withFindings = 0
+        for g in try EventCatalogueTests.inputGroups() where g.captures.first?.contains("/Samples/") ?? false {
+            let s = AnalysisSession()
+            s.addCaptures(g.captures)
+            s.addLogs(g.logs)
+            let trace = try s.decode().trace
+            let full = AnalysisSession.report(trace).findings
+            let end = max(trace.stats.lastT ?? Int64.min, trace.events.last?.t ?? Int64.min)
+            func summary(_ fs: [Finding]) -> [String] {
+                fs.map { "\($0.kind) \($0.t) \($0.severity) \($0.message) \($0.evidence) \($0.details.sorted { $0.key < $1.key })" }
+            }
+            let alone = DetectorSuite.run(trace.events, timelines: .empty, end: end)
+            XCTAssertEqual(summary(alone), summary(full), g.captures[0])
+            if !full.isEmpty { withFindings += 1 }
+            checked += 1
+        }
+        XCTAssertGreaterThanOrEqual(checked, 14, "every sample")
+        XCTAssertGreaterThanOrEqual(withFindings, 10)
     }
 
     func testEveryCorpusCaptureReplaysToTheSameReport() throws {

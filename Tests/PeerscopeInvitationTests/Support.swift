@@ -119,6 +119,8 @@ final class Harness {
     let context: PluginContext
     let pipeline: PluginPipeline
     var events: [PeerEvent] = []
+    /// The identity facts (`identity.*` events), apart from the steps in `events`.
+    var facts: [PeerEvent] = []
     var messages: [DecodedMessage] = []
     var diagnostics: [Diagnostic] = []
     var frameNumber: UInt64 = 0
@@ -127,7 +129,9 @@ final class Harness {
     init(_ plugins: [any DecoderPlugin.Type] = PluginRegistry.invitation + PluginRegistry.transport, showPayloads: Bool = false) {
         context = PluginContext(directory: PeerDirectory(), options: DecodeOptions(showPayloads: showPayloads, wantsMessages: true))
         pipeline = PluginPipeline(plugins: plugins, context: context)
-        context.onEvent = { [unowned self] in self.events.append($0) }
+        context.onEvent = { [unowned self] e in
+            if e.kind.isIn("identity") { self.facts.append(e) } else { self.events.append(e) }
+        }
         context.onMessage = { [unowned self] in self.messages.append($0) }
         context.onDiagnostic = { [unowned self] in self.diagnostics.append($0) }
     }

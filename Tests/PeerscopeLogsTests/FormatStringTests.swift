@@ -237,6 +237,11 @@ final class FormatStringTests: XCTestCase {
         XCTAssertEqual(r.events.first?.from.displayName, "Alice [iPad] 2")
         XCTAssertEqual(dir.peerID(forParticipant: p), id)
         XCTAssertEqual(dir.peerIDs(named: "Alice [iPad] 2"), [id])
+        // What the line taught is an identity fact too, at the line (the stages after decoding read that).
+        XCTAssertEqual(r.identityFacts.map(\.kind), [.identityLearned])
+        XCTAssertEqual(r.identityFacts.map(\.from), [PeerHint(peerID: id, displayName: "Alice [iPad] 2")])
+        XCTAssertEqual(r.identityFacts.first?.evidence, .logLine(input: 0, line: 1))
+        XCTAssertEqual(r.allEvents.count, 2)
         // A later GCK line names only the participant: the directory maps it back.
         let r2 = try LogAnalyzer.read(text: "2026-11-22 09:00:11.000000+0000 App[1:2] [GCKSession] Not in connected state, so giving up for participant [\(Self.hex8(p))] on channel [0].", directory: dir)
         XCTAssertEqual(r2.events.first.flatMap { $0.from.participantID.flatMap(dir.peerID(forParticipant:)) }, id)

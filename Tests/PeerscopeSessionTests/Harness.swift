@@ -19,6 +19,8 @@ final class Harness {
     let pipeline: PluginPipeline
     var messages: [DecodedMessage] = []
     var events: [PeerEvent] = []
+    /// The identity facts (`identity.*` events), apart from the steps in `events`.
+    var facts: [PeerEvent] = []
     var diagnostics: [Diagnostic] = []
     var frameNumber: UInt64 = 0
     var t: Nanos = 1_763_795_000 * CaptureTime.second
@@ -30,7 +32,9 @@ final class Harness {
         pipeline = PluginPipeline(plugins: plugins, context: ctx)
         lastTick = t
         ctx.onMessage = { [unowned self] in self.messages.append($0) }
-        ctx.onEvent = { [unowned self] in self.events.append($0) }
+        ctx.onEvent = { [unowned self] e in
+            if e.kind.isIn("identity") { self.facts.append(e) } else { self.events.append(e) }
+        }
         ctx.onDiagnostic = { [unowned self] in self.diagnostics.append($0) }
     }
 

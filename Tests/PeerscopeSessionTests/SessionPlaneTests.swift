@@ -12,8 +12,8 @@ final class SessionPlaneTests: XCTestCase {
 
     func timelines(_ h: Harness) -> Timelines {
         h.finish()
-        let b = TimelineBuilder(directory: PeerDirectory())
-        b.add(contentsOf: h.events)
+        let b = TimelineBuilder()
+        b.add(contentsOf: h.facts + h.events)
         return b.finish()
     }
 
