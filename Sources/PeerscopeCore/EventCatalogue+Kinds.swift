@@ -48,6 +48,7 @@ extension EventKind {
     public static let gckHeartbeat: EventKind = "gck.heartbeat"
     public static let gckTimeout: EventKind = "gck.timeout"               // logs: Hello/DD/LSAACK/Heartbeat timeout; attrs["wait"]
     public static let gckGivingUp: EventKind = "gck.givingup"             // logs: Not in connected state, so giving up
+    public static let gckOther: EventKind = "gck.other"                   // a GCK packet of an unknown type; attrs["gckType"]
 
     // App messages (the seeds' JSON)
     public static let appHandshake: EventKind = "app.handshake"
@@ -289,7 +290,7 @@ extension EventCatalogue {
                       label: "LSAACK", attributes: [A("direction"), A("length", .int), A("sn", .int)]),
         EventKindSpec(.gckData, "GCK data", step: fixed(.data, "D"), role: traffic,
                       coalescing: .steady(defaultGap: 15 * second), label: "GCK data",
-                      attributes: [A("ack"), A("kind"), A("length", .int), A("payloadSize", .int), A("seq", .int)]),
+                      attributes: [A("ack"), A("gckType", .int), A("kind"), A("length", .int), A("payloadSize", .int), A("seq", .int)]),
         EventKindSpec(.gckHeartbeat, "GCK heartbeat", step: fixed(.heartbeat, "B"), role: traffic,
                       coalescing: .steady(defaultGap: 15 * second),
                       attributes: [A("channel", .list), A("length", .int), A("retransmit", .bool), A("sn", .int)]),
@@ -297,6 +298,8 @@ extension EventCatalogue {
                       label: "GCK", attributes: [A("channel", .list), A("wait")]),
         EventKindSpec(.gckGivingUp, "GCK gave up on a participant (logs)", step: fixed(.timeout, "T"), label: "giving up",
                       attributes: [A("channel", .list)]),
+        EventKindSpec(.gckOther, "a GCK packet of a type not known (its size only, never its body)", label: "GCK (unknown type)",
+                      attributes: [A("bodySize", .int), A("gckType", .int), A("length", .int)]),
     ]
 
     static let app: [EventKindSpec] = [

@@ -60,6 +60,8 @@ final class GCKPayloadTests: XCTestCase {
         XCTAssertEqual(data.filter { $0.attrs["gckType"] == "10" }.count, 2)
         XCTAssertEqual(h.events(GCKOtherPlugin.otherEvent).map { $0.attrs["gckType"] }, ["12"])
         XCTAssertEqual(data.map { $0.from.participantID }, Array(repeating: src, count: 6))
+        // Every kind and attribute these packets produce is declared (no sample has an unknown GCK type).
+        XCTAssertEqual(h.events.flatMap { EventCatalogue.problems($0) }, [])
     }
 
     func testShowPayloadsShowsTheBytes() {

@@ -158,10 +158,10 @@ public struct DNSMessageFields: MessageFieldsWriter {
     }
 }
 
-/// The fields of a response the refresh fast path took: the tracker needed nothing parsed, so the bytes
-/// are parsed only when the message is written (on `peerscope decode`'s writer thread). The response
-/// repeats, byte for byte, one that parsed without a problem, so it parses again (an unparsable payload
-/// would write no fields).
+/// The fields of a message a fast path took (a refresh, a repeated browse query): the tracker needed
+/// nothing parsed, so the bytes are parsed only when the message is written (on `peerscope decode`'s
+/// writer thread). The message repeats, byte for byte, one that parsed without a problem, so it parses
+/// again (an unparsable payload would write no fields).
 public struct DNSPayloadFields: MessageFieldsWriter {
     public let payload: Bytes
 

@@ -241,8 +241,8 @@ public final class GCKOtherPlugin: DecoderPlugin {
     public init() {}
     public static var family: (any ProtocolFamily.Type)? { GCKFamily.self }
 
-    /// The event kind of GCK packets of unknown types.
-    public static let otherEvent: EventKind = "gck.other"
+    /// The event kind of GCK packets of unknown types (declared in the catalogue).
+    public static let otherEvent: EventKind = .gckOther
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
