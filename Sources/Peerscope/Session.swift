@@ -254,11 +254,14 @@ public final class AnalysisSession {
     /// Timelines, then detectors, then the report model, from what decoding gave.
     public static func report(_ trace: consuming EventTrace, detectors: DetectorConfig = .defaults,
                               onStage: ((AnalysisStage) -> Void)? = nil) -> Report {
-        let t = trace
+        var t = trace
         let last = max(t.stats.lastT ?? Int64.min, t.events.last?.t ?? Int64.min)
         let endT = last == Int64.min ? t.stats.lastT : last
         let builder = TimelineBuilder()
         builder.add(contentsOf: t.events)
+        // The builder holds the events now: the trace letting go keeps them held once (the builder
+        // edits them in place instead of copying a large capture's list).
+        t.events = []
         let timelines = builder.finish(at: endT)
         onStage?(.timelines(peers: timelines.peers.count, sessions: timelines.sessions.count,
                             entries: timelines.peers.reduce(0) { $0 + $1.entries.count }))

@@ -315,12 +315,12 @@ extension EventAttribute where Value == Int {
 /// Readings of attributes that several stages share.
 public enum EventAttributes {
     /// `invitation.response`'s answer (`accepted`, or `accept` as some logs say): nil when unknown.
-    public static func isAccepted(_ attrs: [String: String]) -> Bool? {
+    public static func isAccepted(_ attrs: some AttributeLookup) -> Bool? {
         (attrs["accepted"] ?? attrs["accept"]).flatMap { Bool(attributeText: $0) }
     }
 
     /// The target state of a `session.state` event: "connected", "connecting", "notconnected".
-    public static func targetState(_ attrs: [String: String]) -> String {
+    public static func targetState(_ attrs: some AttributeLookup) -> String {
         (attrs[.to] ?? attrs[.state] ?? "").lowercased().filter { $0.isLetter }
     }
 }

@@ -77,9 +77,9 @@ public enum SessionRole: String, Sendable, Hashable {
 /// declined). Fixed values are the rule; the few computed ones are in the catalogue, not in stages.
 public enum KindRule<Value: Sendable>: Sendable {
     case fixed(Value)
-    case byAttributes(@Sendable (_ attrs: [String: String]) -> Value)
+    case byAttributes(@Sendable (_ attrs: EventAttrs) -> Value)
 
-    @inlinable public func value(_ attrs: [String: String]) -> Value {
+    @inlinable public func value(_ attrs: EventAttrs) -> Value {
         switch self {
         case .fixed(let v): v
         case .byAttributes(let f): f(attrs)

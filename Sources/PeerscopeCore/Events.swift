@@ -56,38 +56,56 @@ public struct PeerHint: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// One thing that happened to or between peers, at capture time, with its evidence.
+///
+/// Stored compactly (a large capture keeps millions): the peer hints and the flow are interned
+/// (`Shared.intern`: one box per distinct value, 8 bytes in the event), so an event is about
+/// 150 bytes instead of 440. The properties read and write as plain values.
 public struct PeerEvent: Sendable, Hashable {
     public var kind: EventKind
     public var t: Nanos
-    public var evidence: Evidence
+    /// Time of the last occurrence (`t` for a single event).
+    public var lastT: Nanos
     /// The peer that did it (sent the packet, printed as subject of the log line).
-    public var from: PeerHint
+    public var from: PeerHint {
+        get { fromBox?.value ?? .unknown }
+        set { fromBox = newValue.isEmpty ? nil : Shared.intern(newValue) }
+    }
     /// The other side, when there is one.
-    public var to: PeerHint
+    public var to: PeerHint {
+        get { toBox?.value ?? .unknown }
+        set { toBox = newValue.isEmpty ? nil : Shared.intern(newValue) }
+    }
     /// The flow the packet travelled on, for packet evidence.
-    public var flow: FlowKey?
+    public var flow: FlowKey? {
+        get { flowBox?.value }
+        set { flowBox = newValue.map { Shared.intern($0) } }
+    }
     /// The plugin that produced it (`mdns`, `gck-heartbeat`, `log-mpc-gck`, ...).
     public var source: String
-    /// Details, small and never message contents unless the run asked for payloads.
-    public var attrs: [String: String]
+    /// Details, small and never message contents unless the run asked for payloads (read and written
+    /// like a dictionary; stored packed, see `EventAttrs`).
+    public var attrs: EventAttrs
     /// How many occurrences this event stands for: steady traffic (keep-alives, heartbeats, data)
     /// repeating on one flow is kept as one event spanning `t ... lastT` (see `EventCoalescer`).
     public var count: Int = 1
-    /// Time of the last occurrence (`t` for a single event).
-    public var lastT: Nanos
+    public var evidence: Evidence
     /// Evidence of the last occurrence, when `count > 1`.
     public var lastEvidence: Evidence?
+    /// The interned hints and flow (nil: unknown / no flow). Equal values share one box.
+    @usableFromInline var fromBox: Shared<PeerHint>?
+    @usableFromInline var toBox: Shared<PeerHint>?
+    @usableFromInline var flowBox: Shared<FlowKey>?
 
     public init(kind: EventKind, t: Nanos, evidence: Evidence, from: PeerHint = .unknown, to: PeerHint = .unknown,
                 flow: FlowKey? = nil, source: String, attrs: [String: String] = [:]) {
         self.kind = kind
         self.t = t
         self.evidence = evidence
-        self.from = from
-        self.to = to
-        self.flow = flow
+        fromBox = from.isEmpty ? nil : Shared.intern(from)
+        toBox = to.isEmpty ? nil : Shared.intern(to)
+        flowBox = flow.map { Shared.intern($0) }
         self.source = source
-        self.attrs = attrs
+        self.attrs = EventAttrs(attrs)
         self.lastT = t
     }
 
@@ -95,6 +113,11 @@ public struct PeerEvent: Sendable, Hashable {
     public var occurrences: [(t: Nanos, evidence: Evidence)] {
         guard count > 1, let last = lastEvidence else { return [(t, evidence)] }
         return [(t, evidence), (lastT, last)]
+    }
+
+    /// True when both events name the same hints and flow (cheap: interned boxes compare by identity).
+    @inlinable public func samePeersAndFlow(_ o: PeerEvent) -> Bool {
+        fromBox == o.fromBox && toBox == o.toBox && flowBox == o.flowBox
     }
 }
 

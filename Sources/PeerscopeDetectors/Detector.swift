@@ -280,7 +280,7 @@ func attrIsTrue(_ v: String?) -> Bool? {
 func squash(_ s: String?) -> String { (s ?? "").lowercased().filter { $0.isLetter || $0.isNumber } }
 
 /// True when a log timeout line says the channel was in fact connected ("ignore this timeout").
-func saysConnected(_ attrs: [String: String]) -> Bool {
+func saysConnected(_ attrs: some AttributeLookup) -> Bool {
     let st = squash(attrs[.state])
     return st == "connected" || st == "dtlsconnected" || attrIsTrue(attrs[.ignored]) == true
 }

@@ -36,7 +36,7 @@ public struct DuplicateConnectionDetector: Detector {
     }
 
     /// A log decision about a peer already known (MPC's "already in dictionary", "Peer already in state").
-    static func saysAlreadyConnected(_ a: [String: String]) -> Bool {
+    static func saysAlreadyConnected(_ a: some AttributeLookup) -> Bool {
         if a[.duplicate] == true || a[.alreadyInDictionary] == true { return true }
         if squash(a[.alreadyInState]) == "connected" { return true }
         return (squash(a[.reason]) + squash(a[.message])).contains("already")

@@ -202,15 +202,18 @@ public struct PeerResolver: Sendable {
         if let a = h.address, addressBindings[a]?.last?.1 != id { addressBindings[a, default: []].append((t, id)) }
     }
 
-    /// The binding made last at or before `t` (the first one when `t` is earlier than all).
+    /// The binding made last at or before `t` (the first one when `t` is earlier than all). Bindings
+    /// are recorded in time order, so this is a binary search: an address that many peer IDs used
+    /// over a long capture (apps relaunched, devices reusing addresses) costs log n per lookup.
     private static func latest(_ list: [(Nanos, UInt64)]?, at t: Nanos) -> (Nanos, UInt64)? {
-        guard let list, let first = list.first else { return nil }
-        var best = first
-        for b in list {
-            if b.0 > t { break }
-            best = b
+        guard let list, !list.isEmpty else { return nil }
+        // The first binding later than `t`; the answer is the one before it.
+        var lo = 0, hi = list.count
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2
+            if list[mid].0 > t { hi = mid } else { lo = mid + 1 }
         }
-        return best
+        return list[max(0, lo - 1)]
     }
 
     private static func binding(_ list: [(Nanos, UInt64)]?, at t: Nanos) -> UInt64? { latest(list, at: t)?.1 }

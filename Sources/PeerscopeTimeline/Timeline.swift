@@ -2,6 +2,10 @@ import PeerscopeCore
 
 /// One line of a peer's timeline. Repeated traffic (keep-alives, heartbeats, data, ICE checks,
 /// handshake messages) is folded: `t` is the first, `lastT` the last, `count` how many.
+///
+/// Stored compactly (a long capture keeps millions): the counterpart and session are shared boxes,
+/// the evidence two inline values, and the detail is formatted when read, from the attributes of
+/// the event that gave it (shared with that event, not copied).
 public struct TimelineEntry: Sendable, Hashable {
     /// Another input saying the same as the entry (see `corroboration`).
     public struct Corroboration: Sendable, Hashable {
@@ -9,41 +13,118 @@ public struct TimelineEntry: Sendable, Hashable {
         public var evidence: Evidence
     }
 
+    /// Where the detail comes from: an event's attributes (formatted when read) or given text.
+    @usableFromInline enum Detail: Sendable, Hashable {
+        case none
+        case attrs(EventAttrs)
+        /// An `invitation.receipt`'s attributes (the detail names what it acknowledges).
+        case receipt(EventAttrs)
+        /// Given text (rare: entries made outside the builder), boxed to keep the entry small.
+        case text(Shared<String>)
+
+        init(_ kind: EventKind, _ attrs: EventAttrs) {
+            if attrs.isEmpty { self = .none } else { self = kind == .invitationReceipt ? .receipt(attrs) : .attrs(attrs) }
+        }
+
+        var text: String {
+            switch self {
+            case .none: ""
+            case .attrs(let a): TimelineMapping.detail(a)
+            case .receipt(let a): TimelineMapping.detail(.invitationReceipt, a)
+            case .text(let s): s.value
+            }
+        }
+    }
+
     public var t: Nanos
     public var lastT: Nanos
     public var count: Int
-    public var state: TimelineState
     public var kind: EventKind
-    /// True when this peer sent it (or, for a log line, is its subject); false when the other side did.
-    public var sent: Bool
-    /// The other peer, when the event had two sides.
-    public var counterpart: PeerRef?
-    public var session: SessionKey?
-    /// First and last evidence of the run (one item when `count == 1`).
-    public var evidence: [Evidence]
     public var source: String
     /// Other inputs saying the same thing at about the same time (a device log line beside the frame,
     /// MPC's own line beside the app's print): plugin and evidence, at most `maxCorroboration`.
     public var corroboration: [Corroboration] = []
     public static let maxCorroboration = 4
+    var counterpartBox: Shared<PeerRef>?
+    var sessionBox: Shared<SessionKey>?
+    var detailSource: Detail
+    /// First and last evidence of the run (`lastEvidence` nil when `count == 1`).
+    var firstEvidence: Evidence
+    var lastEvidence: Evidence?
+    public var state: TimelineState
+    /// True when this peer sent it (or, for a log line, is its subject); false when the other side did.
+    public var sent: Bool
+    var letterByte: UInt8
+
+    /// The other peer, when the event had two sides.
+    public var counterpart: PeerRef? {
+        get { counterpartBox?.value }
+        set { counterpartBox = newValue.map(Shared.init) }
+    }
+    public var session: SessionKey? {
+        get { sessionBox?.value }
+        set { sessionBox = newValue.map(Shared.init) }
+    }
+    /// First and last evidence of the run (one item when `count == 1`).
+    public var evidence: [Evidence] {
+        get { lastEvidence.map { [firstEvidence, $0] } ?? [firstEvidence] }
+        set {
+            guard let first = newValue.first else { return }
+            firstEvidence = first
+            lastEvidence = newValue.count > 1 ? newValue.last : nil
+        }
+    }
     /// Short detail from the event's attributes (never message contents).
-    public var detail: String
-    public var letter: Character?
+    public var detail: String {
+        get { detailSource.text }
+        set { detailSource = newValue.isEmpty ? .none : .text(Shared(newValue)) }
+    }
+    public var letter: Character? {
+        get { letterByte == 0 ? nil : Character(Unicode.Scalar(letterByte)) }
+        set { letterByte = TimelineEntry.byte(newValue) }
+    }
+
+    static func byte(_ c: Character?) -> UInt8 {
+        guard let c, let v = c.asciiValue, v != 0 else { return 0 }
+        return v
+    }
 
     public init(t: Nanos, state: TimelineState, kind: EventKind, sent: Bool, counterpart: PeerRef?, session: SessionKey?,
                 evidence: [Evidence], source: String, detail: String, letter: Character?) {
+        self.init(t: t, state: state, kind: kind, sent: sent, counterpart: counterpart.map(Shared.init),
+                  session: session.map(Shared.init), evidence: evidence.first ?? .frame(input: 0, frame: 0), source: source,
+                  detail: detail.isEmpty ? .none : .text(Shared(detail)), letter: letter)
+        if evidence.count > 1 { lastEvidence = evidence.last }
+    }
+
+    init(t: Nanos, state: TimelineState, kind: EventKind, sent: Bool, counterpart: Shared<PeerRef>?,
+         session: Shared<SessionKey>?, evidence: Evidence, source: String, detail: Detail, letter: Character?) {
         self.t = t
         lastT = t
         count = 1
         self.state = state
         self.kind = kind
         self.sent = sent
-        self.counterpart = counterpart
-        self.session = session
-        self.evidence = evidence
+        counterpartBox = counterpart
+        sessionBox = session
+        firstEvidence = evidence
+        lastEvidence = nil
         self.source = source
-        self.detail = detail
-        self.letter = letter
+        detailSource = detail
+        letterByte = TimelineEntry.byte(letter)
+    }
+
+    public static func == (a: TimelineEntry, b: TimelineEntry) -> Bool {
+        a.t == b.t && a.lastT == b.lastT && a.count == b.count && a.state == b.state && a.kind == b.kind && a.sent == b.sent
+            && a.counterpart == b.counterpart && a.session == b.session && a.evidence == b.evidence && a.source == b.source
+            && a.corroboration == b.corroboration && a.detail == b.detail && a.letter == b.letter
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(t)
+        h.combine(kind)
+        h.combine(firstEvidence)
+        h.combine(sent)
     }
 }
 
@@ -57,7 +138,7 @@ public enum TimelineMapping {
             + [Text.type, .channel, .reason, .encryption, .attempt, .delay, .code, .service, .port, .content].map(\.key)
     }()
 
-    public static func detail(_ attrs: [String: String]) -> String {
+    public static func detail(_ attrs: some AttributeLookup) -> String {
         var parts: [String] = []
         for k in detailKeys {
             guard let v = attrs[k], !v.isEmpty else { continue }
@@ -70,7 +151,7 @@ public enum TimelineMapping {
     }
 
     /// The detail of one event: its attributes, except that a receipt names what it acknowledges.
-    public static func detail(_ kind: EventKind, _ attrs: [String: String]) -> String {
+    public static func detail(_ kind: EventKind, _ attrs: some AttributeLookup) -> String {
         if attrs.isEmpty { return "" }
         if kind == .invitationReceipt {
             return "for \(attrs[.type] ?? "?")" + (attrs[.matched] == false ? " (no such message seen)" : "")
@@ -78,10 +159,10 @@ public enum TimelineMapping {
         return detail(attrs)
     }
 
-    public static func isAccepted(_ attrs: [String: String]) -> Bool? { EventAttributes.isAccepted(attrs) }
+    public static func isAccepted(_ attrs: some AttributeLookup) -> Bool? { EventAttributes.isAccepted(attrs) }
 
     /// The target state of a `session.state` event: "connected", "connecting", "notconnected".
-    public static func targetState(_ attrs: [String: String]) -> String { EventAttributes.targetState(attrs) }
+    public static func targetState(_ attrs: some AttributeLookup) -> String { EventAttributes.targetState(attrs) }
 
     /// The state and history letter of an event, as the event catalogue declares them.
     @inlinable public static func classify(_ e: PeerEvent) -> (TimelineState, Character?) {

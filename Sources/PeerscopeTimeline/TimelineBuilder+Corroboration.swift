@@ -4,8 +4,8 @@ import PeerscopeCore
 extension TimelineBuilder {
     /// A log line and a frame (or MPC's line and the app's print) about one step at about the same
     /// time are one timeline entry with evidence from both: the merged story, not two entries.
-    func corroborate(_ w: PeerWork, _ e: PeerEvent, state: TimelineState, sent: Bool, counterpart: PeerRef?,
-                             session: SessionKey?) -> Bool {
+    func corroborate(_ w: PeerWork, _ e: PeerEvent, state: TimelineState, sent: Bool, counterpart: Shared<PeerRef>?,
+                     session: Shared<SessionKey>?) -> Bool {
         let isLog = if case .logLine = e.evidence { true } else { false }
         for i in w.entries.indices.reversed().prefix(8) {
             let x = w.entries[i]
@@ -15,8 +15,9 @@ extension TimelineBuilder {
             // side ("Bob changed state" on Alice's device), so direction does not tell two apart.
             let directionless = state == .connecting || state == .connected || state == .disconnected
             guard x.count == 1, x.state == state, !state.aggregates || x.kind == e.kind, x.sent == sent || directionless,
-                  x.counterpart == counterpart, x.session == session,
-                  x.corroboration.count < TimelineEntry.maxCorroboration, let first = x.evidence.first else { continue }
+                  x.counterpartBox == counterpart, x.sessionBox == session,
+                  x.corroboration.count < TimelineEntry.maxCorroboration else { continue }
+            let first = x.firstEvidence
             let xIsLog = if case .logLine = first { true } else { false }
             let inputs = ([first] + x.corroboration.map(\.evidence)).map { ev -> Int in
                 switch ev { case .frame(let i, _), .logLine(let i, _): i }
@@ -34,18 +35,20 @@ extension TimelineBuilder {
             }
             guard matches else { continue }
             w.entries[i].corroboration.append(TimelineEntry.Corroboration(source: e.source, evidence: e.evidence))
-            let detail = TimelineMapping.detail(e.kind, e.attrs)
-            if detail.count > x.detail.count, !xIsLog || isLog { w.entries[i].detail = detail }
+            let detailSource = TimelineEntry.Detail(e.kind, e.attrs)
+            let detail = detailSource.text, xDetail = x.detail
+            if detail.count > xDetail.count, !xIsLog || isLog { w.entries[i].detailSource = detailSource }
             if !isLog, xIsLog {
                 // The frame becomes the entry's main evidence (its time is the wire's).
                 w.entries[i].corroboration[w.entries[i].corroboration.count - 1] =
                     TimelineEntry.Corroboration(source: x.source, evidence: first)
-                w.entries[i].evidence = [e.evidence]
+                w.entries[i].firstEvidence = e.evidence
+                w.entries[i].lastEvidence = nil
                 w.entries[i].source = e.source
                 w.entries[i].kind = e.kind
                 w.entries[i].t = e.t
                 w.entries[i].lastT = e.t
-                if detail.count >= x.detail.count { w.entries[i].detail = detail }
+                if detail.count >= xDetail.count { w.entries[i].detailSource = detailSource }
             }
             return true
         }

@@ -2,27 +2,26 @@ import PeerscopeCore
 
 // Folding: repeated steps become one timeline entry (first, last, count).
 extension TimelineBuilder {
-    func addEntry(_ r: PeerRef, _ e: PeerEvent, state: TimelineState, letter: Character?, sent: Bool,
-                          counterpart: PeerRef?, session: SessionKey?) {
-        guard let w = peers[r] else { return }
+    func addEntry(_ w: PeerWork, _ e: PeerEvent, state: TimelineState, letter: Character?, sent: Bool,
+                  counterpart: Shared<PeerRef>?, session: Shared<SessionKey>?) {
         if let letter { w.history.add(letter, sent: sent, times: e.count) }
-        if let s = session, w.sessions.last != s, w.sessionSet.insert(s).inserted { w.sessions.append(s) }
+        if let s = session?.value, w.sessions.last != s, w.sessionSet.insert(s).inserted { w.sessions.append(s) }
         let fromLog = if case .logLine = e.evidence { true } else { false }
         let key = RunKey(state: state, kind: e.kind, sent: sent, counterpart: counterpart, session: session, fromLog: fromLog)
-        if let last = w.entries.last, last.count == 1, last.evidence.first == e.evidence, last.state == state,
-           last.sent == sent, last.counterpart == counterpart, last.session == session, e.count == 1,
+        if let last = w.entries.last, last.count == 1, last.firstEvidence == e.evidence, last.state == state,
+           last.sent == sent, last.counterpartBox == counterpart, last.sessionBox == session, e.count == 1,
            last.kind.rawValue.prefix(while: { $0 != "." }) == e.kind.rawValue.prefix(while: { $0 != "." }) {
             // Two events of one frame or line saying the same thing (an mDNS answer that both announces
             // and resolves an instance) are one entry; the fuller detail stays.
-            let detail = TimelineMapping.detail(e.kind, e.attrs)
-            if detail.count > last.detail.count { w.entries[w.entries.count - 1].detail = detail }
+            let detail = TimelineEntry.Detail(e.kind, e.attrs)
+            if detail.text.count > last.detail.count { w.entries[w.entries.count - 1].detailSource = detail }
             return
         }
         if e.count == 1, corroborate(w, e, state: state, sent: sent, counterpart: counterpart, session: session) {
             return
         }
-        if e.kind == .tcpClosed, let last = w.entries.last, last.evidence.first == e.evidence,
-           last.kind == .tcpReset || last.kind == .tcpRefused, last.counterpart == counterpart {
+        if e.kind == .tcpClosed, let last = w.entries.last, last.firstEvidence == e.evidence,
+           last.kind == .tcpReset || last.kind == .tcpRefused, last.counterpartBox == counterpart {
             // A reset or refusal already says the connection ended in this segment.
             return
         }
@@ -34,9 +33,7 @@ extension TimelineBuilder {
             // Events arrive in time order, but a run's last time never moves back.
             if e.lastT >= w.entries[i].lastT {
                 w.entries[i].lastT = e.lastT
-                if w.entries[i].evidence.count < 2 { w.entries[i].evidence.append(lastEvidence) } else {
-                    w.entries[i].evidence[1] = lastEvidence
-                }
+                w.entries[i].lastEvidence = lastEvidence
             }
         } else {
             if !state.aggregates {
@@ -44,13 +41,12 @@ extension TimelineBuilder {
                 w.runs = w.runs.filter { $0.key.counterpart != counterpart }
             }
             var entry = TimelineEntry(t: e.t, state: state, kind: e.kind, sent: sent, counterpart: counterpart,
-                                      session: session, evidence: [e.evidence], source: e.source,
-                                      detail: TimelineMapping.detail(e.kind, e.attrs),
-                                      letter: letter)
+                                      session: session, evidence: e.evidence, source: e.source,
+                                      detail: TimelineEntry.Detail(e.kind, e.attrs), letter: letter)
             if e.count > 1 {
                 entry.count = e.count
                 entry.lastT = e.lastT
-                if let last = e.lastEvidence { entry.evidence.append(last) }
+                if let last = e.lastEvidence { entry.lastEvidence = last }
             }
             w.entries.append(entry)
             if aggregates { w.runs[key] = w.entries.count - 1 }

@@ -2,7 +2,8 @@ import PeerscopeCore
 
 // Resolution: each event's hints to peers, its step, its session (see TimelineBuilder).
 extension TimelineBuilder {
-    func touch(_ r: PeerRef, _ h: PeerHint, _ t: Nanos, last: Nanos) {
+    @discardableResult
+    func touch(_ r: PeerRef, _ h: PeerHint, _ t: Nanos, last: Nanos) -> PeerWork {
         let w: PeerWork
         if let existing = peers[r] { w = existing } else { w = PeerWork(info: PeerInfo(ref: r)); peers[r] = w }
         if w.info.displayName == nil, let n = h.displayName, !n.isEmpty { w.info.displayName = n }
@@ -12,9 +13,11 @@ extension TimelineBuilder {
         if case .address(let a) = r { w.addresses.insert(a) }
         if w.info.firstSeen.map({ t < $0 }) ?? true { w.info.firstSeen = t }
         if w.info.lastSeen.map({ last > $0 }) ?? true { w.info.lastSeen = max(t, last) }
+        return w
     }
 
-    func process(_ e: PeerEvent, _ resolver: PeerResolver) -> ResolvedEvent {
+    func process(_ index: Int, _ store: EventStore, _ resolver: PeerResolver) -> ResolvedEvent {
+        var e = store.events[index]
         var from = resolver.resolve(e.from, evidence: e.evidence, at: e.t)
         var to = resolver.resolve(e.to, evidence: e.evidence, at: e.t)
         if e.kind.isIn("discovery") {
@@ -29,19 +32,19 @@ extension TimelineBuilder {
             if case .name(let n) = f, let r = connectedNamesake(n, other: t, at: e.t, resolver) { from = r }
             if case .name(let n) = t, let r = connectedNamesake(n, other: f, at: e.t, resolver) { to = r }
         }
-        if let f = from { touch(f, e.from, e.t, last: e.lastT) }
-        if let t = to { touch(t, e.to, e.t, last: e.lastT) }
+        let fromWork = from.map { touch($0, e.from, e.t, last: e.lastT) }
+        let toWork = to.map { touch($0, e.to, e.t, last: e.lastT) }
         var (state, letter) = TimelineMapping.classify(e)
-        var e = e
         if (e.kind == .goodbye || e.kind == .expired), let f = from, inOpenSession(f) {
             // A connected peer that stops advertising (apps often do once in session; an mDNS record
             // expires while the session runs) is not lost.
             state = .updated
             letter = nil
             e[.note] = "stopped advertising; still in session"
+            store.events[index].attrs = e.attrs
         }
 
-        var sessionKey: SessionKey?
+        var sessionKey: Shared<SessionKey>?
         var establishedBefore = false, secureBefore = false, dtlsStartedBefore = false
         if let f = from, let t = to {
             let pair = PeerPair(f, t)
@@ -57,24 +60,25 @@ extension TimelineBuilder {
                     by = r
                 }
                 (state, letter) = apply(e, state: state, letter: letter, from: f, to: t, by: by, at: si)
-                sessionKey = sessions[si].instance.key
+                sessionKey = sessions[si].keyBox
             }
         }
 
-        if let f = from {
-            addEntry(f, e, state: state, letter: letter, sent: true, counterpart: to, session: sessionKey)
+        let fromBox = fromWork?.box, toBox = toWork?.box
+        if let w = fromWork {
+            addEntry(w, e, state: state, letter: letter, sent: true, counterpart: toBox, session: sessionKey)
         }
-        if let t = to {
-            addEntry(t, e, state: state, letter: letter, sent: from == nil, counterpart: from, session: sessionKey)
+        if let w = toWork {
+            addEntry(w, e, state: state, letter: letter, sent: from == nil, counterpart: fromBox, session: sessionKey)
         }
-        return ResolvedEvent(event: e, from: from, to: to, session: sessionKey, state: state,
+        return ResolvedEvent(store: store, index: index, from: fromBox, to: toBox, session: sessionKey, state: state,
                              establishedBefore: establishedBefore, secureBefore: secureBefore,
                              dtlsStartedBefore: dtlsStartedBefore)
     }
 
     func inOpenSession(_ r: PeerRef) -> Bool {
-        latest.contains { pair, si in
-            (pair.a == r || pair.b == r) && sessions[si].instance.end == nil && sessions[si].instance.established != nil
+        (pairsOf[r] ?? []).contains { pair in
+            latest[pair].map { sessions[$0].instance.end == nil && sessions[$0].instance.established != nil } ?? false
         }
     }
 

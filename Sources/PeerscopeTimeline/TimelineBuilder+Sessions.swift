@@ -5,6 +5,10 @@ extension TimelineBuilder {
     func open(_ pair: PeerPair, _ e: PeerEvent, originator: PeerRef, beforeInput: Bool) -> Int {
         let n = (counts[pair] ?? 0) + 1
         counts[pair] = n
+        if n == 1 {
+            pairsOf[pair.a, default: []].append(pair)
+            pairsOf[pair.b, default: []].append(pair)
+        }
         var inst = SessionInstance(key: SessionKey(pair: pair, number: n), originator: originator, start: e.t,
                                    evidence: e.evidence)
         inst.startedBeforeInput = beforeInput

@@ -1,22 +1,48 @@
 import PeerscopeCore
 
+/// The run's events, held once: resolved events refer to them by index (a large capture's events
+/// are not copied into the resolved list).
+final class EventStore: @unchecked Sendable {
+    /// Written only while the timeline is built; read-only once `Timelines` exists.
+    var events: [PeerEvent]
+    init(_ events: [PeerEvent]) { self.events = events }
+}
+
 /// An event with its sides resolved to peers and its session instance, and what that instance had
 /// reached just before the event (detectors judge events against it).
 public struct ResolvedEvent: Sendable {
-    public var event: PeerEvent
-    public var from: PeerRef?
-    public var to: PeerRef?
-    public var session: SessionKey?
+    let store: EventStore
+    let index: Int32
     /// The state the timeline gave the event (after upgrades such as `gck-connected`).
-    public var state: TimelineState
-    public var establishedBefore: Bool
-    public var secureBefore: Bool
-    public var dtlsStartedBefore: Bool
+    public let state: TimelineState
+    public let establishedBefore: Bool
+    public let secureBefore: Bool
+    public let dtlsStartedBefore: Bool
+    let fromBox: Shared<PeerRef>?
+    let toBox: Shared<PeerRef>?
+    let sessionBox: Shared<SessionKey>?
 
-    public var t: Nanos { event.t }
-    public var kind: EventKind { event.kind }
-    public var evidence: Evidence { event.evidence }
-    public var flow: FlowKey? { event.flow }
+    init(store: EventStore, index: Int, from: Shared<PeerRef>?, to: Shared<PeerRef>?, session: Shared<SessionKey>?,
+         state: TimelineState, establishedBefore: Bool, secureBefore: Bool, dtlsStartedBefore: Bool) {
+        self.store = store
+        self.index = Int32(truncatingIfNeeded: index)
+        fromBox = from
+        toBox = to
+        sessionBox = session
+        self.state = state
+        self.establishedBefore = establishedBefore
+        self.secureBefore = secureBefore
+        self.dtlsStartedBefore = dtlsStartedBefore
+    }
+
+    public var event: PeerEvent { store.events[Int(index)] }
+    public var from: PeerRef? { fromBox?.value }
+    public var to: PeerRef? { toBox?.value }
+    public var session: SessionKey? { sessionBox?.value }
+    public var t: Nanos { store.events[Int(index)].t }
+    public var kind: EventKind { store.events[Int(index)].kind }
+    public var evidence: Evidence { store.events[Int(index)].evidence }
+    public var flow: FlowKey? { store.events[Int(index)].flow }
     public var pair: PeerPair? { session?.pair ?? ((from != nil && to != nil) ? from.flatMap { f in to.map { PeerPair(f, $0) } } : nil) }
 }
 
@@ -129,16 +155,21 @@ public final class TimelineBuilder {
         var state: TimelineState
         var kind: EventKind
         var sent: Bool
-        var counterpart: PeerRef?
-        var session: SessionKey?
+        var counterpart: Shared<PeerRef>?
+        var session: Shared<SessionKey>?
         /// Log lines and frames fold into separate runs, so a run's first and last evidence stay
         /// from one source and a merged timeline shows both.
         var fromLog: Bool
     }
 
     final class PeerWork {
-        init(info: PeerInfo) { self.info = info }
+        init(info: PeerInfo) {
+            self.info = info
+            box = Shared(info.ref)
+        }
         var info: PeerInfo
+        /// The peer as entries and resolved events name it (one box per peer).
+        let box: Shared<PeerRef>
         var entries: [TimelineEntry] = []
         var history = HistoryBuilder()
         var runs: [RunKey: Int] = [:]
@@ -149,8 +180,13 @@ public final class TimelineBuilder {
     }
 
     final class SessionWork {
-        init(instance: SessionInstance) { self.instance = instance }
+        init(instance: SessionInstance) {
+            self.instance = instance
+            keyBox = Shared(instance.key)
+        }
         var instance: SessionInstance
+        /// The instance as entries and resolved events name it (one box per instance).
+        let keyBox: Shared<SessionKey>
         var history = HistoryBuilder()
         var gckFrom: Set<PeerRef> = []
         var ccsFrom: Set<PeerRef> = []
@@ -179,6 +215,8 @@ public final class TimelineBuilder {
     var sessions: [SessionWork] = []
     var latest: [PeerPair: Int] = [:]
     var counts: [PeerPair: Int] = [:]
+    /// The pairs each peer is in (`inOpenSession` looks at these, not at every pair).
+    var pairsOf: [PeerRef: [PeerPair]] = [:]
 
     /// What the event does to its pair's session, as the event catalogue declares it.
     func role(_ e: PeerEvent) -> SessionRole { EventCatalogue.role(e) }
@@ -193,8 +231,10 @@ public final class TimelineBuilder {
         for e in events where identities.add(e) { hasFacts = true }
         if hasFacts { events.removeAll { $0.kind.isIn("identity") } }
         for i in events.indices {
-            events[i].from = PeerResolver.normalized(events[i].from)
-            events[i].to = PeerResolver.normalized(events[i].to)
+            let from = events[i].from, to = events[i].to
+            let nf = PeerResolver.normalized(from), nt = PeerResolver.normalized(to)
+            if nf != from { events[i].from = nf }
+            if nt != to { events[i].to = nt }
         }
         if !zip(events, events.dropFirst()).allSatisfy({ $0.t <= $1.t }) {
             // Stable: events with equal times keep their input order.
@@ -205,12 +245,15 @@ public final class TimelineBuilder {
         var resolver = PeerResolver(identities: identities, events: events)
         resolver.identifyLogOwners(events)
         if inferLogOwners { resolver.inferLogOwners(events) }
+        // The events move into the store; resolving may annotate one in place (a `note`).
+        let store = EventStore(events)
+        events = []
         var resolved: [ResolvedEvent] = []
-        resolved.reserveCapacity(events.count)
-        for e in events {
-            resolved.append(process(e, resolver))
+        resolved.reserveCapacity(store.events.count)
+        for i in store.events.indices {
+            resolved.append(process(i, store, resolver))
         }
-        let endT = max(end ?? Nanos.min, events.last?.t ?? 0)
+        let endT = max(end ?? Nanos.min, store.events.last?.t ?? 0)
         let peerTimelines = peers.values.map { w -> PeerTimeline in
             if case .id(let id) = w.info.ref, let entry = identities.entries[id] {
                 if w.info.displayName == nil, let n = entry.displayName, !n.isEmpty { w.info.displayName = n }
@@ -231,12 +274,13 @@ public final class TimelineBuilder {
             s.history = w.history.text
             return s
         }
-        let result = Timelines(peers: peerTimelines, sessions: instances, events: resolved, start: events.first?.t,
+        let result = Timelines(peers: peerTimelines, sessions: instances, events: resolved, start: store.events.first?.t,
                                end: endT, resolver: resolver, identities: identities)
         peers = [:]
         sessions = []
         latest = [:]
         counts = [:]
+        pairsOf = [:]
         return result
     }
 }

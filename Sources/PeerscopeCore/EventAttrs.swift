@@ -1,0 +1,163 @@
+/// Reading attributes by key, from an event (`EventAttrs`) or a plain dictionary (log matches,
+/// plugins building an event): the shared readers (`EventAttributes`, the timeline's detail, the
+/// detectors' tests) take either.
+public protocol AttributeLookup {
+    subscript(_ key: String) -> String? { get }
+    var isEmpty: Bool { get }
+}
+
+extension Dictionary: AttributeLookup where Key == String, Value == String {}
+
+extension AttributeLookup {
+    /// The attribute as its type (`attrs[.accepted]` is a `Bool?`); nil when absent or not of that type.
+    @inlinable public subscript<V>(_ a: EventAttribute<V>) -> V? { self[a.key].flatMap { V(attributeText: $0) } }
+}
+
+/// An event's attributes: text values by key, like `[String: String]`, stored packed in one byte
+/// buffer (a large capture keeps millions of events with two to six attributes each; a dictionary
+/// of six costs about 400 bytes, this about 100). Entries are kept sorted by key, so iteration is
+/// in key order and two equal attribute sets are equal bytes.
+///
+/// Layout: per entry, the key's UTF-8 length (LEB128), its bytes, the value's length, its bytes.
+public struct EventAttrs: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral, AttributeLookup,
+    CustomStringConvertible {
+    public typealias Element = (key: String, value: String)
+    @usableFromInline var bytes: [UInt8]
+
+    public init() { bytes = [] }
+
+    public init(_ dictionary: [String: String]) {
+        bytes = []
+        guard !dictionary.isEmpty else { return }
+        let sorted = dictionary.sorted { EventAttrs.less($0.key, $1.key) }
+        var out: [UInt8] = []
+        out.reserveCapacity(sorted.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 2 })
+        for (k, v) in sorted { EventAttrs.append(k, v, to: &out) }
+        bytes = out
+    }
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        var d: [String: String] = [:]
+        for (k, v) in elements { d[k] = v }
+        self.init(d)
+    }
+
+    /// Key order: UTF-8 bytes (for ASCII keys, the order of `String`'s `<`).
+    static func less(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
+
+    static func append(_ k: String, _ v: String, to out: inout [UInt8]) {
+        appendLength(k.utf8.count, &out)
+        out.append(contentsOf: k.utf8)
+        appendLength(v.utf8.count, &out)
+        out.append(contentsOf: v.utf8)
+    }
+
+    static func appendLength(_ n: Int, _ out: inout [UInt8]) {
+        var n = UInt(n)
+        while n >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: n) | 0x80)
+            n >>= 7
+        }
+        out.append(UInt8(n))
+    }
+
+    /// One entry's ranges in `bytes`, and where the next begins.
+    @usableFromInline struct Slot {
+        var key: Range<Int>
+        var value: Range<Int>
+    }
+
+    @usableFromInline func slot(at i: Int) -> Slot {
+        var p = i
+        func length() -> Int {
+            var n = 0, shift = 0
+            while p < bytes.count {
+                let b = bytes[p]
+                p += 1
+                n |= Int(b & 0x7F) << shift
+                if b < 0x80 { break }
+                shift += 7
+            }
+            return n
+        }
+        let kl = length()
+        let key = p ..< Swift.min(bytes.count, p + kl)
+        p = key.upperBound
+        let vl = length()
+        let value = p ..< Swift.min(bytes.count, p + vl)
+        return Slot(key: key, value: value)
+    }
+
+    func string(_ r: Range<Int>) -> String { String(decoding: bytes[r], as: UTF8.self) }
+
+    /// The slot of `key`, when present.
+    func find(_ key: String) -> Slot? {
+        var i = 0
+        while i < bytes.count {
+            let s = slot(at: i)
+            if bytes[s.key].elementsEqual(key.utf8) { return s }
+            i = s.value.upperBound
+        }
+        return nil
+    }
+
+    public subscript(_ key: String) -> String? {
+        get { find(key).map { string($0.value) } }
+        set {
+            var d = dictionary
+            d[key] = newValue
+            self = EventAttrs(d)
+        }
+    }
+
+    /// The attribute as its type; setting nil removes it.
+    public subscript<V>(_ a: EventAttribute<V>) -> V? {
+        get { self[a.key].flatMap { V(attributeText: $0) } }
+        set { self[a.key] = newValue?.attributeText }
+    }
+
+    public subscript(_ key: String, default value: @autoclosure () -> String) -> String {
+        get { self[key] ?? value() }
+        set { self[key] = newValue }
+    }
+
+    public var isEmpty: Bool { bytes.isEmpty }
+
+    public var count: Int {
+        var n = 0, i = 0
+        while i < bytes.count {
+            i = slot(at: i).value.upperBound
+            n += 1
+        }
+        return n
+    }
+
+    /// The keys, in key order.
+    public var keys: [String] { map(\.key) }
+    public var values: [String] { map(\.value) }
+
+    /// The attributes as a dictionary (to build another event, or hand to code that wants one).
+    public var dictionary: [String: String] {
+        var d: [String: String] = [:]
+        for (k, v) in self { d[k] = v }
+        return d
+    }
+
+    public struct Iterator: IteratorProtocol {
+        let attrs: EventAttrs
+        var i = 0
+        public mutating func next() -> Element? {
+            guard i < attrs.bytes.count else { return nil }
+            let s = attrs.slot(at: i)
+            i = s.value.upperBound
+            return (attrs.string(s.key), attrs.string(s.value))
+        }
+    }
+
+    public func makeIterator() -> Iterator { Iterator(attrs: self) }
+
+    public var description: String { dictionary.description }
+
+    public static func == (a: EventAttrs, b: EventAttrs) -> Bool { a.bytes == b.bytes }
+    public func hash(into h: inout Hasher) { h.combine(bytes) }
+}

@@ -1,0 +1,45 @@
+import PeerscopeCore
+import PeerscopeTimeline
+import XCTest
+
+/// Timeline entries and the resolver's bindings in their compact, scalable forms.
+final class CompactTimelineTests: XCTestCase {
+    func testEntryEvidenceDetailAndLetterReadBackAsGiven() {
+        var e = TimelineEntry(t: 5, state: .heartbeat, kind: .gckHeartbeat, sent: true, counterpart: .id(7),
+                              session: SessionKey(pair: PeerPair(.id(7), .id(9)), number: 2),
+                              evidence: [.frame(input: 0, frame: 3)], source: "gck-heartbeat", detail: "", letter: "B")
+        XCTAssertEqual(e.evidence, [.frame(input: 0, frame: 3)])
+        XCTAssertEqual(e.letter, "B")
+        XCTAssertEqual(e.detail, "")
+        XCTAssertEqual(e.counterpart, .id(7))
+        XCTAssertEqual(e.session?.number, 2)
+        e.evidence.append(.frame(input: 0, frame: 9))
+        XCTAssertEqual(e.evidence, [.frame(input: 0, frame: 3), .frame(input: 0, frame: 9)])
+        e.evidence = [.logLine(input: 1, line: 4)]
+        XCTAssertEqual(e.evidence, [.logLine(input: 1, line: 4)])
+        e.detail = "state=Connected"
+        e.letter = nil
+        e.counterpart = nil
+        XCTAssertEqual(e.detail, "state=Connected")
+        XCTAssertNil(e.letter)
+        XCTAssertNil(e.counterpart)
+        XCTAssertLessThanOrEqual(MemoryLayout<TimelineEntry>.stride, 150)
+        XCTAssertLessThanOrEqual(MemoryLayout<ResolvedEvent>.stride, 48)
+    }
+
+    /// An address many peer IDs used one after another (apps relaunched all day): each lookup takes
+    /// the peer ID seen there last at that time, the first one before any.
+    func testAddressReusedByManyPeerIDsResolvesByTime() {
+        var r = PeerResolver(identities: PeerIdentities())
+        let a = IPAddress.v4(0xC000_0201)
+        for i in 0 ..< 1000 {
+            r.learn(PeerHint(peerID: UInt64(1000 + i), address: a), at: Int64(i) * 10)
+        }
+        XCTAssertEqual(r.resolve(PeerHint(address: a), at: 255), .id(1025))
+        XCTAssertEqual(r.resolve(PeerHint(address: a), at: 250), .id(1025), "a binding made at exactly t counts")
+        XCTAssertEqual(r.resolve(PeerHint(address: a), at: -5), .id(1000))
+        XCTAssertEqual(r.resolve(PeerHint(address: a), at: 99_999), .id(1999))
+        let ep = Endpoint(a, 16402)
+        XCTAssertEqual(r.resolve(PeerHint(endpoint: ep), at: 5_005), .id(1500))
+    }
+}
