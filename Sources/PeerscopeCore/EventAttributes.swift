@@ -83,6 +83,8 @@ extension EventAttribute where Value == String {
     /// The peer ID (base-36 idString) an event names.
     public static var peerID: Self { .init("peerID") }
     public static var instance: Self { .init("instance") }
+    /// An mDNS instance's name as announced (the discovery section counts instances by it).
+    public static var instanceName: Self { .init("instanceName") }
     /// Message contents, present only with `--show-payloads`.
     public static var content: Self { .init("content") }
     /// DTLS records that carried MPC's one-byte `0xD0` prefix.

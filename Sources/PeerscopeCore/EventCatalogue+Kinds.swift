@@ -123,14 +123,14 @@ private let responseStep: KindRule<TimelineStep> = .byAttributes { attrs in
 
 /// `invitation.decision` (logs): a decline is a declined invitation; other decisions are `other`.
 private let decisionStep: KindRule<TimelineStep> = .byAttributes { attrs in
-    let d = (attrs["decision"] ?? "").lowercased()
+    let d = (attrs[.decision] ?? "").lowercased()
     return d.hasPrefix("decline") || d == "0" || d == "no" ? TimelineStep(.invitationDeclined, "N") : .other
 }
 
 /// `tcp.opened`: only a connection to a known MPC endpoint (an advertised SRV port, an
 /// invitation-channel end) is an invitation channel; the rest of a device's TCP traffic is not.
 private let tcpOpenedStep: KindRule<TimelineStep> = .byAttributes { attrs in
-    attrs["invitation"] != nil ? TimelineStep(.invitationChannel, "S") : .other
+    attrs[.invitation] != nil ? TimelineStep(.invitationChannel, "S") : .other
 }
 
 /// `session.state`: by the state it goes to.

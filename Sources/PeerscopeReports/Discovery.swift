@@ -62,7 +62,7 @@ public struct DiscoverySection: Sendable {
             }
             guard e.kind != .browse, let ref = e.from else { continue }
             // An instance announced from two addresses is one instance.
-            if let service { serviceInstances[service, default: []].insert(attrs["instanceName"] ?? attrs["instance"] ?? "\(ref)") }
+            if let service { serviceInstances[service, default: []].insert(attrs[.instanceName] ?? attrs[.instance] ?? "\(ref)") }
             let info = timelines.peer(ref)
             var p = peers[ref] ?? Peer(ref: ref, displayName: info?.displayName, peerID: info?.idString,
                                        participantID: info?.participantHex, addresses: [], port: nil, host: nil,
@@ -72,7 +72,7 @@ public struct DiscoverySection: Sendable {
             // service) names the host, not the MPC instance: it may add services and addresses but
             // not the instance's port, info or times.
             let isMPCPeer = if case .id = ref { true } else { false }
-            let ownInstance = !isMPCPeer || (attrs["peerID"].map { $0 == p.peerID || p.peerID == nil } ?? (attrs["instance"] == nil))
+            let ownInstance = !isMPCPeer || (attrs[.peerID].map { $0 == p.peerID || p.peerID == nil } ?? (attrs[.instance] == nil))
             if let service, !p.services.contains(service) { p.services.append(service); p.services.sort() }
             for k in DiscoverySection.portKeys {
                 if let v = attrs[k], let port = UInt16(v) {
