@@ -128,11 +128,9 @@ public final class AnalysisSession {
     public func noteInputProblem(_ message: String) { problems.append(message) }
 
     /// A live capture's account of itself: per-interface counts (`stats.capture`) and the loss
-    /// windows (as `noteCaptureLoss`); any loss makes the report incomplete.
-    public func noteLiveCapture(_ stats: LiveCaptureStats) {
-        liveCapture = stats
-        liveLosses += stats.losses
-    }
+    /// windows (kernel or interface drops between two statistics readings: findings resting on silence
+    /// inside one are uncertain); any loss makes the report incomplete.
+    public func noteLiveCapture(_ stats: LiveCaptureStats) { liveCapture = stats }
 
     /// Events kept so far from live frames, and the latest capture time fed.
     public var liveEventCount: Int { engine.events.count }
@@ -141,17 +139,11 @@ public final class AnalysisSession {
     /// The report of the live frames fed so far (no logs), leaving the session running: what
     /// `capture --follow` looks at. Costs an analysis of the events kept so far.
     public func provisionalReport() -> Report {
-        let events = engine.events.enumerated().sorted { a, b in
-            a.element.t != b.element.t ? a.element.t < b.element.t : a.offset < b.offset
-        }.map(\.element)
+        var events = engine.events
+        Engine.sortByTime(&events)
         let trace = EventTrace(inputs: liveInputs, stats: engine.stats, events: events)
         return Self.report(trace, detectors: configuration.detectors)
     }
-
-    /// Known packet loss of a live capture (kernel or interface drops between two statistics readings):
-    /// findings resting on silence inside it are uncertain.
-    public func noteCaptureLoss(_ loss: CaptureLoss) { liveLosses.append(loss) }
-    private var liveLosses: [CaptureLoss] = []
 
     // MARK: finishing
 
@@ -195,7 +187,7 @@ public final class AnalysisSession {
             run = RunResult(inputs: liveInputs, stats: engine.stats, diagnostics: engine.diagnostics,
                             events: engine.takeEvents(), complete: problems.isEmpty, inputProblems: problems,
                             directory: engine.directory, diagnosticCounts: engine.diagnosticCounts)
-            run.losses = liveLosses + engine.snaplenLosses(paths: liveInputs) + engine.unseenDataLosses + engine.oneSidedLosses
+            run.losses = (liveCapture?.losses ?? []) + engine.snaplenLosses(paths: liveInputs) + engine.unseenDataLosses + engine.oneSidedLosses
             if let live = liveCapture {
                 run.stats.capture = live
                 if !live.complete { run.complete = false }

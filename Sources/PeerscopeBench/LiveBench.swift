@@ -23,13 +23,6 @@ enum LiveBench {
         var dropped: String
     }
 
-    static func which(_ tool: String) -> String? {
-        for dir in ["/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/bin"] where FileManager.default.isExecutableFile(atPath: "\(dir)/\(tool)") {
-            return "\(dir)/\(tool)"
-        }
-        return nil
-    }
-
     @discardableResult
     static func sh(_ args: [String]) -> (Int32, String) {
         let p = Process()

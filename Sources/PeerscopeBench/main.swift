@@ -194,8 +194,10 @@ func measure(_ argv: [String], env: [String: String] = [:]) -> Measured? {
     return Measured(seconds: elapsed, maxRSSKiB: rss, status: (status >> 8) & 0xFF)
 }
 
+/// A tool's path: on PATH, else in the system folders (root's tools such as `ip` live in /usr/sbin).
 func which(_ tool: String) -> String? {
-    for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+    let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+    for dir in path + ["/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/bin"] {
         let p = "\(dir)/\(tool)"
         if FileManager.default.isExecutableFile(atPath: p) { return p }
     }

@@ -236,7 +236,7 @@ extension Dictionary where Key == String, Value == String {
     }
 
     /// An event's attributes from typed text keys: `.typed([.layer: "udp", .code: c[0]])`.
-    public static func typed(_ text: [EventAttribute<String>: String]) -> [String: String] {
+    public static func typed(_ text: KeyValuePairs<EventAttribute<String>, String>) -> [String: String] {
         var out: [String: String] = [:]
         out.reserveCapacity(text.count)
         for (k, v) in text { out[k.key] = v }
@@ -244,7 +244,7 @@ extension Dictionary where Key == String, Value == String {
     }
 
     /// An event's attributes from typed flags: `.typed([.accepted: false])`.
-    public static func typed(_ flags: [EventAttribute<Bool>: Bool]) -> [String: String] {
+    public static func typed(_ flags: KeyValuePairs<EventAttribute<Bool>, Bool>) -> [String: String] {
         var out: [String: String] = [:]
         for (k, v) in flags { out[k.key] = v.attributeText }
         return out

@@ -113,4 +113,7 @@ public enum MPCPorts {
 
     /// True when either end of `flow` is on a GCK port.
     public static func touchesGCK(_ flow: FlowKey) -> Bool { gck.contains(flow.src.port) || gck.contains(flow.dst.port) }
+
+    /// True when both ends of `flow` are on GCK ports.
+    public static func bothGCK(_ flow: FlowKey) -> Bool { gck.contains(flow.src.port) && gck.contains(flow.dst.port) }
 }

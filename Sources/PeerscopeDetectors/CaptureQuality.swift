@@ -15,8 +15,8 @@ public enum CaptureQuality {
         if !flows.isEmpty, let timelines {
             for e in timelines.events {
                 guard let f = e.event.flow else { continue }
-                flowOf[e.event.evidence] = f.unordered
-                if let l = e.event.lastEvidence { flowOf[l] = f.unordered }
+                flowOf[e.event.evidence] = f.canonical
+                if let l = e.event.lastEvidence { flowOf[l] = f.canonical }
             }
         }
         return findings.map { f in
@@ -56,7 +56,7 @@ public enum CaptureQuality {
         var order: [FlowKey] = []
         for e in timelines.events {
             guard let f = e.event.flow, f.proto == .udp else { continue }
-            let key = f.unordered
+            let key = f.canonical
             var s = flows[key] ?? { order.append(key); return Seen(first: e.t, last: e.t) }()
             s.senders.insert(f.src)
             s.first = min(s.first, e.t)
@@ -71,9 +71,4 @@ public enum CaptureQuality {
             return CaptureLoss(reason: .oneSided, start: s.first, end: s.last, count: 0, source: source, flow: key)
         }
     }
-}
-
-extension FlowKey {
-    /// The flow with its endpoints in order: both directions of a flow give the same key.
-    public var unordered: FlowKey { src <= dst ? self : reversed }
 }

@@ -119,9 +119,9 @@ public enum DetectorSuite {
         if case .logLine = e.evidence { return true }
         if ["gck", "invitation", "app"].contains(where: { e.kind.isIn($0) }) { return true }
         if e.kind.isIn("dtls"), e.event[.mpcPrefix] != nil { return true }
-        if let f = e.flow, f.proto == .udp, MPCPorts.gck.contains(f.src.port), MPCPorts.gck.contains(f.dst.port) { return true }
+        if let f = e.flow, f.proto == .udp, MPCPorts.bothGCK(f) { return true }
         // An ICMP error quoting such a flow.
-        if let q = e.event.quotedFlow { return MPCPorts.gck.contains(q.src.port) && MPCPorts.gck.contains(q.dst.port) }
+        if let q = e.event.quotedFlow { return MPCPorts.bothGCK(q) }
         return false
     }
 

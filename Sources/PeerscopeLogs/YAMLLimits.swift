@@ -19,7 +19,8 @@ public enum YAMLLimits {
         if let why = problem(text) { throw YAMLRefusal(message: why) }
         guard let node = try Yams.compose(yaml: text) else { return nil }
         if let why = shapeProblem(node, depth: 0) { throw YAMLRefusal(message: why) }
-        return try Yams.load(yaml: text)
+        // The node already composed (what `Yams.load` would parse a second time).
+        return node.any
     }
 
     static func shapeProblem(_ node: Node, depth: Int) -> String? {
@@ -43,7 +44,7 @@ public enum YAMLLimits {
         let b = Array(text.utf8)
         if b.count > maxBytes { return "the file has \(b.count) bytes; a configuration file may have at most \(maxBytes)" }
         var aliases = 0
-        var flowDepth = 0, maxFlow = 0
+        var flowDepth = 0
         var quote: UInt8 = 0
         var lineStart = true
         var blockDepth = 0
@@ -79,7 +80,6 @@ public enum YAMLLimits {
                 continue
             } else if c == 0x5B || c == 0x7B {
                 flowDepth += 1
-                maxFlow = max(maxFlow, flowDepth)
                 if flowDepth + blockDepth > maxDepth { return "nesting deeper than \(maxDepth) levels" }
             } else if c == 0x5D || c == 0x7D {
                 flowDepth = max(0, flowDepth - 1)

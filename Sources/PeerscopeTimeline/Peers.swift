@@ -134,11 +134,6 @@ public struct PeerResolver: Sendable {
     /// Who wrote each log input, when it could be inferred (see `inferLogOwners`).
     public var logOwners: [Int: PeerRef] = [:]
 
-    /// A resolver over the identity facts among `events` and what the other events' hints tie together.
-    public init(events: [PeerEvent]) {
-        self.init(identities: PeerIdentities(events: events), events: events.filter { !$0.kind.isIn("identity") })
-    }
-
     /// Learns from the identity facts and from every hint that carries a peer ID, so a log line naming
     /// only a participant resolves even when the packet that named the peer ID came later.
     public init(identities: PeerIdentities, events: [PeerEvent] = []) {

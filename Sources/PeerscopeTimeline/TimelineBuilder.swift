@@ -241,7 +241,6 @@ public final class TimelineBuilder {
             let order = events.indices.sorted { events[$0].t != events[$1].t ? events[$0].t < events[$1].t : $0 < $1 }
             events = order.map { events[$0] }
         }
-        pending = []
         var resolver = PeerResolver(identities: identities, events: events)
         resolver.identifyLogOwners(events)
         if inferLogOwners { resolver.inferLogOwners(events) }

@@ -146,8 +146,7 @@ extension DiscoveryTracker {
                 hostAddrs[hk, default: []].append((addr, r.ttl))
                 if r.cacheFlush { flushed.insert(hk + (r.type == DNSType.a ? "|4" : "|6")) }
             case .ptr(let target):
-                if r.name.hasSuffix(DNSSD.localEnumerationName) || (r.name.labels.count >= 3
-                    && r.name.labels[0].lowercased() == "_services" && r.name.labels[1].lowercased() == "_dns-sd") { continue }
+                if DiscoveryTracker.isEnumeration(r.name) { continue }
                 guard r.type == DNSType.ptr, DNSSD.serviceType(r.name) != nil, let (key, _) = instanceKey(target) else { continue }
                 guard note(key, { $0.ptr = r.ttl }) else { return }
             case .srv(let pr, let w, let port, let target):

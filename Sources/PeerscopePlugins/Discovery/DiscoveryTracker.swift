@@ -457,8 +457,7 @@ final class DiscoveryTracker {
             switch r.type {
             case DNSType.ptr:
                 guard case .ptr(let target) = r.data else { continue }
-                if r.name.hasSuffix(DNSSD.localEnumerationName) || (r.name.labels.count >= 3
-                    && r.name.labels[0].lowercased() == "_services" && r.name.labels[1].lowercased() == "_dns-sd") {
+                if Self.isEnumeration(r.name) {
                     if let st = DNSSD.serviceType(target) { noteService(st.description) }
                     continue
                 }

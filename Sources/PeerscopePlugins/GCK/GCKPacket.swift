@@ -80,7 +80,7 @@ public enum GCKFamily: ProtocolFamily {
     public static func classify(_ input: PluginInput) -> FamilyMatch {
         let b = input.payload
         guard let f = b.byte(0), f & 0xF0 == 0xC0, let t = b.byte(1) else { return .reject }
-        let onMPCPort = input.flow.map { GCKHeader.mpcPorts.contains($0.src.port) || GCKHeader.mpcPorts.contains($0.dst.port) } ?? true
+        let onMPCPort = input.flow.map(MPCPorts.touchesGCK) ?? true
         let carried: Bool = if case .carried = input.delivery { true } else { false }
         if onMPCPort || carried {
             // Shorter than the header: the member reports it truncated.
