@@ -20,7 +20,7 @@ final class MarksTests: XCTestCase {
         XCTAssertEqual(m.absent.map(\.fingerprint), Array(repeating: first, count: 2 - m.fingerprints.filter { $0 == first }.count)
                        + ["0000000000000000"])
         XCTAssertFalse(m.counts(0))
-        XCTAssertTrue(m.counts(states.firstIndex(of: .new) ?? -1))
+        XCTAssertTrue(m.counts(try XCTUnwrap(states.firstIndex(of: .new))))
     }
 
     func testSuppressionPatternsAndExpiry() throws {

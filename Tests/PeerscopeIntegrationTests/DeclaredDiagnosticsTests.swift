@@ -161,22 +161,11 @@ final class DeclaredDiagnosticsTests: XCTestCase {
             s.addLogs(logs)
             if let a = try? s.finish() { all += a.report.diagnostics }
         }
-        let samples = Place.samples
-        for f in try FileManager.default.contentsOfDirectory(atPath: samples.path).sorted() where f.hasSuffix(".pcapng") {
-            let name = String(f.dropLast(".pcapng".count))
-            let logDir = samples.appendingPathComponent("logs/\(name)")
-            let logs = ((try? FileManager.default.contentsOfDirectory(atPath: logDir.path)) ?? []).sorted()
-                .map { logDir.appendingPathComponent($0).path }
-            analyse([samples.appendingPathComponent(f).path], logs: logs)
-        }
+        // Each sample with its logs, then each corpus capture (the spec, read as a log, is not a capture group).
         var corpus = 0
-        if let shared = Place.shared {
-            let dir = shared.appendingPathComponent("corpus")
-            for f in ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).sorted()
-            where f.hasSuffix(".pcap") || f.hasSuffix(".pcapng") {
-                analyse([dir.appendingPathComponent(f).path])
-                corpus += 1
-            }
+        for g in try EventCatalogueTests.inputGroups() where !g.captures.isEmpty {
+            analyse(g.captures, logs: g.logs)
+            if g.captures[0].contains("/corpus/") { corpus += 1 }
         }
         // Damaged inputs: logs of every kind of junk, a capture cut short, a missing file.
         let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("declared-diags-\(getpid())")
@@ -197,7 +186,7 @@ final class DeclaredDiagnosticsTests: XCTestCase {
         }
         for p in paths { analyse(logs: [p]) }
         let cut = tmp.appendingPathComponent("cut.pcapng").path
-        let sample = try Data(contentsOf: samples.appendingPathComponent("healthy-pair.pcapng"))
+        let sample = try Data(contentsOf: Place.samples.appendingPathComponent("healthy-pair.pcapng"))
         FileManager.default.createFile(atPath: cut, contents: sample.prefix(sample.count / 2 + 3))
         analyse([cut, tmp.appendingPathComponent("missing.pcapng").path])
         // A bad patterns file.

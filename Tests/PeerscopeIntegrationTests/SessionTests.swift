@@ -38,7 +38,6 @@ final class SessionTests: XCTestCase {
         XCTAssertEqual(a.report.stats.logLines, 1)
     }
 
-    /// Frames fed one at a time (as live capture does) give the report the file gives.
     /// Issue 11: display names the capture taught (mDNS, invitation plists) anchor app prints that name a
     /// peer bare, with no keyword; a name the capture does not know leaves its line unknown and listed.
     func testNamesFromTheCaptureAnchorBareNamePrints() throws {
@@ -73,6 +72,7 @@ final class SessionTests: XCTestCase {
         XCTAssertEqual(b.logs?.unknownLines.map(\.line), [1, 2, 3])
     }
 
+    /// Frames fed one at a time (as live capture does) give the report the file gives.
     func testFedFramesGiveTheFilesReport() throws {
         let path = sample("reconnect-storm.pcapng")
         let file = try PeerscopeAnalysis.analyze(AnalysisOptions(captures: [path]))
