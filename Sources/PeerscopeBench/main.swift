@@ -32,6 +32,7 @@ var stagesOf: String?
 var only: String?
 var mdnsGB = false
 var longRun = false
+var writeGroup: String?
 var args = CommandLine.arguments.dropFirst()
 while let a = args.first {
     args = args.dropFirst()
@@ -49,6 +50,9 @@ while let a = args.first {
         guard let path = args.first, let r = try? CrowdedMDNS.write(path: path, packets: mdnsFrames, hostCount: mdnsHosts) else { exit(2) }
         print("\(path): \(r.frames) packets (\(r.mdns) mDNS), \(r.bytes) bytes")
         exit(0)
+    case "--write-group":
+        // Only write the group file of `--frames N` frames (for profiling and for comparing runs by hand).
+        writeGroup = args.first; args = args.dropFirst()
     case "--live":
         // Live capture: packets sent, seen and dropped per tool and rate (see LiveBench.swift).
         var rates = [10_000, 50_000, 100_000], copies = 10
@@ -59,7 +63,7 @@ while let a = args.first {
         let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("peerscope").path
         exit(LiveBench.run(rates: rates, copies: copies, peerscope: bin, samples: FileManager.default.currentDirectoryPath + "/Samples"))
     default:
-        print("usage: PeerscopeBench [--frames N] [--mdns-frames N] [--only mdns|group] [--mdns-gb] [--long] [--keep DIR] | --stages FILE | --live [--rates 10000,50000,100000] [--copies 10]")
+        print("usage: PeerscopeBench [--frames N] [--mdns-frames N] [--only mdns|group] [--mdns-gb] [--long] [--keep DIR] | --stages FILE | --write-group PATH [--frames N] | --live [--rates 10000,50000,100000] [--copies 10]")
         exit(2)
     }
 }
@@ -141,6 +145,12 @@ func makeCapture(path: String, frames: Int) throws -> (frames: Int, bytes: Int) 
     out.write(Data(buffer)); bytes += buffer.count
     try out.close()
     return (written, bytes)
+}
+
+if let writeGroup {
+    guard let r = try? makeCapture(path: writeGroup, frames: targetFrames) else { exit(2) }
+    print("\(writeGroup): \(r.frames) frames, \(r.bytes) bytes")
+    exit(0)
 }
 
 struct Measured {
@@ -277,8 +287,10 @@ func stages(_ path: String, title: String? = nil) -> StageFigures {
     }
     guard let analysis = try? session.finish() else { print("cannot read \(path)"); return figures }
     t = now()
-    let json = JSONReportWriter.render(analysis.report)
-    row("report: JSON, \(fmt(Double(json.utf8.count) / 1e6, 1)) MB", now() - t)
+    // Streamed in pieces, as the CLI writes it (the whole document is never one string).
+    var jsonBytes = 0
+    JSONReportWriter.write(analysis.report) { jsonBytes += $0.count }
+    row("report: JSON, \(fmt(Double(jsonBytes) / 1e6, 1)) MB (streamed)", now() - t)
     if let b = figures.bytesPerEntry { print("  timeline stage: \(fmt(b, 0)) bytes of resident memory added per timeline entry") }
     return figures
 }
