@@ -67,7 +67,23 @@ extension DiscoveryTracker {
 
     static func same(_ p: Bytes, _ bytes: [UInt8]) -> Bool {
         guard p.count == bytes.count else { return false }
-        return p.withUnsafeBytes { a in bytes.withUnsafeBytes { b in a.elementsEqual(b) } }
+        // Eight bytes at a time (a byte loop was 1.6 % of an mDNS-heavy run).
+        return p.withUnsafeBytes { a in
+            bytes.withUnsafeBytes { b in
+                let n = a.count
+                var i = 0
+                while i &+ 8 <= n {
+                    guard a.loadUnaligned(fromByteOffset: i, as: UInt64.self) == b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                    else { return false }
+                    i &+= 8
+                }
+                while i < n {
+                    guard a[i] == b[i] else { return false }
+                    i &+= 1
+                }
+                return true
+            }
+        }
     }
 
     /// Takes `p` by the fast path when it repeats a remembered response and nothing it touches changed;
@@ -102,7 +118,9 @@ extension DiscoveryTracker {
                 if let ttl = i.ptr { inst.ptrExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
                 if let ttl = i.srv { inst.srvExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
                 if let ttl = i.txt { inst.txtExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
-                touch(&inst, t, src, input)
+                // `src` is among its sources already (the full path noted it when it remembered this
+                // response, or found the set full), so the set is not hashed again.
+                touch(&inst, t, nil, input)
                 teach(inst, src: src, ctx)
                 return inst.deadline
             }
@@ -146,7 +164,7 @@ extension DiscoveryTracker {
                 if r.cacheFlush { flushed.insert(hk + (r.type == DNSType.a ? "|4" : "|6")) }
             case .ptr(let target):
                 if DiscoveryTracker.isEnumeration(r.name) { continue }
-                guard r.type == DNSType.ptr, DNSSD.serviceType(r.name) != nil, let (key, _) = instanceKey(target) else { continue }
+                guard r.type == DNSType.ptr, DNSSD.isServiceType(r.name), let (key, _) = instanceKey(target) else { continue }
                 guard note(key, { $0.ptr = r.ttl }) else { return }
             case .srv(let pr, let w, let port, let target):
                 guard DNSSD.instanceName(r.name) != nil else { continue }

@@ -230,7 +230,7 @@ final class DiscoveryTracker {
     /// Every deadline ever set that `tick` has not passed yet, as `due` held them before it kept one
     /// entry per instance: its minimum decides when `tick` looks at the tables (`nextDeadline`), so
     /// hosts and browse entries are pruned at the same ticks as before. Plain times: cheap to keep.
-    var dueTimes = Heap<Nanos>()
+    var dueTimes = DeadlineQueue()
     /// Instances that ended, by last seen (entries go stale when one revives or leaves the table).
     var ended = Heap<Due>()
     /// Address expiries by host, earliest first (stale entries are harmless: the host is checked again).
@@ -285,12 +285,12 @@ final class DiscoveryTracker {
     private func query(_ msg: DNSMessage, t: Nanos, src: IPAddress?, _ input: PluginInput, _ ctx: PluginContext) {
         for q in msg.questions where q.type == DNSType.ptr || q.type == DNSType.any {
             let enumeration = Self.isEnumeration(q.name)
-            let st = enumeration ? nil : DNSSD.serviceType(q.name)
-            guard enumeration || st != nil else { continue }
+            guard enumeration || DNSSD.isServiceType(q.name) else { continue }
             let qkey = q.name.key
             let throttleKey = BrowseKey(querier: src, name: qkey)
             // Most queries repeat one answered within the window: nothing more is built for them.
             if let last = browseLast[throttleKey], t &- last < Self.browseWindow, t >= last { continue }
+            let st = enumeration ? nil : DNSSD.serviceType(q.name)
             let service = st?.description ?? q.name.text
             if browseLast.count >= Self.maxInstances { pruneBrowse(t) }
             browseLast[throttleKey] = t
@@ -309,7 +309,7 @@ final class DiscoveryTracker {
                 attrs = cached
             } else {
                 var a: [String: String] = ["service": service, "qu": q.unicastResponse ? "true" : "false"]
-                if q.name.labels.count > 1, q.name.labels[1].lowercased() == "_sub" { a["subtype"] = q.name.labels[0] }
+                if q.name.labels.count > 1, DNSName.foldedEqual(q.name.labels[1], "_sub") { a["subtype"] = q.name.labels[0] }
                 if known > 0 { a["knownAnswers"] = "\(known)" }
                 if let src { a["querier"] = "\(src)" }
                 if q.type == DNSType.any { a["qtype"] = "ANY" }
@@ -333,11 +333,11 @@ final class DiscoveryTracker {
     /// A service-enumeration name (`_services._dns-sd._udp.local`, or under another domain).
     static func isEnumeration(_ n: DNSName) -> Bool {
         n.hasSuffix(DNSSD.localEnumerationName) || (n.labels.count >= 3
-            && n.labels[0].lowercased() == "_services" && n.labels[1].lowercased() == "_dns-sd")
+            && DNSName.foldedEqual(n.labels[0], "_services") && DNSName.foldedEqual(n.labels[1], "_dns-sd"))
     }
 
     /// A name a PTR or ANY question browses for (a service type or the enumeration name).
-    static func isBrowseName(_ n: DNSName) -> Bool { isEnumeration(n) || DNSSD.serviceType(n) != nil }
+    static func isBrowseName(_ n: DNSName) -> Bool { isEnumeration(n) || DNSSD.isServiceType(n) }
 
     private func pruneBrowse(_ t: Nanos) {
         // Drops the entries older than the window, as `browseLast.filter { t &- $0.value < window }`
@@ -392,13 +392,13 @@ final class DiscoveryTracker {
         while let top = due.min {
             if let x = instances.index(top.slot, forKey: top.key), withInstance(x, { $0.state == .alive && $0.deadline == top.t }) {
                 // The deadlines before it are gone, as they were when `due` held every one.
-                while let m = dueTimes.min, m < top.t { _ = dueTimes.removeMin() }
+                dueTimes.drop(through: top.t, inclusive: false)
                 return top.key
             }
             _ = due.removeMin()
             if let x = instances.index(top.slot, forKey: top.key) { _ = dueNow(x, top) }
         }
-        dueTimes = Heap()
+        dueTimes.removeAll()
         // Only alive instances without any expiry left (none on the heaps): the smallest key.
         return instances.liveKeys.min()
     }
@@ -471,7 +471,7 @@ final class DiscoveryTracker {
                     if let st = DNSSD.serviceType(target) { noteService(st.description) }
                     continue
                 }
-                guard DNSSD.serviceType(r.name) != nil, let (key, iname) = instanceKey(target) else { continue }
+                guard DNSSD.isServiceType(r.name), let (key, iname) = instanceKey(target) else { continue }
                 var inst = ensureInstance(key, iname, fullName: target.text, t: t, input)
                 if r.ttl == 0 {
                     if instances[key] != nil || goodbyes[key] == nil { goodbyes[key] = (inst, "PTR") }
@@ -801,7 +801,7 @@ final class DiscoveryTracker {
             instances.values[x] = i
             noteEnded(i)
         }
-        while let m = dueTimes.min, m <= t { _ = dueTimes.removeMin() }
+        dueTimes.drop(through: t)
         nextDeadline = dueTimes.min ?? .max
         for inst in expired.sorted(by: { ($0.deadline ?? 0, $0.key) < ($1.deadline ?? 0, $1.key) }) {
             var a = attrs(inst)
