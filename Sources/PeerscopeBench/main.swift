@@ -49,6 +49,11 @@ while let a = args.first {
         guard let path = args.first, let r = try? CrowdedMDNS.write(path: path, packets: mdnsFrames, hostCount: mdnsHosts) else { exit(2) }
         print("\(path): \(r.frames) packets (\(r.mdns) mDNS), \(r.bytes) bytes")
         exit(0)
+    case "--write-group":
+        // Only write the group file of --frames N frames (for profiling and for comparing runs by hand).
+        guard let path = args.first, let r = try? makeCapture(path: path, frames: targetFrames) else { exit(2) }
+        print("\(path): \(r.frames) frames, \(r.bytes) bytes")
+        exit(0)
     case "--live":
         // Live capture: packets sent, seen and dropped per tool and rate (see LiveBench.swift).
         var rates = [10_000, 50_000, 100_000], copies = 10
@@ -59,7 +64,7 @@ while let a = args.first {
         let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("peerscope").path
         exit(LiveBench.run(rates: rates, copies: copies, peerscope: bin, samples: FileManager.default.currentDirectoryPath + "/Samples"))
     default:
-        print("usage: PeerscopeBench [--frames N] [--mdns-frames N] [--only mdns|group] [--mdns-gb] [--long] [--keep DIR] | --stages FILE | --live [--rates 10000,50000,100000] [--copies 10]")
+        print("usage: PeerscopeBench [--frames N] [--mdns-frames N] [--only mdns|group] [--mdns-gb] [--long] [--keep DIR] | --stages FILE | [--frames N] --write-group PATH | --live [--rates 10000,50000,100000] [--copies 10]")
         exit(2)
     }
 }
@@ -228,12 +233,25 @@ func stages(_ path: String, title: String? = nil) {
     func mib(_ x: Double?) -> String { x.map { fmt($0, 1) } ?? "-" }
     print("")
     print(title ?? "stages of analyze on \(path)")
-    print("  " + ["stage".padding(toLength: 64, withPad: " ", startingAt: 0), "seconds".leftPad(9), "peak RSS MiB".leftPad(13),
-                  "RSS after MiB".leftPad(14)].joined(separator: " "))
+    print("  " + ["stage".padding(toLength: 64, withPad: " ", startingAt: 0), "seconds".leftPad(9), "CPU s".leftPad(8),
+                  "peak RSS MiB".leftPad(13), "RSS after MiB".leftPad(14)].joined(separator: " "))
+    // CPU time of the process (user + system): on a loaded machine the fair figure beside wall seconds.
+    func cpu() -> Double {
+        var u = rusage()
+        #if os(Linux)
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &u)
+        #else
+        getrusage(RUSAGE_SELF, &u)
+        #endif
+        return Double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + Double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6
+    }
+    var c = cpu()
     func row(_ name: String, _ seconds: Double) {
-        print("  " + [name.padding(toLength: 64, withPad: " ", startingAt: 0), fmt(seconds, 3).leftPad(9), mib(peakRSS()).leftPad(13),
-                      mib(currentRSS()).leftPad(14)].joined(separator: " "))
+        let used = cpu() - c
+        print("  " + [name.padding(toLength: 64, withPad: " ", startingAt: 0), fmt(seconds, 3).leftPad(9), fmt(used, 3).leftPad(8),
+                      mib(peakRSS()).leftPad(13), mib(currentRSS()).leftPad(14)].joined(separator: " "))
         resetPeakRSS()
+        c = cpu()
     }
     resetPeakRSS()
     var t = now()
