@@ -49,7 +49,7 @@ public struct MessageBodyCache {
         var body: [UInt8]
     }
 
-    public static let defaultLimit = 16 << 20
+    public static let defaultLimit = 32 << 20
     public let limit: Int
     private let hash: (UnsafeRawBufferPointer) -> UInt64
     private var table: [UInt64: [Entry]] = [:]
