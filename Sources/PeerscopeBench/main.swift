@@ -256,6 +256,7 @@ func stages(_ path: String, title: String? = nil) {
         t = now()
     }
     guard let analysis = try? session.finish() else { print("cannot read \(path)"); return }
+    print("  (resolved events after the timeline's browse folds: \(analysis.report.timelines.events.count))")
     t = now()
     let json = JSONReportWriter.render(analysis.report)
     row("report: JSON, \(fmt(Double(json.utf8.count) / 1e6, 1)) MB", now() - t)
