@@ -299,6 +299,7 @@ func stages(_ path: String, title: String? = nil) -> StageFigures {
         t = now()
     }
     guard let analysis = try? session.finish() else { print("cannot read \(path)"); return figures }
+    print("  (resolved events after the timeline's browse folds: \(analysis.report.timelines.events.count))")
     t = now()
     // Streamed in pieces, as the CLI writes it (the whole document is never one string).
     var jsonBytes = 0
