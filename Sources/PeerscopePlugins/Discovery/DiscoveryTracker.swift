@@ -679,8 +679,12 @@ final class DiscoveryTracker {
     }
 
     func addresses(of host: DNSName, t: Nanos) -> [IPAddress] {
-        guard let h = hosts[host.key] else { return [] }
-        return h.addresses.filter { $0.value.expiry > t }.map(\.key).sorted()
+        // One pass, no filtered copy of the table (this runs for every instance a refresh touches).
+        guard let x = hosts.index(forKey: host.key) else { return [] }
+        var out: [IPAddress] = []
+        for (a, v) in hosts.values[x].addresses where v.expiry > t { out.append(a) }
+        out.sort()
+        return out
     }
 
     private func evictHost() {
