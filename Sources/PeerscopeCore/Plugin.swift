@@ -281,6 +281,8 @@ public final class PluginContext {
     public var currentInput: PluginInput?
     /// Capture time of the latest frame.
     public var now: Nanos = 0
+    /// This analysis's table of interned hints and flows (events made here are interned in it).
+    public let interner = EventInterner()
 
     public init(directory: PeerDirectory = PeerDirectory(), options: DecodeOptions = DecodeOptions()) {
         self.directory = directory
@@ -297,9 +299,11 @@ public final class PluginContext {
         let evidence = input?.evidence ?? .frame(input: 0, frame: 0)
         switch fact {
         case .learnt(let h):
-            onEvent(PeerEvent(kind: .identityLearned, t: input?.t ?? now, evidence: evidence, from: h, source: currentPlugin))
+            onEvent(PeerEvent(kind: .identityLearned, t: input?.t ?? now, evidence: evidence, from: h, to: .unknown, flow: nil,
+                              source: currentPlugin, attrs: EventAttrs(), interner: interner))
         case .advertised(let id, let t):
-            onEvent(PeerEvent(kind: .identityAdvertised, t: t, evidence: evidence, from: PeerHint(peerID: id), source: currentPlugin))
+            onEvent(PeerEvent(kind: .identityAdvertised, t: t, evidence: evidence, from: PeerHint(peerID: id), to: .unknown, flow: nil,
+                              source: currentPlugin, attrs: EventAttrs(), interner: interner))
         }
     }
 
@@ -328,10 +332,17 @@ public final class PluginContext {
     /// Report a peer event at the current frame.
     public func event(_ kind: EventKind, from: PeerHint = .unknown, to: PeerHint = .unknown,
                       attrs: [String: String] = [:], t: Nanos? = nil) {
+        event(kind, from: from, to: to, packed: EventAttrs(attrs), t: t)
+    }
+
+    /// Report a peer event at the current frame with attributes built packed (`EventAttrs`): the hot
+    /// paths' form, with no dictionary per event.
+    public func event(_ kind: EventKind, from: PeerHint = .unknown, to: PeerHint = .unknown, packed attrs: EventAttrs,
+                      t: Nanos? = nil) {
         guard wantsEvents else { return }
-        let input = currentInput
-        onEvent(PeerEvent(kind: kind, t: t ?? input?.t ?? now, evidence: input?.evidence ?? .frame(input: 0, frame: 0),
-                          from: from, to: to, flow: input?.flow, source: currentPlugin, attrs: attrs))
+        let frame = currentInput?.frame
+        onEvent(PeerEvent(kind: kind, t: t ?? frame?.t ?? now, evidence: frame?.evidence ?? .frame(input: 0, frame: 0),
+                          from: from, to: to, flow: currentInput?.flow, source: currentPlugin, attrs: attrs, interner: interner))
     }
 
     /// Report a fully built event (timers firing on capture time, events about earlier frames).

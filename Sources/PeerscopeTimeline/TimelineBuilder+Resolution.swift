@@ -136,8 +136,9 @@ extension TimelineBuilder {
 /// The event trace (`decode --events`) is not changed: folding happens after it.
 struct BrowseFolds {
     struct Key: Hashable {
-        var from: PeerHint
-        var flow: FlowKey?
+        /// The interned `from` hint and flow (one box per value).
+        var from: ObjectIdentifier?
+        var flow: ObjectIdentifier?
         var source: String
         var attrs: EventAttrs
         /// The peer the queries resolved to (its work record).
@@ -156,6 +157,9 @@ struct BrowseFolds {
     let gap: Nanos
     /// Flows (canonical) an ICMP error quotes: never folded.
     let quoted: Set<FlowKey>
+    /// No log lines among the events: nothing corroborates a frame, so a query continuing an open fold
+    /// can join its run directly (`join`).
+    let framesOnly: Bool
     var open: [Key: Fold] = [:]
     /// Queries folded into an earlier event.
     var folded = 0
@@ -164,8 +168,15 @@ struct BrowseFolds {
         self.enabled = enabled && gap > 0
         self.gap = gap
         var q: Set<FlowKey> = []
-        if self.enabled { for e in events where e.kind == .icmpUnreachable { if let f = e.quotedFlow { q.insert(f.canonical) } } }
+        var framesOnly = true
+        if self.enabled {
+            for e in events {
+                if case .logLine = e.evidence { framesOnly = false }
+                if e.kind == .icmpUnreachable, let f = e.quotedFlow { q.insert(f.canonical) }
+            }
+        }
         quoted = q
+        self.framesOnly = framesOnly
     }
 }
 
@@ -184,6 +195,14 @@ extension TimelineBuilder {
               !(e.flow.map { folds.quoted.contains($0.canonical) } ?? false),
               let r = resolver.resolve(e.from, evidence: e.evidence, at: e.t)
         else { return process(k, store, resolver) }
+        let ids = e.fromAndFlowIdentity
+        if let w = peers[r] {
+            let key = BrowseFolds.Key(from: ids.from, flow: ids.flow, source: e.source, attrs: e.attrs, peer: ObjectIdentifier(w))
+            if let f = folds.open[key], store.events[f.target].samePeersAndFlow(e), join(w, e, f, folds) {
+                fold(e, into: f.target, key, store, &folds)
+                return nil
+            }
+        }
         // What `process` does with a discovery event whose sender resolves (to = nil, no session).
         let w = touch(r, e.from, e.t, last: e.lastT)
         let (state, letter) = TimelineMapping.classify(e)
@@ -195,18 +214,57 @@ extension TimelineBuilder {
            (w.entries[ri].lastEvidence ?? w.entries[ri].firstEvidence) == e.evidence {
             landed = ri
         }
-        let key = BrowseFolds.Key(from: e.from, flow: e.flow, source: e.source, attrs: e.attrs, peer: ObjectIdentifier(w))
+        let key = BrowseFolds.Key(from: ids.from, flow: ids.flow, source: e.source, attrs: e.attrs, peer: ObjectIdentifier(w))
         if let f = folds.open[key], let landed, landed == f.entry, e.t >= f.lastT, e.t &- f.lastT <= folds.gap,
            store.events[f.target].samePeersAndFlow(e) {
-            store.events[f.target].count &+= 1
-            store.events[f.target].lastT = e.t
-            store.events[f.target].lastEvidence = e.evidence
-            folds.open[key]?.lastT = e.t
-            folds.folded &+= 1
+            fold(e, into: f.target, key, store, &folds)
             return nil
         }
         folds.open[key] = landed.map { BrowseFolds.Fold(target: k, entry: $0, lastT: e.t) }
         return ResolvedEvent(store: store, index: k, from: w.box, to: nil, session: nil, state: state,
                              establishedBefore: false, secureBefore: false, dtlsStartedBefore: false)
+    }
+
+    private func fold(_ e: PeerEvent, into target: Int, _ key: BrowseFolds.Key, _ store: EventStore, _ folds: inout BrowseFolds) {
+        store.events[target].count &+= 1
+        store.events[target].lastT = e.t
+        store.events[target].lastEvidence = e.evidence
+        folds.open[key]?.lastT = e.t
+        folds.folded &+= 1
+    }
+
+    /// The timeline's part of a query continuing open fold `f` (same hint, flow, attributes and peer
+    /// as the fold's queries), done directly when it is certain what `touch` and `addEntry` would do:
+    /// no log lines (nothing corroborates a frame), the peer's browse run is still the fold's entry,
+    /// and no entry of this frame with a count of 1 ends the timeline (the one `addEntry` would merge
+    /// into). Then `touch` only moves last seen (the hint's name, addresses and endpoint were taken
+    /// from the fold's first query, which was earlier), and `addEntry` joins the run (no letter, no
+    /// session, no contents: the attributes are the fold's). False: nothing was done.
+    private func join(_ w: PeerWork, _ e: PeerEvent, _ f: BrowseFolds.Fold, _ folds: BrowseFolds) -> Bool {
+        guard folds.framesOnly, e.t >= f.lastT, e.t &- f.lastT <= folds.gap, f.entry < w.entries.count,
+              w.runs[TimelineBuilder.browseRun] == f.entry else { return false }
+        if let last = w.entries.last, last.count == 1, last.firstEvidence == e.evidence { return false }
+        if w.info.lastSeen.map({ e.lastT > $0 }) ?? true { w.info.lastSeen = max(e.t, e.lastT) }
+        w.entries[f.entry].count &+= 1
+        if e.lastT >= w.entries[f.entry].lastT {
+            w.entries[f.entry].lastT = e.lastT
+            w.entries[f.entry].lastEvidence = e.evidence
+        }
+        return true
+    }
+}
+
+extension TimelineBuilder {
+    /// Gives back the room folded queries left in the store and the resolved list (most of both on a
+    /// crowded network), for the stages after the timeline.
+    static func shrink(_ store: EventStore, _ resolved: inout [ResolvedEvent]) {
+        var events: [PeerEvent] = []
+        events.reserveCapacity(store.events.count)
+        events.append(contentsOf: store.events)
+        store.events = events
+        var list: [ResolvedEvent] = []
+        list.reserveCapacity(resolved.count)
+        list.append(contentsOf: resolved)
+        resolved = list
     }
 }

@@ -293,6 +293,7 @@ public final class TimelineBuilder {
         }
         store.events.removeSubrange(resolved.count...)
         foldedQueries = folds.folded
+        if folds.folded > resolved.count { TimelineBuilder.shrink(store, &resolved) }
         let peerTimelines = peers.values.map { w -> PeerTimeline in
             if case .id(let id) = w.info.ref, let entry = identities.entries[id] {
                 if w.info.displayName == nil, let n = entry.displayName, !n.isEmpty { w.info.displayName = n }

@@ -103,8 +103,7 @@ public enum DNSSD {
 
         /// The first value for `key` (keys compare case-insensitively, RFC 6763 §6.4).
         public func value(_ key: String) -> String? {
-            let k = key.lowercased()
-            return entries.first(where: { $0.key.lowercased() == k })?.value
+            entries.first(where: { DNSName.foldedEqual($0.key, key) })?.value
         }
 
         public var keys: [String] { entries.map(\.key) }
@@ -116,7 +115,7 @@ public enum DNSSD {
         /// (`__private` -> `_private`). Boolean keys map to "".
         public var discoveryInfo: [(key: String, value: String)] {
             var out: [(String, String)] = []
-            for e in entries where e.key.lowercased() != "_d" {
+            for e in entries where !DNSName.foldedEqual(e.key, "_d") {
                 out.append((DNSSD.unescapeKey(e.key), e.value ?? ""))
             }
             return out

@@ -299,7 +299,9 @@ final class DiscoveryTracker {
             if let src, browsers.count < Self.maxHosts || browsers[src] != nil {
                 browsers[src, default: []].insert(service)
             }
-            let known = msg.records.filter { $0.section == .answer && $0.type == DNSType.ptr && $0.name.key == qkey }.count
+            // Counted in place: no filtered copy of the records per question.
+            var known = 0
+            for r in msg.records where r.section == .answer && r.type == DNSType.ptr && r.name.key == qkey { known += 1 }
             // A querier asks the same again and again: its events share one attribute table (most of
             // what a kept browse event costs), as equal as a new one would be.
             let attrKey = BrowseAttrs(querier: src, labels: q.name.labels, qu: q.unicastResponse, known: known,
@@ -321,7 +323,7 @@ final class DiscoveryTracker {
             ctx.event(.browse, from: hints.from, attrs: attrs)
         }
         // Probes: a query whose authority section claims an instance someone else holds.
-        for r in msg.authorities where r.type == DNSType.srv {
+        for r in msg.records where r.section == .authority && r.type == DNSType.srv {
             guard case .srv(_, _, _, let target) = r.data, let inst = instances[r.name.key], inst.state == .alive,
                   let cur = inst.srv, let exp = inst.srvExpiry, exp > t, cur.target.key != target.key,
                   src == nil || src != inst.srvSource
@@ -679,8 +681,12 @@ final class DiscoveryTracker {
     }
 
     func addresses(of host: DNSName, t: Nanos) -> [IPAddress] {
-        guard let h = hosts[host.key] else { return [] }
-        return h.addresses.filter { $0.value.expiry > t }.map(\.key).sorted()
+        // One pass, no filtered copy of the table (this runs for every instance a refresh touches).
+        guard let x = hosts.index(forKey: host.key) else { return [] }
+        var out: [IPAddress] = []
+        for (a, v) in hosts.values[x].addresses where v.expiry > t { out.append(a) }
+        out.sort()
+        return out
     }
 
     private func evictHost() {
