@@ -332,6 +332,7 @@ public final class PluginContext {
     /// Report a peer event at the current frame.
     public func event(_ kind: EventKind, from: PeerHint = .unknown, to: PeerHint = .unknown,
                       attrs: [String: String] = [:], t: Nanos? = nil) {
+        guard wantsEvents else { return }
         event(kind, from: from, to: to, packed: EventAttrs(attrs), t: t)
     }
 
