@@ -158,12 +158,16 @@ public final class AnalysisSession {
             finished = true
             let t = try Self.readTrace(trace)
             onStage?(.decoded(frames: t.stats.frames, events: t.events.count, folded: 0))
-            let report = Self.report(t, detectors: configuration.detectors, onStage: onStage)
+            let report = Self.report(consume t, detectors: configuration.detectors, onStage: onStage)
             return Analysis(report: report, run: RunResult(inputs: report.inputs, stats: report.stats, complete: report.complete,
                                                            inputProblems: report.inputProblems), logs: nil)
         }
-        let decoded = try decode()
-        let report = Self.report(decoded.trace, detectors: configuration.detectors, onStage: onStage)
+        var decoded = try decode()
+        // The trace moves into the report: `decoded` letting go of its events keeps a large capture's
+        // list held once (the timeline builder adopts it instead of copying it).
+        let trace = decoded.trace
+        decoded.trace.events = []
+        let report = Self.report(consume trace, detectors: configuration.detectors, onStage: onStage)
         return Analysis(report: report, run: decoded.run, logs: decoded.logs)
     }
 
