@@ -42,7 +42,16 @@ public struct DiscoverySection: Sendable {
     static let nameKeys = ["displayName", "display_name", "_d", "name"]
     static let infoPrefixes = ["txt.", "info.", "discoveryInfo.", "discovery."]
 
-    static func looksLikeService(_ s: String) -> Bool { s.hasPrefix("_") && (s.contains("._tcp") || s.contains("._udp")) }
+    /// `_name._tcp...` or `_name._udp...` (bytes compared: this runs for every discovery event).
+    static func looksLikeService(_ s: String) -> Bool {
+        let u = Array(s.utf8)
+        guard u.first == UInt8(ascii: "_"), u.count >= 5 else { return false }
+        for i in 0 ... u.count - 5 where u[i] == UInt8(ascii: ".") && u[i + 1] == UInt8(ascii: "_") {
+            if (u[i + 2], u[i + 3], u[i + 4]) == (UInt8(ascii: "t"), UInt8(ascii: "c"), UInt8(ascii: "p"))
+                || (u[i + 2], u[i + 3], u[i + 4]) == (UInt8(ascii: "u"), UInt8(ascii: "d"), UInt8(ascii: "p")) { return true }
+        }
+        return false
+    }
 
     public init(timelines: Timelines) {
         var services: [String: Service] = [:]

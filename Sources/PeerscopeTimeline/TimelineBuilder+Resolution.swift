@@ -143,6 +143,14 @@ struct BrowseFolds {
         var attrs: EventAttrs
         /// The peer the queries resolved to (its work record).
         var peer: ObjectIdentifier
+
+        /// The boxes only (cheap; equality still compares every field): a source's few attribute
+        /// variants share a bucket chain instead of hashing their bytes one by one per query.
+        func hash(into h: inout Hasher) {
+            h.combine(from)
+            h.combine(flow)
+            h.combine(peer)
+        }
     }
 
     struct Fold {

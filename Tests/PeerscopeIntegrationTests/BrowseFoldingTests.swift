@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 import Peerscope
 import PeerscopeCore
-import PeerscopeReports
+@testable import PeerscopeReports
 import PeerscopeSimulator
 import PeerscopeTimeline
 
@@ -164,5 +164,17 @@ final class BrowseFoldingTests: XCTestCase {
         let fromA6 = withICMP.timelines.events.filter { $0.kind == .browse && $0.event.from.address == Self.a6 }
         XCTAssertFalse(fromA6.isEmpty)
         XCTAssertEqual(fromA6.map(\.event.count), Array(repeating: 1, count: fromA6.count))
+    }
+}
+
+final class DiscoverySectionServiceNameTests: XCTestCase {
+    /// The byte-wise check reads service types as `String.contains` did.
+    func testServiceTypesAreRecognisedAsBefore() {
+        for s in ["_demo._tcp.local", "_x._udp", "_a._tcpx", "_a.b._udp.local", "_._tcp"] {
+            XCTAssertTrue(DiscoverySection.looksLikeService(s), s)
+        }
+        for s in ["demo._tcp.local", "_demo.tcp.local", "_demo._tc", "", "_", "_demo._TCP.local", "_é._ucp", "_d_tcp"] {
+            XCTAssertFalse(DiscoverySection.looksLikeService(s), s)
+        }
     }
 }
