@@ -256,12 +256,17 @@ public final class AnalysisSession {
     }
 
     /// Timelines, then detectors, then the report model, from what decoding gave.
+    /// `foldBrowseQueries` false keeps every browse query its own resolved event (the report is the
+    /// same; `PEERSCOPE_NO_FOLDING=1` does it too).
     public static func report(_ trace: consuming EventTrace, detectors: DetectorConfig = .defaults,
-                              onStage: ((AnalysisStage) -> Void)? = nil) -> Report {
+                              onStage: ((AnalysisStage) -> Void)? = nil, foldBrowseQueries: Bool = true) -> Report {
         var t = trace
         let last = max(t.stats.lastT ?? Int64.min, t.events.last?.t ?? Int64.min)
         let endT = last == Int64.min ? t.stats.lastT : last
-        let builder = TimelineBuilder()
+        let builder = TimelineBuilder(detectors: detectors)
+        if !foldBrowseQueries || ProcessInfo.processInfo.environment["PEERSCOPE_NO_FOLDING"] == "1" {
+            builder.foldBrowseQueries = false
+        }
         builder.add(contentsOf: t.events)
         // The builder holds the events now: the trace letting go keeps them held once (the builder
         // edits them in place instead of copying a large capture's list).

@@ -46,10 +46,16 @@ public struct EventAttrs: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
     static func less(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
 
     static func append(_ k: String, _ v: String, to out: inout [UInt8]) {
-        appendLength(k.utf8.count, &out)
-        out.append(contentsOf: k.utf8)
-        appendLength(v.utf8.count, &out)
-        out.append(contentsOf: v.utf8)
+        var k = k, v = v
+        // Contiguous UTF-8 appends as one copy (the generic `utf8` sequence goes byte by byte).
+        k.withUTF8 { b in
+            appendLength(b.count, &out)
+            out.append(contentsOf: b)
+        }
+        v.withUTF8 { b in
+            appendLength(b.count, &out)
+            out.append(contentsOf: b)
+        }
     }
 
     static func appendLength(_ n: Int, _ out: inout [UInt8]) {
@@ -103,10 +109,32 @@ public struct EventAttrs: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
 
     public subscript(_ key: String) -> String? {
         get { find(key).map { string($0.value) } }
-        set {
-            var d = dictionary
-            d[key] = newValue
-            self = EventAttrs(d)
+        set { set(key, newValue) }
+    }
+
+    /// Sets (or with nil removes) one entry in place, keeping key order: building attributes one by
+    /// one needs no dictionary.
+    mutating func set(_ key: String, _ value: String?) {
+        var i = 0
+        while i < bytes.count {
+            let s = slot(at: i)
+            let k = bytes[s.key]
+            if k.elementsEqual(key.utf8) {
+                var entry: [UInt8] = []
+                if let value { EventAttrs.append(key, value, to: &entry) }
+                bytes.replaceSubrange(i ..< s.value.upperBound, with: entry)
+                return
+            }
+            if key.utf8.lexicographicallyPrecedes(k) { break }
+            i = s.value.upperBound
+        }
+        guard let value else { return }
+        if i == bytes.count {
+            EventAttrs.append(key, value, to: &bytes)
+        } else {
+            var entry: [UInt8] = []
+            EventAttrs.append(key, value, to: &entry)
+            bytes.insert(contentsOf: entry, at: i)
         }
     }
 
@@ -160,4 +188,13 @@ public struct EventAttrs: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
 
     public static func == (a: EventAttrs, b: EventAttrs) -> Bool { a.bytes == b.bytes }
     public func hash(into h: inout Hasher) { h.combine(bytes) }
+}
+
+extension EventAttrs {
+    /// Packed attributes from typed text keys: `.typed([.txid: t])`, with no dictionary on the way.
+    public static func typed(_ text: KeyValuePairs<EventAttribute<String>, String>) -> EventAttrs {
+        var out = EventAttrs()
+        for (k, v) in text { out.set(k.key, v) }
+        return out
+    }
 }

@@ -109,10 +109,31 @@ public struct PeerEvent: Sendable, Hashable {
         self.lastT = t
     }
 
+    /// An event whose hints and flow are interned in `interner` (the analysis's own table) instead of
+    /// the process-wide one.
+    public init(kind: EventKind, t: Nanos, evidence: Evidence, from: PeerHint, to: PeerHint, flow: FlowKey?, source: String,
+                attrs: EventAttrs, interner: EventInterner) {
+        self.kind = kind
+        self.t = t
+        self.evidence = evidence
+        fromBox = interner.hint(from)
+        toBox = interner.hint(to)
+        flowBox = interner.flow(flow)
+        self.source = source
+        self.attrs = attrs
+        self.lastT = t
+    }
+
     /// Both ends of a coalesced run (one item for a single event).
     public var occurrences: [(t: Nanos, evidence: Evidence)] {
         guard count > 1, let last = lastEvidence else { return [(t, evidence)] }
         return [(t, evidence), (lastT, last)]
+    }
+
+    /// The interned `from` hint's and flow's identities (equal values share one box; nil: none): cheap
+    /// table keys for events known to have equal hints and flows exactly when these are equal.
+    public var fromAndFlowIdentity: (from: ObjectIdentifier?, flow: ObjectIdentifier?) {
+        (fromBox.map { ObjectIdentifier($0) }, flowBox.map { ObjectIdentifier($0) })
     }
 
     /// True when both events name the same hints and flow (cheap: interned boxes compare by identity).
@@ -153,6 +174,9 @@ public struct EventCoalescer {
     private let longest: Nanos
     /// Open runs: signature -> index of the run's event in the caller's list.
     private var open: [Signature: Int] = [:]
+    /// Open runs of steady kinds whose gap never ends (`identity.advertised`: one per peer and source),
+    /// kept apart so that `prune` does not scan them at every call: there are as many as peers seen.
+    private var openForever: [Signature: Int] = [:]
     private var byFlow: [FlowKey: [Signature]] = [:]
     public private(set) var folded: Int = 0
 
@@ -184,7 +208,7 @@ public struct EventCoalescer {
     /// Folds `e` into the open run of `sig` when it continues it (in place: count and last time);
     /// else appends it, returning true (the caller opens its run).
     private mutating func appendUnlessFolded(_ e: PeerEvent, _ sig: Signature, gap: Nanos, to events: inout [PeerEvent]) -> Bool {
-        if let i = open[sig], i < events.count, events[i].kind == e.kind, e.t >= events[i].lastT, e.t &- events[i].lastT <= gap {
+        if let i = gap == .max && sig.flow == nil ? openForever[sig] : open[sig], i < events.count, events[i].kind == e.kind, e.t >= events[i].lastT, e.t &- events[i].lastT <= gap {
             events[i].count &+= 1
             events[i].lastT = e.t
             events[i].lastEvidence = e.evidence
@@ -201,7 +225,8 @@ public struct EventCoalescer {
     private mutating func addFlowless(_ e: PeerEvent, to events: inout [PeerEvent]) {
         guard let gap = gaps[e.kind], EventCoalescer.peerKinds.contains(e.kind) else { events.append(e); return }
         let sig = Signature(kind: e.kind, source: e.source, flow: nil, from: e.from, to: e.to)
-        if appendUnlessFolded(e, sig, gap: gap, to: &events) { open[sig] = events.count - 1 }
+        guard appendUnlessFolded(e, sig, gap: gap, to: &events) else { return }
+        if gap == .max { openForever[sig] = events.count - 1 } else { open[sig] = events.count - 1 }  // sig.flow == nil here
     }
 
     /// Forgets runs that can no longer continue at capture time `t` (keeps the table to active flows).

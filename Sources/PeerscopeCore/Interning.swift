@@ -48,3 +48,54 @@ final class InternTable<Value: Hashable & Sendable>: Sendable {
         }
     }
 }
+
+/// Boxes of hints and flows for one analysis (a `PluginContext` owns one): the decoders' events are
+/// interned here without a lock, and the table goes away with the analysis instead of growing the
+/// process-wide one (a library embedded in a long-lived process, fleets). Equal values from
+/// different tables still compare equal (`Shared` falls back to the value).
+public final class EventInterner {
+    private var hints: [PeerHint: Shared<PeerHint>] = [:]
+    private var flows: [FlowKey: Shared<FlowKey>] = [:]
+    /// The last flow interned and its box: consecutive events of one packet or flow skip the hash.
+    private var lastFlow: Shared<FlowKey>?
+
+    public init() {}
+
+    /// Recent hint boxes by a cheap key (participant, port, name length), checked by equality: most
+    /// events name a hint seen a moment ago, and this skips hashing its strings.
+    private var recentHints = [Shared<PeerHint>?](repeating: nil, count: 64)
+
+    public func hint(_ h: PeerHint) -> Shared<PeerHint>? {
+        if h.isEmpty { return nil }
+        let key = UInt64(h.participantID ?? 0) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(h.endpoint?.port ?? 0) &* 0xC2B2_AE3D_27D4_EB4F
+            ^ UInt64(h.displayName?.utf8.count ?? 0) &* 0x1656_67B1_9E37_79F9
+        let slot = Int(truncatingIfNeeded: key >> 58)
+        if let r = recentHints[slot], r.value == h { return r }
+        let b: Shared<PeerHint>
+        if let x = hints[h] {
+            b = x
+        } else {
+            b = Shared(h)
+            if hints.count < InternTable<PeerHint>.limit { hints[h] = b }
+        }
+        recentHints[slot] = b
+        return b
+    }
+
+    public func flow(_ f: FlowKey?) -> Shared<FlowKey>? {
+        guard let f else { return nil }
+        if let l = lastFlow, l.value == f { return l }
+        let b: Shared<FlowKey>
+        if let x = flows[f] {
+            b = x
+        } else {
+            b = Shared(f)
+            if flows.count < InternTable<FlowKey>.limit { flows[f] = b }
+        }
+        lastFlow = b
+        return b
+    }
+
+    /// Distinct hints and flows held (for tests).
+    public var counts: (hints: Int, flows: Int) { (hints.count, flows.count) }
+}

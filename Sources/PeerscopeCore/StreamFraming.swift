@@ -5,9 +5,17 @@
 /// the pipeline's business; what they mean for a protocol is the framer's.
 
 /// The unconsumed bytes of one TCP stream direction, kept by the pipeline.
+///
+/// A delivery that arrives while nothing is pending is not copied: the buffer views the delivery's own
+/// storage (most deliveries carry whole frames and are consumed at once). Bytes are copied only when a
+/// partial frame waits for more: into storage of the buffer's own, which later deliveries append to.
 public struct StreamBuffer: Sendable {
     private var storage: [UInt8] = []
+    /// The unconsumed bytes are `storage[start ..< end]`.
     private var start = 0
+    private var end = 0
+    /// True when `storage` is the buffer's own (appendable); false while it views a delivery's storage.
+    private var owned = false
     /// Stream offset (in this direction) of the first unconsumed byte.
     public private(set) var offset = 0
     /// The frame that brought the latest bytes (evidence once the connection is gone).
@@ -16,18 +24,36 @@ public struct StreamBuffer: Sendable {
     public init() {}
 
     /// The unconsumed bytes (a view; no copy).
-    public var bytes: Bytes { Bytes(storage: storage, lower: start, count: storage.count - start) }
-    public var count: Int { storage.count - start }
-    public var isEmpty: Bool { start == storage.count }
+    public var bytes: Bytes { Bytes(storage: storage, lower: start, count: end - start) }
+    public var count: Int { end - start }
+    public var isEmpty: Bool { start == end }
+    /// True while the buffer views a delivery's storage instead of a copy (for tests).
+    public var isViewingDelivery: Bool { !owned && start != end }
 
     public mutating func append(_ b: Bytes) {
         guard !b.isEmpty else { return }
-        // Drop consumed bytes before growing, once they are all or a fair share of the storage.
-        if start > 0 && (start == storage.count || start >= 4096) {
+        if start == end {
+            // Nothing pending: view the delivery in place.
+            storage = b.storage
+            start = b.lower
+            end = b.lower + b.count
+            owned = false
+            return
+        }
+        if !owned {
+            // A partial frame in a delivery's storage: copy what is pending into storage of our own.
+            storage = Array(storage[start ..< end])
+            start = 0
+            end = storage.count
+            owned = true
+        } else if start > 0 && start >= 4096 {
+            // Drop consumed bytes before growing, once they are a fair share of the storage.
             storage.removeFirst(start)
+            end -= start
             start = 0
         }
         storage.append(contentsOf: b.storage[b.lower ..< b.lower + b.count])
+        end = storage.count
     }
 
     /// Consumes `n` bytes (at most what is buffered); returns how many were consumed.
@@ -36,6 +62,7 @@ public struct StreamBuffer: Sendable {
         let k = max(0, min(n, count))
         start += k
         offset += k
+        if start == end { release() }
         return k
     }
 
@@ -45,8 +72,15 @@ public struct StreamBuffer: Sendable {
     /// Drops everything buffered (counted as consumed).
     public mutating func clear() {
         offset += count
+        release()
+    }
+
+    /// Nothing is pending: let go of the storage (a delivery's, or ours).
+    private mutating func release() {
         storage = []
         start = 0
+        end = 0
+        owned = false
     }
 }
 

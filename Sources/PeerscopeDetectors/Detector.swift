@@ -205,7 +205,7 @@ public enum DetectorSuite {
     public static func run(_ events: [PeerEvent], timelines: Timelines, config: DetectorConfig = .defaults,
                            end: Nanos) -> [Finding] {
         if timelines.events.isEmpty && !events.isEmpty {
-            let b = TimelineBuilder()
+            let b = TimelineBuilder(detectors: config)
             b.add(contentsOf: events)
             return run(timelines: b.finish(at: end), config: config, end: end)
         }
@@ -289,4 +289,15 @@ func squash(_ s: String?) -> String { (s ?? "").lowercased().filter { $0.isLette
 func saysConnected(_ attrs: some AttributeLookup) -> Bool {
     let st = squash(attrs[.state])
     return st == "connected" || st == "dtlsconnected" || attrIsTrue(attrs[.ignored]) == true
+}
+
+extension TimelineBuilder {
+    /// A builder for detectors configured by `detectors`: browse queries are folded only across
+    /// pauses no longer than `keepalive-timeout.capture-gap` (0: no holes are looked for, any pause),
+    /// so a capture hole the detectors look for is never hidden inside a fold.
+    public convenience init(detectors: DetectorConfig) {
+        self.init()
+        let gap = detectors.nanos("keepalive-timeout.capture-gap")
+        browseFoldGap = gap > 0 ? gap : Nanos.max
+    }
 }

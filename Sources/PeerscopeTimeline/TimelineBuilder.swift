@@ -35,7 +35,8 @@ public struct ResolvedEvent: Sendable {
         self.dtlsStartedBefore = dtlsStartedBefore
     }
 
-    public var event: PeerEvent { store.events[Int(index)] }
+    /// The event, borrowed from the store (`e.event.attrs`, `e.event[.key]` copy no whole event).
+    public var event: PeerEvent { _read { yield store.events[Int(index)] } }
     public var from: PeerRef? { fromBox?.value }
     public var to: PeerRef? { toBox?.value }
     public var session: SessionKey? { sessionBox?.value }
@@ -150,6 +151,13 @@ public final class TimelineBuilder {
     public static let freshHandshakeWindow: Nanos = 3 * CaptureTime.second
     /// Tie log inputs to the peer that wrote them when the packets make it unambiguous.
     public var inferLogOwners = true
+    /// Fold browse queries that continue a run into one resolved event (see `BrowseFolds`; the
+    /// timelines are the same either way), at most `browseFoldGap` apart (analysis sets it no longer
+    /// than `keepalive-timeout.capture-gap`).
+    public var foldBrowseQueries = true
+    public var browseFoldGap: Nanos = 300 * CaptureTime.second
+    /// Browse queries the last `finish` folded into an earlier event.
+    public private(set) var foldedQueries = 0
 
     /// What decoding learnt about peers: folded from the `identity.*` events added (and any given).
     var identities: PeerIdentities
@@ -277,10 +285,15 @@ public final class TimelineBuilder {
         events = []
         var resolved: [ResolvedEvent] = []
         resolved.reserveCapacity(store.events.count)
-        for i in store.events.indices {
-            resolved.append(process(i, store, resolver))
-        }
         let endT = max(end ?? Nanos.min, store.events.last?.t ?? 0)
+        var folds = BrowseFolds(enabled: foldBrowseQueries, gap: browseFoldGap, events: store.events)
+        for i in store.events.indices {
+            // The store is compacted in place: kept event `resolved.count` is the next slot.
+            if let r = resolveStep(i, into: resolved.count, store, resolver, &folds) { resolved.append(r) }
+        }
+        store.events.removeSubrange(resolved.count...)
+        foldedQueries = folds.folded
+        if folds.folded > resolved.count { TimelineBuilder.shrink(store, &resolved) }
         let peerTimelines = peers.values.map { w -> PeerTimeline in
             if case .id(let id) = w.info.ref, let entry = identities.entries[id] {
                 if w.info.displayName == nil, let n = entry.displayName, !n.isEmpty { w.info.displayName = n }

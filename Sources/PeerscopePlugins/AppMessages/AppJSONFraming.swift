@@ -83,6 +83,10 @@ public final class AppJSONPlugin: StreamFramingPlugin {
     /// GCK Data payloads. An object cut at the end of one payload is kept (per directed flow, bounded)
     /// and continued by the next payloads that do not start a new object: a guess that large messages
     /// are split over consecutive Data packets with nothing between the pieces (unverified).
+    ///
+    /// Each payload is parsed once: a whole object goes on as parsed, one cut at its end waits for the
+    /// next payload, anything else is reported as `object` would. The payload is copied only when a
+    /// cut object is kept or continued.
     private func carried(_ input: PluginInput, _ ctx: PluginContext) {
         let b = input.payload
         guard let flow = input.flow else {
@@ -92,45 +96,36 @@ public final class AppJSONPlugin: StreamFramingPlugin {
         var i = 0
         while let c = b.byte(i), Self.isSpace(c) { i += 1 }
         let startsObject = b.byte(i) == UInt8(ascii: "{")
-        var bytes = b.array
-        if let pending = carriedPending[flow] {
-            carriedPending[flow] = nil
+        var whole = b
+        if let pending = carriedPending.removeValue(forKey: flow) {
             if startsObject {
                 ctx.diagnose("incomplete", "\(pending.count) bytes of a JSON message never completed before the next one",
                              severity: .info)
             } else {
-                bytes = pending + bytes
+                whole = Bytes(pending + b.array)
             }
         }
-        let whole = Bytes(bytes)
-        switch Self.completeness(whole) {
-        case .complete:
-            object(whole, offset: 0, ctx)
-        case .cut where bytes.count <= Self.maxMessage:
+        let (trimmed, result) = Self.parseTrimmed(whole)
+        if case .failure(.syntax(let o, _)) = result, o >= trimmed.count, whole.count <= Self.maxMessage {
             if carriedPending.count >= 1024 {
                 ctx.diagnose("incomplete", "\(carriedPending.count) partial JSON messages dropped (table full)", severity: .info)
                 carriedPending.removeAll()
             }
-            carriedPending[flow] = bytes
-        default:
-            object(whole, offset: 0, ctx)
+            carriedPending[flow] = whole.array
+            return
         }
+        deliver(trimmed, result, offset: 0, ctx)
     }
 
-    private enum Completeness { case complete, cut, broken }
-
-    /// Whether `b` holds a whole JSON value, one cut at its end, or something else.
-    private static func completeness(_ b: Bytes) -> Completeness {
-        var end = b.count
-        while end > 0, let c = b.byte(end - 1), c == 0 || isSpace(c) { end -= 1 }
+    /// `bytes` without trailing NULs and white space (tolerated around datagrams), and what it parses to.
+    private static func parseTrimmed(_ bytes: Bytes) -> (Bytes, Result<JSONValue, JSONParser.Failure>) {
+        var end = bytes.count
+        while end > 0, let c = bytes.byte(end - 1), c == 0 || isSpace(c) { end -= 1 }
+        let trimmed = bytes.prefix(end)
         do {
-            _ = try JSONParser.parse(b.prefix(end))
-            return .complete
+            return (trimmed, .success(try JSONParser.parse(trimmed)))
         } catch {
-            switch error {
-            case .syntax(let o, _) where o >= end: return .cut
-            default: return .broken
-            }
+            return (trimmed, .failure(error))
         }
     }
 
@@ -148,14 +143,16 @@ public final class AppJSONPlugin: StreamFramingPlugin {
     // MARK: One object
 
     private func object(_ bytes: Bytes, offset: Int, _ ctx: PluginContext) {
-        // Trailing NULs/whitespace around datagrams are tolerated.
-        var end = bytes.count
-        while end > 0, let c = bytes.byte(end - 1), c == 0 || Self.isSpace(c) { end -= 1 }
-        let trimmed = bytes.prefix(end)
+        let (trimmed, result) = Self.parseTrimmed(bytes)
+        deliver(trimmed, result, offset: offset, ctx)
+    }
+
+    /// Hands a parsed object on as `app.json` (keyed by its type), or reports why it cannot be.
+    private func deliver(_ trimmed: Bytes, _ result: Result<JSONValue, JSONParser.Failure>, offset: Int, _ ctx: PluginContext) {
         let value: JSONValue
-        do {
-            value = try JSONParser.parse(trimmed)
-        } catch {
+        switch result {
+        case .success(let v): value = v
+        case .failure(let error):
             let at: Int
             switch error {
             case .syntax(let o, _), .tooDeep(let o): at = o

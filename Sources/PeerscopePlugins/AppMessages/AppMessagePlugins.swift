@@ -9,12 +9,12 @@ public final class AppHandshakePlugin: DecoderPlugin {
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let v = AppJSON.parse(input, ctx) else { return }
-        var attrs: [String: String] = [:]
+        var attrs: EventAttrs = [:]
         if let d = AppJSON.scalar(v["deviceId"]) { attrs[.deviceId] = d }
         if let p = AppJSON.scalar(v["platform"]) { attrs[.platform] = p }
         ctx.message("handshake", attrs.sorted { $0.key < $1.key }.map { ($0.key, AttrJSON.value($0.key, $0.value)) })
         let h = ctx.hints()
-        ctx.event(.appHandshake, from: h.from, to: h.to, attrs: attrs)
+        ctx.event(.appHandshake, from: h.from, to: h.to, packed: attrs)
     }
 }
 
@@ -27,7 +27,7 @@ public final class AppHandshakeResponsePlugin: DecoderPlugin {
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let v = AppJSON.parse(input, ctx) else { return }
-        var attrs: [String: String] = [:]
+        var attrs: EventAttrs = [:]
         if let s = AppJSON.scalar(v["status"]) {
             attrs[.status] = s
             attrs[.accepted] = s == "accepted"
@@ -36,7 +36,7 @@ public final class AppHandshakeResponsePlugin: DecoderPlugin {
         if let d = AppJSON.scalar(v["deviceId"]) { attrs[.deviceId] = d }
         ctx.message("handshake_response", attrs.sorted { $0.key < $1.key }.map { ($0.key, AttrJSON.value($0.key, $0.value)) })
         let h = ctx.hints()
-        ctx.event(.appHandshakeResponse, from: h.from, to: h.to, attrs: attrs)
+        ctx.event(.appHandshakeResponse, from: h.from, to: h.to, packed: attrs)
     }
 }
 
@@ -49,17 +49,18 @@ public final class AppKeepAlivePlugin: DecoderPlugin {
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let v = AppJSON.parse(input, ctx) else { return }
-        var attrs: [String: String] = [:]
+        var attrs: EventAttrs = [:]
         if let d = AppJSON.scalar(v["deviceId"]) { attrs[.deviceId] = d }
         if let t = AppJSON.scalar(v["timestamp"]) { attrs[.timestamp] = t }
-        ctx.message("keep_alive", {
+        let deviceId = attrs[.deviceId], timestamp = v["timestamp"]
+        ctx.message("keep_alive", deferred: {
             var f: [(String, JSONValue)] = []
-            if let d = attrs[.deviceId] { f.append(("deviceId", .string(d))) }
-            if let t = v["timestamp"] { f.append(("timestamp", t)) }
+            if let deviceId { f.append(("deviceId", .string(deviceId))) }
+            if let timestamp { f.append(("timestamp", timestamp)) }
             return f
-        }())
+        })
         let h = ctx.hints()
-        ctx.event(.appKeepAlive, from: h.from, to: h.to, attrs: attrs)
+        ctx.event(.appKeepAlive, from: h.from, to: h.to, packed: attrs)
     }
 }
 
@@ -75,7 +76,7 @@ public final class AppChatPlugin: DecoderPlugin {
         guard let v = AppJSON.parse(input, ctx) else { return }
         let content = v["content"]?.stringValue
         let size = content.map { $0.utf8.count } ?? 0
-        var attrs: [String: String] = [:]
+        var attrs: EventAttrs = [:]
         attrs[.size] = size
         if let s = AppJSON.scalar(v["sender"]) { attrs[.sender] = s }
         // Contents only when asked (--show-payloads); the timeline then shows each message.
@@ -89,7 +90,7 @@ public final class AppChatPlugin: DecoderPlugin {
             return f
         }())
         let h = ctx.hints()
-        ctx.event(.appChat, from: h.from, to: h.to, attrs: attrs)
+        ctx.event(.appChat, from: h.from, to: h.to, packed: attrs)
     }
 }
 
@@ -114,9 +115,9 @@ public final class AppOtherPlugin: DecoderPlugin {
             ("size", .int(Int64(input.payload.count))),
         ])
         let h = ctx.hints()
-        var attrs: [String: String] = [:]
+        var attrs: EventAttrs = [:]
         attrs[.type] = type
         attrs[.size] = input.payload.count
-        ctx.event(.appOther, from: h.from, to: h.to, attrs: attrs)
+        ctx.event(.appOther, from: h.from, to: h.to, packed: attrs)
     }
 }

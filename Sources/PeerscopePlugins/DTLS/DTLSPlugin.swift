@@ -166,10 +166,10 @@ public final class DTLSPlugin: DecoderPlugin {
                 side.encryptedHandshake = true
                 st.lastMessage = name
                 ctx.message("record", fields + [("handshake", .string(name)), ("encrypted", .bool(true))])
-                var attrs: [String: String] = .typed([.message: name, .epoch: String(rec.epoch)])
+                var attrs: EventAttrs = .typed([.message: name, .epoch: String(rec.epoch)])
                 attrs[.encrypted] = true
                 if wrapped { attrs[DTLSPlugin.prefixAttr] = "D0" }
-                ctx.event(.dtlsHandshake, from: h.from, to: h.to, attrs: attrs)
+                ctx.event(.dtlsHandshake, from: h.from, to: h.to, packed: attrs)
                 return
             }
             var o = 0
@@ -181,7 +181,7 @@ public final class DTLSPlugin: DecoderPlugin {
                     break
                 }
                 let name = DTLSWire.handshakeName(hs.type)
-                var attrs: [String: String] = .typed([.message: name, .messageSeq: String(hs.messageSeq)])
+                var attrs: EventAttrs = .typed([.message: name, .messageSeq: String(hs.messageSeq)])
                 if wrapped { attrs[DTLSPlugin.prefixAttr] = "D0" }
                 var mf: [(String, JSONValue)] = [("message", .string(name)), ("messageSeq", .int(Int64(hs.messageSeq))),
                                                  ("length", .int(Int64(hs.length)))]
@@ -201,7 +201,7 @@ public final class DTLSPlugin: DecoderPlugin {
                 if hs.fragmentOffset == 0 {
                     if Int(hs.messageSeq) <= side.lastMessageSeq { attrs[.retransmit] = "true" }
                     side.lastMessageSeq = max(side.lastMessageSeq, Int(hs.messageSeq))
-                    ctx.event(.dtlsHandshake, from: h.from, to: h.to, attrs: attrs)
+                    ctx.event(.dtlsHandshake, from: h.from, to: h.to, packed: attrs)
                 }
                 st.lastMessage = name
                 msgs.append(.object(mf))
@@ -214,12 +214,12 @@ public final class DTLSPlugin: DecoderPlugin {
             side.ccs = true
             st.lastMessage = "ChangeCipherSpec"
             ctx.message("record", fields)
-            var attrs: [String: String] = .typed([.epoch: String(rec.epoch)])
+            var attrs: EventAttrs = .typed([.epoch: String(rec.epoch)])
             if wrapped { attrs[DTLSPlugin.prefixAttr] = "D0" }
-            ctx.event(.dtlsChangeCipherSpec, from: h.from, to: h.to, attrs: attrs)
+            ctx.event(.dtlsChangeCipherSpec, from: h.from, to: h.to, packed: attrs)
 
         case 21:
-            var attrs: [String: String] = [:]
+            var attrs: EventAttrs = [:]
             if wrapped { attrs[DTLSPlugin.prefixAttr] = "D0" }
             var level = "encrypted"
             if clear, rec.fragment.count == 2, let l = rec.fragment.byte(0), let d = rec.fragment.byte(1) {
@@ -241,16 +241,16 @@ public final class DTLSPlugin: DecoderPlugin {
             }
             st.lastMessage = "alert"
             ctx.message("record", fields + [("level", .string(attrs[.level] ?? "")), ("description", .string(attrs[.description] ?? ""))])
-            ctx.event(.dtlsAlert, from: h.from, to: h.to, attrs: attrs)
+            ctx.event(.dtlsAlert, from: h.from, to: h.to, packed: attrs)
 
         case 23:
             side.appData = true
             st.appDataRecords &+= 1
             ctx.message("record", fields)
-            var attrs: [String: String] = [:]
+            var attrs: EventAttrs = [:]
             attrs[.size] = rec.fragment.count
             if wrapped { attrs[DTLSPlugin.prefixAttr] = "D0" }
-            ctx.event(.dtlsApplicationData, from: h.from, to: h.to, attrs: attrs)
+            ctx.event(.dtlsApplicationData, from: h.from, to: h.to, packed: attrs)
 
         default:
             ctx.message("record", fields)
@@ -313,9 +313,9 @@ public final class DTLSPlugin: DecoderPlugin {
         if epochBits == 3 {
             side.appEpochRecords = true
             st.appDataRecords &+= 1
-            var attrs: [String: String] = .typed([.version: "1.3"])
+            var attrs: EventAttrs = .typed([.version: "1.3"])
             attrs[.size] = bodyLen
-            ctx.event(.dtlsApplicationData, from: h.from, to: h.to, attrs: attrs)
+            ctx.event(.dtlsApplicationData, from: h.from, to: h.to, packed: attrs)
         } else if epochBits == 2 {
             side.encryptedHandshake = true
             st.lastMessage = "encrypted handshake"
@@ -342,11 +342,11 @@ public final class DTLSPlugin: DecoderPlugin {
         guard let how else { return }
         st.established = true
         st.failed = false
-        var attrs: [String: String] = .typed([.how: how])
+        var attrs: EventAttrs = .typed([.how: how])
         if st.started {
             attrs[.handshakeMs] = String(max(0, st.lastAt &- st.startedAt) / CaptureTime.millisecond)
         }
-        ctx.event(.dtlsEstablished, from: h.from, to: h.to, attrs: attrs)
+        ctx.event(.dtlsEstablished, from: h.from, to: h.to, packed: attrs)
     }
 
     public func tick(_ t: Nanos, _ ctx: PluginContext) {

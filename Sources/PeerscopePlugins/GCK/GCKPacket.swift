@@ -165,8 +165,8 @@ enum GCKDecoding {
         ]
     }
 
-    static func baseAttrs(_ h: GCKHeader) -> [String: String] {
-        var attrs: [String: String] = [:]
+    static func baseAttrs(_ h: GCKHeader) -> EventAttrs {
+        var attrs = EventAttrs()
         attrs[.length] = Int(h.length)
         return attrs
     }

@@ -14,7 +14,7 @@ public final class GCKHelloPlugin: DecoderPlugin {
         var attrs = GCKDecoding.baseAttrs(h)
         attrs[.flags] = SessionHex.u16(h.flags)
         ctx.message("hello", GCKDecoding.common(h, input.payload) + [("bodyHex", .string(h.body.prefix(64).hex))])
-        ctx.event(.gckHello, from: from, to: to, attrs: attrs)
+        ctx.event(.gckHello, from: from, to: to, packed: attrs)
     }
 }
 
@@ -70,7 +70,7 @@ public final class GCKDDPlugin: DecoderPlugin {
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
-        var fields = GCKDecoding.common(h, input.payload)
+        var fields = ctx.wantsMessages ? GCKDecoding.common(h, input.payload) : []
         let body = GCKNodeBody.read(h, withSN: false)
         if let body {
             attrs[.nodes] = body.count
@@ -86,7 +86,7 @@ public final class GCKDDPlugin: DecoderPlugin {
         ctx.message("dd", fields + [
             ("nodes", .array((body?.records ?? []).map(\.json))), ("bodyHex", .string(h.body.prefix(64).hex)),
         ])
-        ctx.event(.gckDD, from: from, to: to, attrs: attrs)
+        ctx.event(.gckDD, from: from, to: to, packed: attrs)
     }
 }
 
@@ -102,7 +102,7 @@ public final class GCKLSAPlugin: DecoderPlugin {
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
-        var fields = GCKDecoding.common(h, input.payload)
+        var fields = ctx.wantsMessages ? GCKDecoding.common(h, input.payload) : []
         let body = GCKNodeBody.read(h, withSN: true)
         if let body, let sn = body.sn {
             attrs[.sn] = Int(sn)
@@ -118,7 +118,7 @@ public final class GCKLSAPlugin: DecoderPlugin {
                                  offset: GCKHeader.size, severity: .info)
         }
         ctx.message("lsa", fields + [("nodes", .array((body?.records ?? []).map(\.json))), ("bodyHex", .string(h.body.prefix(64).hex))])
-        ctx.event(.gckLSA, from: from, to: to, attrs: attrs)
+        ctx.event(.gckLSA, from: from, to: to, packed: attrs)
     }
 }
 
@@ -133,7 +133,7 @@ public final class GCKLSAACKPlugin: DecoderPlugin {
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
-        var fields = GCKDecoding.common(h, input.payload)
+        var fields = ctx.wantsMessages ? GCKDecoding.common(h, input.payload) : []
         if let sn = h.body.u16be(0) {
             attrs[.sn] = Int(sn)
             fields.append(("sn", .int(Int64(sn))))
@@ -142,7 +142,7 @@ public final class GCKLSAACKPlugin: DecoderPlugin {
                                  offset: GCKHeader.size, severity: .info)
         }
         ctx.message("lsaack", fields)
-        ctx.event(.gckLSAACK, from: from, to: to, attrs: attrs)
+        ctx.event(.gckLSAACK, from: from, to: to, packed: attrs)
     }
 }
 
@@ -158,17 +158,23 @@ public final class GCKHeartbeatPlugin: DecoderPlugin {
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
-        var fields = GCKDecoding.common(h, input.payload)
-        if let sn = h.body.u16be(0), let x = h.body.u16be(2) {
+        let sn = h.body.u16be(0), x = h.body.u16be(2)
+        if let sn, x != nil {
             attrs[.sn] = Int(sn)
-            fields.append(("sn", .int(Int64(sn))))
-            fields.append(("field18", .int(Int64(x))))
         } else {
             GCKDecoding.diagnose(ctx, "gck.heartbeat.body", "Heartbeat body of \(h.body.count) bytes, expected 4",
                                  offset: GCKHeader.size, severity: .info)
         }
-        ctx.message("heartbeat", fields)
-        ctx.event(.gckHeartbeat, from: from, to: to, attrs: attrs)
+        let payload = input.payload
+        ctx.message("heartbeat", deferred: {
+            var fields = GCKDecoding.common(h, payload)
+            if let sn, let x {
+                fields.append(("sn", .int(Int64(sn))))
+                fields.append(("field18", .int(Int64(x))))
+            }
+            return fields
+        })
+        ctx.event(.gckHeartbeat, from: from, to: to, packed: attrs)
     }
 }
 
@@ -188,13 +194,14 @@ public final class GCKDataPlugin: DecoderPlugin {
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
-        var fields = GCKDecoding.common(h, input.payload)
+        let payload = input.payload
         guard let inner = GCKDataInner(h.body) else {
+            let fields = GCKDecoding.common(h, payload)
             GCKDecoding.diagnose(ctx, "gck.data.inner", "Data body of \(h.body.count) bytes, inner header needs \(GCKDataInner.size)",
                                  offset: GCKHeader.size + h.body.count)
             attrs[.kind] = "short"
             ctx.message("data", fields + GCKDecoding.bodyFields(h.body, ctx))
-            ctx.event(.gckData, from: from, to: to, attrs: attrs)
+            ctx.event(.gckData, from: from, to: to, packed: attrs)
             return
         }
         if inner.source != h.source || inner.destination != h.destination {
@@ -209,7 +216,9 @@ public final class GCKDataPlugin: DecoderPlugin {
         if let a = inner.ackHint { attrs[.ack] = Int(a) }
         attrs[.payloadSize] = inner.rest.count
         let checksumSeen = GCKDataInner.checksumMatchesObserved(h.body, given: inner.checksum)
-        ctx.message(type, {
+        let showPayloads = ctx.options.showPayloads
+        ctx.message(type, deferred: {
+            var fields = GCKDecoding.common(h, payload)
             fields.append(contentsOf: [
                 ("kind", .string(inner.kindName)),
                 ("kindFlags", .string(SessionHex.u8(inner.kindFlags))),
@@ -219,10 +228,10 @@ public final class GCKDataPlugin: DecoderPlugin {
                 ("control", .string(inner.control.hex)),
                 ("payloadSize", .int(Int64(inner.rest.count))),
             ])
-            if ctx.options.showPayloads { fields.append(("restHex", .string(inner.rest.prefix(256).hex))) }
+            if showPayloads { fields.append(("restHex", .string(inner.rest.prefix(256).hex))) }
             return fields
-        }())
-        ctx.event(.gckData, from: from, to: to, attrs: attrs)
+        })
+        ctx.event(.gckData, from: from, to: to, packed: attrs)
         if handOn { ctx.handOff("gck.data", payload: inner.rest) }
     }
 }
@@ -248,12 +257,12 @@ public final class GCKOtherPlugin: DecoderPlugin {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
         attrs[.gckType] = Int(h.type)
-        var fields = GCKDecoding.common(h, input.payload)
+        var fields = ctx.wantsMessages ? GCKDecoding.common(h, input.payload) : []
         guard h.type == 10 else {
             GCKDecoding.diagnose(ctx, "gck.unknown_type", "GCK packet of unknown type \(h.type)", offset: 1, severity: .info)
             attrs[.bodySize] = h.body.count
             ctx.message("unknown", fields + GCKDecoding.bodyFields(h.body, ctx))
-            ctx.event(Self.otherEvent, from: from, to: to, attrs: attrs)
+            ctx.event(Self.otherEvent, from: from, to: to, packed: attrs)
             return
         }
         // The payload: after a Data-like inner header when there is one, else the whole body.
@@ -267,7 +276,7 @@ public final class GCKOtherPlugin: DecoderPlugin {
         }
         attrs[.payloadSize] = payload.count
         ctx.message("type-10", fields + GCKDecoding.bodyFields(h.body, ctx))
-        ctx.event(.gckData, from: from, to: to, attrs: attrs)
+        ctx.event(.gckData, from: from, to: to, packed: attrs)
         if GCKDecoding.looksLikeAppPayload(payload) { ctx.handOff("gck.data", payload: payload) }
     }
 }
@@ -275,7 +284,7 @@ public final class GCKOtherPlugin: DecoderPlugin {
 extension GCKDecoding {
     /// With flag bit 0 set: which reading of the body worked (`compressed`: "no" when the body read
     /// plain, the compressed reading, or "unreadable").
-    static func noteReading(_ body: GCKNodeBody, _ h: GCKHeader, _ attrs: inout [String: String],
+    static func noteReading(_ body: GCKNodeBody, _ h: GCKHeader, _ attrs: inout EventAttrs,
                             _ fields: inout [(String, JSONValue)]) {
         guard h.flags & 1 != 0 else { return }
         let value = body.reading != "plain" ? body.reading : body.clean ? "no" : "unreadable"

@@ -92,7 +92,8 @@ public final class STUNPlugin: DecoderPlugin {
             }
         }()
 
-        ctx.message(typeName, Self.fields(m, txid: txid, fingerprintOK: fingerprintOK))
+        let checked = fingerprintOK
+        ctx.message(typeName, deferred: { Self.fields(m, txid: txid, fingerprintOK: checked) })
 
         guard isBinding else { return }
         let h = ctx.hints()
@@ -101,7 +102,7 @@ public final class STUNPlugin: DecoderPlugin {
 
         switch m.messageClass {
         case .request:
-            var attrs: [String: String] = .typed([.txid: txid])
+            var attrs: EventAttrs = .typed([.txid: txid])
             if m.attribute(0x0025) != nil { attrs[.useCandidate] = true }
             if m.attribute(0x802A) != nil { attrs[.role] = "controlling" } else if m.attribute(0x8029) != nil { attrs[.role] = "controlled" }
             if let u = m.attribute(0x0006), let tok = STUNMessage.mpcUsername(u.value) {
@@ -119,10 +120,10 @@ public final class STUNPlugin: DecoderPlugin {
                                            txid: txid, retransmits: 0, answeredAt: nil)
                 }
             }
-            ctx.event(.iceRequest, from: h.from, to: h.to, attrs: attrs)
+            ctx.event(.iceRequest, from: h.from, to: h.to, packed: attrs)
 
         case .success, .error:
-            var attrs: [String: String] = .typed([.txid: txid])
+            var attrs: EventAttrs = .typed([.txid: txid])
             if let key, var p = pending[key] {
                 attrs[.matched] = true
                 if p.answeredAt != nil { attrs[.duplicate] = true }
@@ -138,13 +139,13 @@ public final class STUNPlugin: DecoderPlugin {
                 } else if let a = m.attribute(0x0001), let ep = STUNMessage.address(a.value, xor: false, transactionID: m.transactionID) {
                     attrs[.mapped] = ep.description
                 }
-                ctx.event(.iceSuccess, from: h.from, to: h.to, attrs: attrs)
+                ctx.event(.iceSuccess, from: h.from, to: h.to, packed: attrs)
             } else {
                 if let a = m.attribute(0x0009), let (code, reason) = STUNMessage.errorCode(a.value) {
                     attrs[.code] = String(code)
                     if !reason.isEmpty { attrs[.reason] = String(reason.prefix(64)) }
                 }
-                ctx.event(.iceError, from: h.from, to: h.to, attrs: attrs)
+                ctx.event(.iceError, from: h.from, to: h.to, packed: attrs)
             }
 
         case .indication:
