@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import PeerscopeCore
 import PeerscopeDetectors
 import PeerscopeLogs
@@ -59,7 +62,8 @@ public final class AnalysisSession {
     /// Live inputs (`live:en0`), fed frame by frame.
     public private(set) var liveInputs: [String] = []
     private var problems: [String] = []
-    private let engine: Engine
+    /// Replaced by an empty one once `finish` has decoded (the decoders' state goes before the timelines).
+    private var engine: Engine
     private var liveCapture: LiveCaptureStats?
     private var finished = false
 
@@ -163,6 +167,10 @@ public final class AnalysisSession {
                                                            inputProblems: report.inputProblems), logs: nil)
         }
         var decoded = try decode()
+        // Decoding is over: its state (trackers, streams, the slices of read buffers they keep) goes
+        // before the timelines are built, not when the session goes.
+        engine = Engine(options: engine.options)
+        AnalysisSession.returnFreedMemory()
         // The trace moves into the report: `decoded` letting go of its events keeps a large capture's
         // list held once (the timeline builder adopts it instead of copying it).
         let trace = decoded.trace
@@ -264,6 +272,9 @@ public final class AnalysisSession {
         // edits them in place instead of copying a large capture's list).
         t.events = []
         let timelines = builder.finish(at: endT)
+        // The builder's working state (per peer and session) is gone: its pages go back before the
+        // detectors allocate.
+        returnFreedMemory()
         onStage?(.timelines(peers: timelines.peers.count, sessions: timelines.sessions.count,
                             entries: timelines.peers.reduce(0) { $0 + $1.entries.count }))
         // A finding resting on silence where the capture is known to have lost packets is uncertain.
@@ -280,6 +291,17 @@ public final class AnalysisSession {
         // `captureLosses` and in the findings' confidence.
         report.captureLosses = (t.losses + oneSided).sorted { ($0.start, $0.end, $0.reason.rawValue) < ($1.start, $1.end, $1.reason.rawValue) }
         return report
+    }
+
+    /// Gives memory freed by a finished stage back to the system (glibc keeps freed pages of its heap
+    /// resident; the next stage's allocations do not always fit in them). Elsewhere nothing to do.
+    static func returnFreedMemory() {
+        #if canImport(Glibc)
+        typealias Trim = @convention(c) (Int) -> Int32
+        if let f = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") {
+            _ = unsafeBitCast(f, to: Trim.self)(0)
+        }
+        #endif
     }
 
     /// The engine settings for an analysis: steady traffic is coalesced only within gaps shorter than

@@ -60,8 +60,11 @@ public struct KeepaliveTimeoutDetector: Detector {
 
     public func run(_ input: DetectorInput) -> [Finding] {
         var out: [Finding] = []
-        var appTimes: [Direction: [Span]] = [:]
-        var packetTimes: [Direction: [Span]] = [:]
+        // Per direction, the indexes of its events (a span is read from the event when needed: a large
+        // capture has millions of them).
+        let events = input.timelines.events
+        var appTimes: [Direction: [Int32]] = [:]
+        var packetTimes: [Direction: [Int32]] = [:]
         var keepAliveStart: [SessionKey: Nanos] = [:]
         var kaSeen: Set<Direction> = []
 
@@ -72,14 +75,15 @@ public struct KeepaliveTimeoutDetector: Detector {
         var appFromFrames: Set<Direction> = []
         // The same direction's app messages seen in frames only: a silence found in a capture merged
         // with logs cites the frames around it too, not only the log lines.
-        var appFrames: [Direction: [Span]] = [:]
+        var appFrames: [Direction: [Int32]] = [:]
 
         // Stretches with no evidence at all (two captures joined, a capture paused): nothing in them
         // was observed, so a silence across one is not a finding.
         var holes: [(Nanos, Nanos)] = []
         var lastSeen: Nanos?
 
-        for e in input.timelines.events {
+        for (index, e) in events.enumerated() {
+            let span = Int32(truncatingIfNeeded: index)
             if let l = lastSeen, captureGap > 0, e.t > l, e.t &- l > captureGap { holes.append((l, e.t)) }
             lastSeen = max(lastSeen ?? e.lastT, e.lastT)
             if case .logLine(let i, _) = e.evidence { logEnd[i] = max(logEnd[i] ?? e.t, e.lastT) }
@@ -87,8 +91,8 @@ public struct KeepaliveTimeoutDetector: Detector {
             guard let s = e.session, let from = e.from, let to = e.to else { continue }
             let d = Direction(session: s, from: from, to: to)
             if KeepaliveTimeoutDetector.appKinds.contains(e.kind) {
-                appTimes[d, default: []].append(Span(e))
-                if case .frame = e.evidence { appFrames[d, default: []].append(Span(e)) }
+                appTimes[d, default: []].append(span)
+                if case .frame = e.evidence { appFrames[d, default: []].append(span) }
                 // The logs that record this direction's keep-alives (usually the receiver's "Received
                 // data" lines) are the ones that can show its silences.
                 if e.kind == .appKeepAlive {
@@ -103,7 +107,7 @@ public struct KeepaliveTimeoutDetector: Detector {
                 }
             }
             if case .frame = e.evidence, KeepaliveTimeoutDetector.sessionFamilies.contains(where: { e.kind.isIn($0) }) {
-                packetTimes[d, default: []].append(Span(e))
+                packetTimes[d, default: []].append(span)
             }
         }
 
@@ -126,16 +130,16 @@ public struct KeepaliveTimeoutDetector: Detector {
                        let reach = inputs.compactMap({ logEnd[$0] }).max() {
                         appStop = min(stop, reach)
                     }
-                    for g in gaps(times, clockStart: kaStart, stop: appStop, limit: appLimit) {
+                    for g in gaps(times, events, clockStart: kaStart, stop: appStop, limit: appLimit) {
                         appGaps[d, default: []].append(Gap(dir: d, start: g.start, end: g.end))
                         out.append(finding(input, inst, d, g, level: "app", limit: appLimit, ended: ended,
-                                           hole: hole(in: g, holes), frames: framesAround(g, appFrames[d] ?? [])))
+                                           hole: hole(in: g, holes), frames: framesAround(g, appFrames[d] ?? [], events)))
                     }
                 }
             }
             for d in dirs {
                 guard let times = packetTimes[d], !times.isEmpty else { continue }
-                for g in gaps(times, clockStart: established, stop: stop, limit: sessionLimit) {
+                for g in gaps(times, events, clockStart: established, stop: stop, limit: sessionLimit) {
                     let covered = (appGaps[d] ?? []).contains { $0.start < g.end && g.start < $0.end }
                     if covered { continue }
                     out.append(finding(input, inst, d, g, level: "session", limit: sessionLimit, ended: ended,
@@ -174,11 +178,12 @@ public struct KeepaliveTimeoutDetector: Detector {
     /// Silences longer than `limit` in one direction's traffic, the clock starting at `clockStart`.
     /// A span is one event or a coalesced run, which has no silence longer than the coalescing gap
     /// (never longer than `limit`) inside it.
-    private func gaps(_ spans: [Span], clockStart: Nanos, stop: Nanos, limit: Nanos) -> [Silence] {
+    private func gaps(_ spans: [Int32], _ events: [ResolvedEvent], clockStart: Nanos, stop: Nanos, limit: Nanos) -> [Silence] {
         var out: [Silence] = []
         var last = clockStart
         var lastEvidence: Evidence?
-        for s in spans {
+        for i in spans {
+            let s = Span(events[Int(i)])
             if s.lastT <= clockStart { lastEvidence = s.lastEvidence; continue }
             if s.t > stop { break }
             if s.t > last, s.t &- last > limit {
@@ -197,7 +202,8 @@ public struct KeepaliveTimeoutDetector: Detector {
     }
 
     /// The last frame at or before a silence begins and, when it recovered, the first frame at or after it ends.
-    private func framesAround(_ g: Silence, _ frames: [Span]) -> [Evidence] {
+    private func framesAround(_ g: Silence, _ indexes: [Int32], _ events: [ResolvedEvent]) -> [Evidence] {
+        let frames = indexes.lazy.map { Span(events[Int($0)]) }
         var ev: [Evidence] = []
         if let before = frames.last(where: { $0.t <= g.start }) { ev.append(before.lastT <= g.start ? before.lastEvidence : before.evidence) }
         if g.recovered, let after = frames.first(where: { $0.t >= g.end }) { ev.append(after.evidence) }

@@ -12,7 +12,16 @@ extension JSONReportWriter {
         private var sessions: [SessionKey: [UInt8]] = [:]
         var time = TimeText()
 
+        private var separators: DirectJSON?
+
         init(_ r: Report) { timelines = r.timelines }
+
+        /// Separators for `indent`, made once per report.
+        func json(_ indent: String?) -> DirectJSON {
+            if let s = separators, s.indent == indent { return s }
+            separators = DirectJSON(indent: indent)
+            return separators ?? DirectJSON(indent: indent)
+        }
 
         func peer(_ ref: PeerRef) -> (label: [UInt8], id: [UInt8]) {
             if let known = peers[ref] { return known }
@@ -85,13 +94,13 @@ extension JSONReportWriter {
     /// One peer of the `peers` list at `level`, as `peer(_:_:_:)` then `JSONValue.write` would write it.
     static func writePeer(_ p: PeerTimeline, _ r: Report, _ ids: FindingIdentities, _ names: PeerNames,
                           into out: inout [UInt8], indent: String?, level: Int) {
-        var w = DirectJSON(indent: indent)
+        var w = names.json(indent)
         out.append(0x7B)
         for (k, v) in peerHead(p, r, ids) {
             w.key(k, &out, level + 1)
             v.write(to: &out, indent: indent, level: level + 1)
         }
-        w.key("timeline", &out, level + 1)
+        w.key(static: "timeline", &out, level + 1)
         if p.entries.isEmpty {
             out.append(0x5B); out.append(0x5D)
         } else {
@@ -112,24 +121,24 @@ extension JSONReportWriter {
 
     /// One timeline entry at `level`, as `entry(_:_:)` then `JSONValue.write` would write it.
     static func writeEntry(_ e: TimelineEntry, _ names: PeerNames, indent: String?, into out: inout [UInt8], level: Int) {
-        var w = DirectJSON(indent: indent)
+        var w = names.json(indent)
         let m = level + 1
         out.append(0x7B)
-        w.key("t", &out, m); appendInt(e.t, to: &out)
-        w.key("time", &out, m); names.time.write(e.t, into: &out)
-        w.key("lastT", &out, m); appendInt(e.lastT, to: &out)
-        w.key("count", &out, m); appendInt(Int64(e.count), to: &out)
-        w.key("state", &out, m); JSONValue.escape(e.state.rawValue, into: &out)
-        w.key("event", &out, m); JSONValue.escape(e.kind.rawValue, into: &out)
-        w.key("direction", &out, m); out.append(contentsOf: e.sent ? DirectJSON.sent : DirectJSON.received)
+        w.key(static: "t", &out, m); appendInt(e.t, to: &out)
+        w.key(static: "time", &out, m); names.time.write(e.t, into: &out)
+        w.key(static: "lastT", &out, m); appendInt(e.lastT, to: &out)
+        w.key(static: "count", &out, m); appendInt(Int64(e.count), to: &out)
+        w.key(static: "state", &out, m); JSONValue.escape(e.state.rawValue, into: &out)
+        w.key(static: "event", &out, m); JSONValue.escape(e.kind.rawValue, into: &out)
+        w.key(static: "direction", &out, m); out.append(contentsOf: e.sent ? DirectJSON.sent : DirectJSON.received)
         let counterpart = e.counterpart.map(names.peer)
-        w.key("counterpart", &out, m); out.append(contentsOf: counterpart?.label ?? DirectJSON.null)
-        w.key("counterpartPeerID", &out, m); out.append(contentsOf: counterpart?.id ?? DirectJSON.null)
-        w.key("session", &out, m)
+        w.key(static: "counterpart", &out, m); out.append(contentsOf: counterpart?.label ?? DirectJSON.null)
+        w.key(static: "counterpartPeerID", &out, m); out.append(contentsOf: counterpart?.id ?? DirectJSON.null)
+        w.key(static: "session", &out, m)
         if let s = e.session { out.append(contentsOf: names.session(s)) } else { out.append(contentsOf: DirectJSON.null) }
-        w.key("source", &out, m); JSONValue.escape(e.source, into: &out)
-        w.key("detail", &out, m); JSONValue.escape(e.detail, into: &out)
-        w.key("evidence", &out, m)
+        w.key(static: "source", &out, m); JSONValue.escape(e.source, into: &out)
+        w.key(static: "detail", &out, m); JSONValue.escape(e.detail, into: &out)
+        w.key(static: "evidence", &out, m)
         let items = e.evidence
         if items.isEmpty {
             out.append(0x5B); out.append(0x5D)
@@ -144,7 +153,7 @@ extension JSONReportWriter {
             out.append(0x5D)
         }
         if !e.corroboration.isEmpty {
-            w.key("corroboration", &out, m)
+            w.key(static: "corroboration", &out, m)
             JSONValue.array(e.corroboration.map {
                 .object([("source", .string($0.source)), ("evidence", evidence($0.evidence))])
             }).write(to: &out, indent: w.indent, level: m)
@@ -162,16 +171,23 @@ extension JSONReportWriter {
         static let sent: [UInt8] = Array("\"sent\"".utf8)
         static let received: [UInt8] = Array("\"received\"".utf8)
 
-        init(indent: String?) { self.indent = indent }
+        /// A newline and the indentation of each level up to 12 (deeper levels are built when asked).
+        private let lines: [[UInt8]]
+
+        init(indent: String?) {
+            self.indent = indent
+            lines = indent.map { i in (0 ... 12).map { [0x0A] + Array(String(repeating: i, count: $0).utf8) } } ?? []
+        }
 
         func newline(_ out: inout [UInt8], _ level: Int) {
             guard let indent else { return }
+            if level < lines.count { out.append(contentsOf: lines[max(0, level)]); return }
             out.append(0x0A)
-            for _ in 0 ..< max(0, level) { out.append(contentsOf: indent.utf8) }
+            for _ in 0 ..< level { out.append(contentsOf: indent.utf8) }
         }
 
         /// `,` (after the first member), the newline and indentation, `"key":` and its space.
-        mutating func key(_ k: StaticString, _ out: inout [UInt8], _ level: Int) {
+        mutating func key(static k: StaticString, _ out: inout [UInt8], _ level: Int) {
             if !first { out.append(0x2C) }
             first = false
             newline(&out, level)

@@ -42,4 +42,29 @@ final class CompactTimelineTests: XCTestCase {
         let ep = Endpoint(a, 16402)
         XCTAssertEqual(r.resolve(PeerHint(endpoint: ep), at: 5_005), .id(1500))
     }
+
+    /// A run keeps folding while its peer's timeline grows by hundreds of entries (the array is
+    /// reallocated many times under it), and a finished peer's entries are kept without slack.
+    func testRunsKeepFoldingWhileATimelineGrowsAndEndExactlySized() throws {
+        let s = Script()
+        s.connect(Script.alice, Script.bob, at: 0)
+        for i in 0 ..< 500 {
+            let t = 1 + Double(i) * 0.2
+            s.packet(.gckHeartbeat, t, Script.alice, Script.bob)
+            // Each its own entry: a browser losing Alice (a control step), then her announcement.
+            s.log(.lost, t + 0.05, Script.alice)
+            s.packet(.announced, t + 0.1, Script.alice, .unknown)
+        }
+        let tl = s.timelines()
+        let alice = try XCTUnwrap(tl.timeline(.id(try XCTUnwrap(Script.alice.peerID))))
+        let beats = alice.entries.filter { $0.kind == .gckHeartbeat }
+        XCTAssertEqual(beats.count, 1, "one run")
+        XCTAssertEqual(beats.first?.count, 500)
+        XCTAssertEqual(beats.first?.lastT, Script.at(1 + 499 * 0.2))
+        XCTAssertEqual(alice.entries.filter { $0.kind == .lost }.count, 500)
+        XCTAssertEqual(alice.entries.filter { $0.kind == .announced }.count, 500)
+        for p in tl.peers {
+            XCTAssertLessThanOrEqual(p.entries.capacity - p.entries.count, p.entries.count / 16, "\(p.peer.label): no slack kept")
+        }
+    }
 }
