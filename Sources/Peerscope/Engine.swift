@@ -105,6 +105,9 @@ public final class Engine {
         context.onDiagnostic = { [unowned self] d in self.record(d) }
         if options.collectEvents {
             context.onEvent = { [unowned self] e in self.coalescer.add(e, to: &self.events) }
+        } else {
+            // Nobody keeps events (`decode` prints messages): none is built.
+            context.wantsEvents = false
         }
     }
 

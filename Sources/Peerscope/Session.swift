@@ -158,12 +158,16 @@ public final class AnalysisSession {
             finished = true
             let t = try Self.readTrace(trace)
             onStage?(.decoded(frames: t.stats.frames, events: t.events.count, folded: 0))
-            let report = Self.report(t, detectors: configuration.detectors, onStage: onStage)
+            let report = Self.report(consume t, detectors: configuration.detectors, onStage: onStage)
             return Analysis(report: report, run: RunResult(inputs: report.inputs, stats: report.stats, complete: report.complete,
                                                            inputProblems: report.inputProblems), logs: nil)
         }
-        let decoded = try decode()
-        let report = Self.report(decoded.trace, detectors: configuration.detectors, onStage: onStage)
+        var decoded = try decode()
+        // The trace moves into the report: `decoded` letting go of its events keeps a large capture's
+        // list held once (the timeline builder adopts it instead of copying it).
+        let trace = decoded.trace
+        decoded.trace.events = []
+        let report = Self.report(consume trace, detectors: configuration.detectors, onStage: onStage)
         return Analysis(report: report, run: decoded.run, logs: decoded.logs)
     }
 
@@ -244,12 +248,17 @@ public final class AnalysisSession {
     }
 
     /// Timelines, then detectors, then the report model, from what decoding gave.
+    /// `foldBrowseQueries` false keeps every browse query its own resolved event (the report is the
+    /// same; `PEERSCOPE_NO_FOLDING=1` does it too).
     public static func report(_ trace: consuming EventTrace, detectors: DetectorConfig = .defaults,
-                              onStage: ((AnalysisStage) -> Void)? = nil) -> Report {
+                              onStage: ((AnalysisStage) -> Void)? = nil, foldBrowseQueries: Bool = true) -> Report {
         var t = trace
         let last = max(t.stats.lastT ?? Int64.min, t.events.last?.t ?? Int64.min)
         let endT = last == Int64.min ? t.stats.lastT : last
-        let builder = TimelineBuilder()
+        let builder = TimelineBuilder(detectors: detectors)
+        if !foldBrowseQueries || ProcessInfo.processInfo.environment["PEERSCOPE_NO_FOLDING"] == "1" {
+            builder.foldBrowseQueries = false
+        }
         builder.add(contentsOf: t.events)
         // The builder holds the events now: the trace letting go keeps them held once (the builder
         // edits them in place instead of copying a large capture's list).

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Peerscope
 import PeerscopeCore
 
@@ -71,7 +72,9 @@ struct Decode: ParsableCommand {
         let progress = ProgressLine.make(unlessStdoutIsTerminal: true)
         defer { progress?.finish() }
         // The lines are written on a thread of their own while decoding goes on (same bytes, same order).
-        let writer = MessageLineWriter(sink: out, includeInput: multi)
+        // Repeated messages' members are copied rather than written again; the fast-path switch turns that off too.
+        let caching = ProcessInfo.processInfo.environment["PEERSCOPE_NO_FAST_PATHS"] != "1"
+        let writer = MessageLineWriter(sink: out, includeInput: multi, caching: caching)
         do {
             result = try PeerscopeRun.decode(
                 paths: files, options: DecodeOptions(showPayloads: showPayloads, wantsMessages: true),

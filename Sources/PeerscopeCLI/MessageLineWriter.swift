@@ -18,11 +18,17 @@ final class MessageLineWriter: @unchecked Sendable {
     private var closed = false
     private var done = false
     private var batch: [DecodedMessage] = []
+    /// Members of repeated messages (mDNS refreshes) written once, when `caching`. Used on the writer's
+    /// thread only.
+    private var cache = MessageBodyCache()
+    private let caching: Bool
 
-    /// Writes into `sink`, which belongs to this writer's thread until `finish()` returns.
-    init(sink: OutputSink, includeInput: Bool) {
+    /// Writes into `sink`, which belongs to this writer's thread until `finish()` returns. `caching`
+    /// off writes every message's members in full (the same bytes, to show it).
+    init(sink: OutputSink, includeInput: Bool, caching: Bool = true) {
         self.sink = sink
         self.includeInput = includeInput
+        self.caching = caching
         batch.reserveCapacity(Self.batchSize)
         let t = Thread { [self] in self.loop() }
         t.name = "peerscope-decode-writer"
@@ -64,7 +70,11 @@ final class MessageLineWriter: @unchecked Sendable {
             condition.broadcast()
             condition.unlock()
             for b in taken {
-                for m in b { sink.messageLine(m, includeInput: includeInput) }
+                if caching {
+                    for m in b { sink.messageLine(m, includeInput: includeInput, cache: &cache) }
+                } else {
+                    for m in b { sink.messageLine(m, includeInput: includeInput) }
+                }
             }
             if end && taken.isEmpty {
                 condition.lock()

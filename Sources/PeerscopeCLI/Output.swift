@@ -59,6 +59,12 @@ final class OutputSink {
         if lineBuffered || buffer.count >= Self.blockSize { flush() }
     }
 
+    /// The same line, a repeated message's members copied from `cache` (the same bytes).
+    func messageLine(_ m: DecodedMessage, includeInput: Bool, cache: inout MessageBodyCache) {
+        m.writeJSONLine(to: &buffer, includeInput: includeInput, cache: &cache)
+        if lineBuffered || buffer.count >= Self.blockSize { flush() }
+    }
+
     func flush() {
         guard !buffer.isEmpty else { return }
         put(buffer)

@@ -7,6 +7,123 @@ public protocol MessageFieldsWriter: Sendable {
     var fields: [(String, JSONValue)] { get }
     /// The same members written into `out`, each as `,"key":value` (a leading comma before each).
     func writeMembers(to out: inout JSONBytes)
+    /// Bytes that decide the members completely (with the writer's type): a writer that has them lets
+    /// `peerscope decode` write a repeated message's members once and copy them afterwards
+    /// (`MessageBodyCache`). nil (the default): written every time.
+    var cacheKey: Bytes? { get }
+}
+
+extension MessageFieldsWriter {
+    public var cacheKey: Bytes? { nil }
+}
+
+/// A message's field list built only when it is written: on `peerscope decode`'s writer thread, not on
+/// the decoding thread, and never when nobody asked for messages. `make` captures values only.
+public struct DeferredFields: MessageFieldsWriter {
+    let make: @Sendable () -> [(String, JSONValue)]
+
+    public init(_ make: @escaping @Sendable () -> [(String, JSONValue)]) { self.make = make }
+
+    public var fields: [(String, JSONValue)] { make() }
+
+    /// The members as a field list writes them (`DecodedMessage.writeJSONLine`).
+    public func writeMembers(to out: inout JSONBytes) {
+        for (k, v) in make() {
+            out.byte(0x2C)
+            out.string(k)
+            out.byte(0x3A)
+            out.value(v)
+        }
+    }
+}
+
+/// `peerscope decode`'s memory of members already written: mDNS refreshes repeat byte for byte, so
+/// the members of a message whose writer names its `cacheKey` are written once and, for every later
+/// message of the same writer type and the same key bytes, copied. A hit compares the key bytes in
+/// full (the hash only finds candidates), so what is copied is what writing would give. Bounded: past
+/// `limit` bytes held, it starts again empty.
+public struct MessageBodyCache {
+    struct Entry {
+        var type: ObjectIdentifier
+        var key: [UInt8]
+        var body: [UInt8]
+    }
+
+    public static let defaultLimit = 32 << 20
+    public let limit: Int
+    private let hash: (UnsafeRawBufferPointer) -> UInt64
+    private var table: [UInt64: [Entry]] = [:]
+    /// Key and body bytes held.
+    public private(set) var held = 0
+    public private(set) var hits = 0
+    public private(set) var misses = 0
+
+    /// `hash` may be replaced to test collisions (every key on one hash must still write its own members).
+    public init(limit: Int = MessageBodyCache.defaultLimit,
+                hash: @escaping (UnsafeRawBufferPointer) -> UInt64 = MessageBodyCache.hash) {
+        self.limit = limit
+        self.hash = hash
+    }
+
+    /// Writes `writer`'s members into `out`: copied when the same type and key were written before.
+    public mutating func writeMembers(_ writer: any MessageFieldsWriter, to out: inout JSONBytes) {
+        guard let key = writer.cacheKey else { return writer.writeMembers(to: &out) }
+        let type = ObjectIdentifier(Swift.type(of: writer))
+        let h = key.withUnsafeBytes { hash($0) }
+        if let entries = table[h] {
+            for e in entries where e.type == type && key.withUnsafeBytes({ Self.same($0, e.key) }) {
+                hits &+= 1
+                out.bytes.append(contentsOf: e.body)
+                return
+            }
+        }
+        misses &+= 1
+        let start = out.count
+        writer.writeMembers(to: &out)
+        let body = Array(out.bytes[start...])
+        let size = key.count &+ body.count
+        if held &+ size > limit {
+            table.removeAll()
+            held = 0
+        }
+        guard size <= limit else { return }
+        table[h, default: []].append(Entry(type: type, key: key.array, body: body))
+        held &+= size
+    }
+
+    static func same(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return b.withUnsafeBytes { b in
+            var i = 0
+            let n = a.count
+            while i &+ 8 <= n {
+                if a.loadUnaligned(fromByteOffset: i, as: UInt64.self) != b.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+                i &+= 8
+            }
+            while i < n {
+                if a[i] != b[i] { return false }
+                i &+= 1
+            }
+            return true
+        }
+    }
+
+    /// A fast hash of the key bytes, 8 at a time (collisions only cost a comparison).
+    public static func hash(_ raw: UnsafeRawBufferPointer) -> UInt64 {
+        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(raw.count)
+        var i = 0
+        let n = raw.count
+        while i &+ 8 <= n {
+            h = (h ^ raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0xFF51_AFD7_ED55_8CCD
+            h ^= h >> 29
+            i &+= 8
+        }
+        while i < n {
+            h = (h ^ UInt64(raw[i])) &* 0x0100_0000_01B3
+            i &+= 1
+        }
+        return h ^ (h >> 31)
+    }
 }
 
 /// Compact JSON written into one growing byte buffer: keys from static strings, numbers without
@@ -77,22 +194,79 @@ public struct JSONBytes {
     /// `JSONValue.write(to:indent: nil, level: 0)` of any value (the rare members without a writer of their own).
     public mutating func value(_ v: JSONValue) { v.write(to: &bytes, indent: nil, level: 0) }
 
-    /// An address as `IPAddress.description` spells it, quoted (IPv4 without building a string).
+    /// An address as `IPAddress.description` spells it, quoted (without building a string, unless
+    /// an IPv6 address has a scope).
     public mutating func address(_ a: IPAddress) {
-        guard case .v4(let v) = a else { return string(a.description) }
-        bytes.append(0x22)
-        dottedQuad(v)
-        bytes.append(0x22)
+        switch a {
+        case .v4(let v):
+            bytes.append(0x22)
+            dottedQuad(v)
+            bytes.append(0x22)
+        case .v6(let hi, let lo, nil):
+            bytes.append(0x22)
+            groups(hi, lo)
+            bytes.append(0x22)
+        case .v6:
+            string(a.description)
+        }
     }
 
     /// An endpoint as `Endpoint.description` spells it, quoted: `1.2.3.4:5353`, `[fe80::1]:5353`.
     public mutating func endpoint(_ e: Endpoint) {
-        guard case .v4(let v) = e.address else { return string(e.description) }
-        bytes.append(0x22)
-        dottedQuad(v)
+        switch e.address {
+        case .v4(let v):
+            bytes.append(0x22)
+            dottedQuad(v)
+        case .v6(let hi, let lo, nil):
+            bytes.append(0x22)
+            bytes.append(0x5B)
+            groups(hi, lo)
+            bytes.append(0x5D)
+        case .v6:
+            return string(e.description)
+        }
         bytes.append(0x3A)
         uint(UInt64(e.port))
         bytes.append(0x22)
+    }
+
+    /// The eight groups of an IPv6 address in lowercase hex, the longest run (at least two, the first
+    /// of equals) of zero groups as `::` (RFC 5952), as `IPAddress.description` writes them.
+    private mutating func groups(_ hi: UInt64, _ lo: UInt64) {
+        @inline(__always) func group(_ k: Int) -> UInt16 {
+            UInt16(truncatingIfNeeded: (k < 4 ? hi : lo) >> (UInt64(3 - (k & 3)) * 16))
+        }
+        var bestStart = -1, bestLen = 0, i = 0
+        while i < 8 {
+            if group(i) == 0 {
+                var j = i
+                while j < 8 && group(j) == 0 { j += 1 }
+                if j - i > bestLen && j - i >= 2 { bestStart = i; bestLen = j - i }
+                i = j
+            } else {
+                i += 1
+            }
+        }
+        let start = bytes.count
+        var k = 0
+        while k < 8 {
+            if k == bestStart {
+                bytes.append(0x3A)
+                bytes.append(0x3A)
+                k += bestLen
+                continue
+            }
+            if bytes.count > start, bytes[bytes.count - 1] != 0x3A { bytes.append(0x3A) }
+            let g = group(k)
+            var shift = 12
+            while shift > 0 && (g >> UInt16(shift)) & 0xF == 0 { shift -= 4 }
+            while shift >= 0 {
+                let d = UInt8(truncatingIfNeeded: (g >> UInt16(shift)) & 0xF)
+                bytes.append(d < 10 ? 0x30 &+ d : 0x57 &+ d)
+                shift -= 4
+            }
+            k += 1
+        }
     }
 
     private mutating func dottedQuad(_ v: UInt32) {
@@ -112,6 +286,31 @@ extension DecodedMessage {
     /// (`peerscope decode` writes one per message). A message made with a `MessageFieldsWriter` writes
     /// its fields itself; the others write their field list.
     public func writeJSONLine(to out: inout JSONBytes, includeInput: Bool) {
+        writeHead(to: &out, includeInput: includeInput)
+        if let writer {
+            writer.writeMembers(to: &out)
+        } else {
+            writeFieldList(to: &out)
+        }
+        out.byte(0x7D)
+        out.byte(0x0A)
+    }
+
+    /// The same line, a writer's members copied from `cache` when the same members were written before
+    /// (`MessageBodyCache`): the same bytes.
+    public func writeJSONLine(to out: inout JSONBytes, includeInput: Bool, cache: inout MessageBodyCache) {
+        writeHead(to: &out, includeInput: includeInput)
+        if let writer {
+            cache.writeMembers(writer, to: &out)
+        } else {
+            writeFieldList(to: &out)
+        }
+        out.byte(0x7D)
+        out.byte(0x0A)
+    }
+
+    /// `{` and the members every message has: input, frame, time, plugin, type, the flow.
+    private func writeHead(to out: inout JSONBytes, includeInput: Bool) {
         out.byte(0x7B)
         if includeInput {
             out.firstKey("input")
@@ -135,18 +334,15 @@ extension DecodedMessage {
             out.key("dst")
             out.endpoint(flow.dst)
         }
-        if let writer {
-            writer.writeMembers(to: &out)
-        } else {
-            for (k, v) in fields {
-                out.byte(0x2C)
-                out.string(k)
-                out.byte(0x3A)
-                out.value(v)
-            }
+    }
+
+    private func writeFieldList(to out: inout JSONBytes) {
+        for (k, v) in fields {
+            out.byte(0x2C)
+            out.string(k)
+            out.byte(0x3A)
+            out.value(v)
         }
-        out.byte(0x7D)
-        out.byte(0x0A)
     }
 
     /// The same line appended to a plain byte array.
@@ -154,6 +350,14 @@ extension DecodedMessage {
         var b = JSONBytes(capacity: 0)
         swap(&b.bytes, &out)
         writeJSONLine(to: &b, includeInput: includeInput)
+        swap(&b.bytes, &out)
+    }
+
+    /// The same line appended to a plain byte array, members copied from `cache` when they repeat.
+    public func writeJSONLine(to out: inout [UInt8], includeInput: Bool, cache: inout MessageBodyCache) {
+        var b = JSONBytes(capacity: 0)
+        swap(&b.bytes, &out)
+        writeJSONLine(to: &b, includeInput: includeInput, cache: &cache)
         swap(&b.bytes, &out)
     }
 }

@@ -130,6 +130,12 @@ public struct PeerEvent: Sendable, Hashable {
         return [(t, evidence), (lastT, last)]
     }
 
+    /// The interned `from` hint's and flow's identities (equal values share one box; nil: none): cheap
+    /// table keys for events known to have equal hints and flows exactly when these are equal.
+    public var fromAndFlowIdentity: (from: ObjectIdentifier?, flow: ObjectIdentifier?) {
+        (fromBox.map { ObjectIdentifier($0) }, flowBox.map { ObjectIdentifier($0) })
+    }
+
     /// True when both events name the same hints and flow (cheap: interned boxes compare by identity).
     @inlinable public func samePeersAndFlow(_ o: PeerEvent) -> Bool {
         fromBox == o.fromBox && toBox == o.toBox && flowBox == o.flowBox

@@ -268,6 +268,9 @@ public final class PluginContext {
     public let options: DecodeOptions
     public var onMessage: (DecodedMessage) -> Void = { _ in }
     public var onEvent: (PeerEvent) -> Void = { _ in }
+    /// Whether anyone keeps peer events. Off (`peerscope decode` without `--events`), `event` builds
+    /// none; a plugin may also ask before assembling an event's attributes.
+    public var wantsEvents = true
     public var onDiagnostic: (Diagnostic) -> Void = { _ in }
     /// Set by the pipeline: dispatches a hand-off to the plugins that claim the carrier.
     public var onHandOff: (_ carrier: String, _ key: String?, _ payload: Bytes, _ parsed: (any Sendable)?, _ from: PluginInput,
@@ -291,6 +294,7 @@ public final class PluginContext {
     /// facts never close or join a flow's runs). Advertisements are steady: the engine's coalescer
     /// keeps one event per peer and plugin and moves its last time.
     private func identity(_ fact: PeerDirectory.Fact) {
+        guard wantsEvents else { return }
         let input = currentInput
         let evidence = input?.evidence ?? .frame(input: 0, frame: 0)
         switch fact {
@@ -318,6 +322,13 @@ public final class PluginContext {
         onMessage(DecodedMessage(plugin: currentPlugin, type: type, frame: input.frame, flow: input.flow, writer: fields()))
     }
 
+    /// Report a decoded message whose field list is built when it is written (`DeferredFields`): off the
+    /// decoding thread, and not at all when nobody asked for messages. `fields` must capture values only.
+    public func message(_ type: String, deferred fields: @escaping @Sendable () -> [(String, JSONValue)]) {
+        guard options.wantsMessages, let input = currentInput else { return }
+        onMessage(DecodedMessage(plugin: currentPlugin, type: type, frame: input.frame, flow: input.flow, writer: DeferredFields(fields)))
+    }
+
     /// Report a peer event at the current frame.
     public func event(_ kind: EventKind, from: PeerHint = .unknown, to: PeerHint = .unknown,
                       attrs: [String: String] = [:], t: Nanos? = nil) {
@@ -328,13 +339,16 @@ public final class PluginContext {
     /// paths' form, with no dictionary per event.
     public func event(_ kind: EventKind, from: PeerHint = .unknown, to: PeerHint = .unknown, packed attrs: EventAttrs,
                       t: Nanos? = nil) {
+        guard wantsEvents else { return }
         let frame = currentInput?.frame
         onEvent(PeerEvent(kind: kind, t: t ?? frame?.t ?? now, evidence: frame?.evidence ?? .frame(input: 0, frame: 0),
                           from: from, to: to, flow: currentInput?.flow, source: currentPlugin, attrs: attrs, interner: interner))
     }
 
     /// Report a fully built event (timers firing on capture time, events about earlier frames).
-    public func event(_ e: PeerEvent) { onEvent(e) }
+    public func event(_ e: PeerEvent) {
+        if wantsEvents { onEvent(e) }
+    }
 
     /// Report malformed input. `id` is appended to the plugin id: `problem` -> `<plugin>.<problem>`.
     public func diagnose(_ problem: String, _ message: String, offset: Int? = nil, severity: Severity = .warning) {

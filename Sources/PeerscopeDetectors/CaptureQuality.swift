@@ -14,9 +14,9 @@ public enum CaptureQuality {
         var flowOf: [Evidence: FlowKey] = [:]
         if !flows.isEmpty, let timelines {
             for e in timelines.events {
-                guard let f = e.event.flow else { continue }
-                flowOf[e.event.evidence] = f.canonical
-                if let l = e.event.lastEvidence { flowOf[l] = f.canonical }
+                guard let f = e.flow else { continue }
+                flowOf[e.evidence] = f.canonical
+                if let l = e.lastEvidence { flowOf[l] = f.canonical }
             }
         }
         return findings.map { f in
@@ -55,13 +55,13 @@ public enum CaptureQuality {
         var flows: [FlowKey: Seen] = [:]
         var order: [FlowKey] = []
         for e in timelines.events {
-            guard let f = e.event.flow, f.proto == .udp else { continue }
+            guard let f = e.flow, f.proto == .udp else { continue }
             let key = f.canonical
             var s = flows[key] ?? { order.append(key); return Seen(first: e.t, last: e.t) }()
             s.senders.insert(f.src)
             s.first = min(s.first, e.t)
-            s.last = max(s.last, e.event.lastT)
-            if s.answer == nil, answerKinds.contains(e.kind) { s.answer = (e.kind, e.event.evidence) }
+            s.last = max(s.last, e.lastT)
+            if s.answer == nil, answerKinds.contains(e.kind) { s.answer = (e.kind, e.evidence) }
             flows[key] = s
         }
         return order.compactMap { key in

@@ -47,7 +47,7 @@ public struct ChannelErrorDetector: Detector {
     /// A send error that shows the channel closed or aborted (SSL closed/abort, connection reset or
     /// refused, no route, channel marked invalid), or that the session ended soon after.
     static func sendErrorClosedChannel(_ e: ResolvedEvent, _ input: DetectorInput) -> Bool {
-        let a = e.event.attrs
+        let a = e.attrs
         if a[.channelInvalid] == true { return true }
         let text = [a[.sslError], a[.error], a[.errno]].compactMap { $0 }.map { squash($0) }.joined(separator: " ")
         let closing = ["closedabort", "closedgraceful", "closednotify", "connectionreset", "connectionrefused",
@@ -78,14 +78,14 @@ public struct ChannelErrorDetector: Detector {
         for e in input.timelines.events {
             var scope: String { input.scope(e) }
             if case .frame = e.evidence, let f = e.flow, f.proto == .udp, e.kind != .icmpUnreachable {
-                let last = e.event.lastEvidence ?? e.evidence   // a coalesced run: its last frame
+                let last = e.lastEvidence ?? e.evidence   // a coalesced run: its last frame
                 let prev = lastUDPFrame[f]
                 lastUDPFrame[f] = (max(prev?.first ?? e.evidence, e.evidence), max(prev?.last ?? last, last))
             }
             if case .frame = e.evidence, e.kind != .dtlsAlert,
                ["dtls", "gck", "app"].contains(where: { e.kind.isIn($0) }) {
                 let k = ChannelErrorDetector.trafficScope(e)
-                lastTraffic[k] = max(lastTraffic[k] ?? e.event.lastT, e.event.lastT)
+                lastTraffic[k] = max(lastTraffic[k] ?? e.lastT, e.lastT)
             }
             switch e.kind {
             case .invitationHello, .invitationAccept, .invite, .inviteConnect, .invitationReceipt:
@@ -99,8 +99,8 @@ public struct ChannelErrorDetector: Detector {
 
             switch e.kind {
             case .dtlsAlert:
-                let level = squash(e.event[.level])
-                let desc = e.event[.description] ?? "unknown"
+                let level = squash(e[.level])
+                let desc = e[.description] ?? "unknown"
                 let key = "\(kind)|alert|\(scope)|\(squash(desc))"
                 if level == "encrypted" || squash(desc).hasPrefix("encrypted") {
                     // Level and description are inside the record: judged after the loop by what followed.
@@ -119,18 +119,18 @@ public struct ChannelErrorDetector: Detector {
             case .icmpUnreachable:
                 // The ICMP plugin gives `from` = the sender of the quoted packet, `to` = the destination
                 // it could not reach, and the quoted flow as the event's flow (`quotedFlow`).
-                let quotedFlow = e.event.quotedFlow
+                let quotedFlow = e.quotedFlow
                 let quoted = quotedFlow.map { "\($0)" } ?? ""
                 let sessionFlow = quotedFlow.map(MPCPorts.touchesGCK) ?? false
                     || (e.flow.map { invitationFlows.contains($0.canonical) } ?? false)
-                    || e.event[.invitation] != nil
+                    || e[.invitation] != nil
                 let peer = e.to ?? e.from
                 let known: Bool = {
                     if case .id? = e.to { return e.session != nil }
                     return false
                 }()
                 guard sessionFlow || known else { break }
-                let what = e.event[.summary] ?? e.event[.description] ?? "unreachable"
+                let what = e[.summary] ?? e[.description] ?? "unreachable"
                 // The ICMP frame and the packet it quotes (the latest frame of the quoted flow).
                 var evidence = [e.evidence]
                 if let quotedFlow, let q = lastUDPFrame[quotedFlow] {
@@ -144,7 +144,7 @@ public struct ChannelErrorDetector: Detector {
 
             case .tcpReset:
                 let onInvitation = e.flow.map { invitationFlows.contains($0.canonical) } ?? false
-                guard onInvitation || e.event[.invitation] != nil else { break }
+                guard onInvitation || e[.invitation] != nil else { break }
                 if let p = e.pair, answeredPairs.contains(p) { break }
                 var d = ["case": "tcp-reset"]
                 let fromLog: Bool = { if case .logLine = e.evidence { true } else { false } }()
@@ -182,7 +182,7 @@ public struct ChannelErrorDetector: Detector {
 
             case .checksumError:
                 out.append(input.finding(kind, .warning, peer: e.from, t: e.t,
-                                         "\(input.label(e.from)) sent a packet that fails its checksum\(e.event[.type].map { " (\($0))" } ?? "")",
+                                         "\(input.label(e.from)) sent a packet that fails its checksum\(e[.type].map { " (\($0))" } ?? "")",
                                          evidence: [e.evidence], key: "\(kind)|checksum|\(scope)",
                                          details: ["case": "checksum"]))
 
@@ -206,7 +206,7 @@ public struct ChannelErrorDetector: Detector {
             case .encryptionIncompatible:
                 let peer = input.subject(e)
                 out.append(input.finding(kind, .error, peer: peer, t: e.t,
-                                         "\(input.label(peer)) has an incompatible encryption preference\((e.event[.preference] ?? e.event[.encryption]).map { " (\($0))" } ?? "")",
+                                         "\(input.label(peer)) has an incompatible encryption preference\((e[.preference] ?? e[.encryption]).map { " (\($0))" } ?? "")",
                                          evidence: [e.evidence], key: "\(kind)|encryption|\(scope)",
                                          details: ["case": "encryption", "outcome": "log"]))
 
@@ -240,7 +240,7 @@ public struct ChannelErrorDetector: Detector {
                 let svc = ChannelErrorDetector.serviceType(input)
                 let fix = "Info.plist needs NSLocalNetworkUsageDescription and NSBonjourServices listing both \(svc)._tcp and \(svc)._udp"
                 out.append(input.finding(kind, .error, peer: e.from ?? e.to, t: e.t,
-                                         "local network permission or Bonjour service declaration missing\(e.event[.code].map { " (\($0))" } ?? ""): \(fix)",
+                                         "local network permission or Bonjour service declaration missing\(e[.code].map { " (\($0))" } ?? ""): \(fix)",
                                          evidence: [e.evidence], key: "\(kind)|permission|\(scope)",
                                          details: ["case": "permission", "fix": fix]))
             default: break
@@ -248,7 +248,7 @@ public struct ChannelErrorDetector: Detector {
 
             // Encryption preferences carried in the connection data.
             if e.kind == .inviteResponse || e.kind == .inviteConnect, let s = e.session, let from = e.from,
-               let pref = ChannelErrorDetector.encryption(e.event[.encryption]) {
+               let pref = ChannelErrorDetector.encryption(e[.encryption]) {
                 var m = encryption[s] ?? [:]
                 m[from] = (pref, e.evidence)
                 encryption[s] = m
@@ -318,7 +318,7 @@ public struct ChannelErrorDetector: Detector {
     /// The Bonjour service type the capture or logs name (`_chat-app`), else a placeholder.
     static func serviceType(_ input: DetectorInput) -> String {
         for e in input.timelines.events where e.kind.isIn("discovery") {
-            guard let svc = e.event[.service], svc.hasPrefix("_") else { continue }
+            guard let svc = e[.service], svc.hasPrefix("_") else { continue }
             if let name = svc.split(separator: ".").first { return String(name) }
         }
         return "_<service>"

@@ -58,13 +58,13 @@ public struct DetectorInput: Sendable {
     /// The peer an event names: for a log line, the side its hint named (not the device that wrote
     /// the log, which an empty hint stands for); otherwise `from`, else `to`.
     public func subject(_ e: ResolvedEvent) -> PeerRef? {
-        if !e.event.from.isEmpty, let f = e.from { return f }
-        if !e.event.to.isEmpty, let t = e.to { return t }
+        if !e.fromHint.isEmpty, let f = e.from { return f }
+        if !e.toHint.isEmpty, let t = e.to { return t }
         return e.from ?? e.to
     }
 
     /// True when the event's hints name a peer (not only the log's own device).
-    public func namesPeer(_ e: ResolvedEvent) -> Bool { !e.event.from.isEmpty || !e.event.to.isEmpty }
+    public func namesPeer(_ e: ResolvedEvent) -> Bool { !e.fromHint.isEmpty || !e.toHint.isEmpty }
 
     /// A key naming the session instance, or the pair/peer when there is none.
     public func scope(_ e: ResolvedEvent) -> String {
@@ -118,10 +118,10 @@ public enum DetectorSuite {
     public static func isMPCEvidence(_ e: ResolvedEvent) -> Bool {
         if case .logLine = e.evidence { return true }
         if ["gck", "invitation", "app"].contains(where: { e.kind.isIn($0) }) { return true }
-        if e.kind.isIn("dtls"), e.event[.mpcPrefix] != nil { return true }
+        if e.kind.isIn("dtls"), e[.mpcPrefix] != nil { return true }
         if let f = e.flow, f.proto == .udp, MPCPorts.bothGCK(f) { return true }
         // An ICMP error quoting such a flow.
-        if let q = e.event.quotedFlow { return MPCPorts.bothGCK(q) }
+        if let q = e.quotedFlow { return MPCPorts.bothGCK(q) }
         return false
     }
 
@@ -205,7 +205,7 @@ public enum DetectorSuite {
     public static func run(_ events: [PeerEvent], timelines: Timelines, config: DetectorConfig = .defaults,
                            end: Nanos) -> [Finding] {
         if timelines.events.isEmpty && !events.isEmpty {
-            let b = TimelineBuilder()
+            let b = TimelineBuilder(detectors: config)
             b.add(contentsOf: events)
             return run(timelines: b.finish(at: end), config: config, end: end)
         }
@@ -215,34 +215,40 @@ public enum DetectorSuite {
     /// Merges findings with the same key (earliest time, worst severity, evidence united) and sorts
     /// them by time, kind and peer.
     public static func merge(_ findings: [Finding]) -> [Finding] {
-        var order: [String] = []
-        var byKey: [String: Finding] = [:]
-        var evidenceSets: [String: Set<Evidence>] = [:]
+        // In place, in first-seen order; evidence sets only for keys found more than once (a large
+        // capture has tens of thousands of findings, nearly all with a key of their own).
+        var out: [Finding] = []
+        out.reserveCapacity(findings.count)
+        var at: [String: Int] = [:]
+        at.reserveCapacity(findings.count)
+        var evidenceSets: [Int: Set<Evidence>] = [:]
         for f in findings {
-            if var m = byKey[f.key] {
-                if f.severity > m.severity { m.severity = f.severity }
-                if f.t < m.t { m.t = f.t; m.message = f.message }
-                for (k, v) in f.details where m.details[k] == nil { m.details[k] = v }
-                m.openAtEnd = m.openAtEnd || f.openAtEnd
-                byKey[f.key] = m
-                evidenceSets[f.key, default: []].formUnion(f.evidence)
+            if let i = at[f.key] {
+                if f.severity > out[i].severity { out[i].severity = f.severity }
+                if f.t < out[i].t { out[i].t = f.t; out[i].message = f.message }
+                for (k, v) in f.details where out[i].details[k] == nil { out[i].details[k] = v }
+                out[i].openAtEnd = out[i].openAtEnd || f.openAtEnd
+                evidenceSets[i, default: Set(out[i].evidence)].formUnion(f.evidence)
             } else {
-                order.append(f.key)
-                byKey[f.key] = f
-                evidenceSets[f.key] = Set(f.evidence)
+                at[f.key] = out.count
+                out.append(f)
             }
         }
-        var out: [Finding] = []
-        for k in order {
-            guard var f = byKey[k] else { continue }
-            let ev = (evidenceSets[k] ?? []).sorted()
-            if ev.count > Finding.maxEvidence {
-                f.details["evidenceCount"] = String(ev.count)
-                f.evidence = Array(ev.prefix(Finding.maxEvidence))
+        for i in out.indices {
+            let ev: [Evidence]
+            if let set = evidenceSets[i] {
+                ev = set.sorted()
+            } else if zip(out[i].evidence, out[i].evidence.dropFirst()).allSatisfy({ $0 < $1 }) {
+                ev = out[i].evidence   // already sorted without repeats: what the set would give
             } else {
-                f.evidence = ev
+                ev = Set(out[i].evidence).sorted()
             }
-            out.append(f)
+            if ev.count > Finding.maxEvidence {
+                out[i].details["evidenceCount"] = String(ev.count)
+                out[i].evidence = Array(ev.prefix(Finding.maxEvidence))
+            } else {
+                out[i].evidence = ev
+            }
         }
         return out.sorted(by: Finding.reportOrder)
     }
@@ -283,4 +289,15 @@ func squash(_ s: String?) -> String { (s ?? "").lowercased().filter { $0.isLette
 func saysConnected(_ attrs: some AttributeLookup) -> Bool {
     let st = squash(attrs[.state])
     return st == "connected" || st == "dtlsconnected" || attrIsTrue(attrs[.ignored]) == true
+}
+
+extension TimelineBuilder {
+    /// A builder for detectors configured by `detectors`: browse queries are folded only across
+    /// pauses no longer than `keepalive-timeout.capture-gap` (0: no holes are looked for, any pause),
+    /// so a capture hole the detectors look for is never hidden inside a fold.
+    public convenience init(detectors: DetectorConfig) {
+        self.init()
+        let gap = detectors.nanos("keepalive-timeout.capture-gap")
+        browseFoldGap = gap > 0 ? gap : Nanos.max
+    }
 }

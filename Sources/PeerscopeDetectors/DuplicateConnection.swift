@@ -45,7 +45,7 @@ public struct DuplicateConnectionDetector: Detector {
     /// A TCP flow written client > server (the side that connected first): the event's own flow
     /// is the direction of the segment or frame that caused it.
     static func clientToServer(_ flow: FlowKey, _ e: ResolvedEvent) -> FlowKey {
-        if let server = e.event[.server], let client = e.event[.client] {
+        if let server = e[.server], let client = e[.client] {
             if flow.src.description == server && flow.dst.description == client { return flow.reversed }
             if flow.src.description == client && flow.dst.description == server { return flow }
         }
@@ -114,7 +114,7 @@ public struct DuplicateConnectionDetector: Detector {
                                          key: "\(kind)|name|\(input.label(peer))|\(peer.map { "\($0)" } ?? "?")",
                                          details: ["case": "name"]))
             case .connectionDecision:
-                if DuplicateConnectionDetector.saysAlreadyConnected(e.event.attrs) {
+                if DuplicateConnectionDetector.saysAlreadyConnected(e.attrs) {
                     let peer = e.from
                     out.append(input.finding(kind, .warning, peer: peer, t: e.t,
                                              "log: a new connection from \(input.label(peer)) was refused because the peer was already connected",
@@ -139,7 +139,7 @@ public struct DuplicateConnectionDetector: Detector {
                 case .invitationHello, .invitationAccept, .invite, .tcpOpened:
                     // A TCP connection counts once it is known to be an invitation channel: to an
                     // advertised SRV port, or carrying invitation frames (seen on a later event).
-                    if e.kind == .tcpOpened, e.event[.invitation] == nil { break }
+                    if e.kind == .tcpOpened, e[.invitation] == nil { break }
                     var chans = openChannels[pair] ?? [:]
                     if chans[c] == nil {
                         let directed = DuplicateConnectionDetector.clientToServer(flow, e)

@@ -153,7 +153,7 @@ public struct HandshakeTimeoutDetector: Detector {
 
         for e in input.timelines.events {
             if let l = lastSeen, captureGap > 0, e.t > l, e.t &- l > captureGap { holes.append((l, e.t)) }
-            lastSeen = max(lastSeen ?? e.event.lastT, e.event.lastT)
+            lastSeen = max(lastSeen ?? e.lastT, e.lastT)
             if let f = logFinding(e, input) {
                 out.append(f)
                 logTimeouts.append(LogTimeout(t: e.t, phase: HandshakeTimeoutDetector.logPhase(e), session: e.session,
@@ -274,19 +274,19 @@ public struct HandshakeTimeoutDetector: Detector {
         case .iceTimeout: return .ice
         case .dtlsTimeout: return .dtls
         case .gckGivingUp:
-            let w = squash(e.event[.wait])
+            let w = squash(e[.wait])
             if w.contains("dtls") { return .dtls }
             if w.contains("hello") || w.contains("dd") || w.contains("lsa") { return .gck }
             if w.contains("ice") { return .ice }
             return nil  // "gave up" after whichever timeout came before: see `logFinding`
         case .gckTimeout:
-            let w = squash(e.event[.wait])
+            let w = squash(e[.wait])
             if w.contains("heartbeat") { return nil }
             if w.contains("dtls") { return .dtls }
             if w.contains("ice") { return .ice }
             return .gck
         case .appTimeout:
-            let what = squash(e.event[.what] ?? e.event[.type] ?? e.event[.phase] ?? e.event[.timer])
+            let what = squash(e[.what] ?? e[.type] ?? e[.phase] ?? e[.timer])
             return what.contains("keep") ? nil : .app
         default: return nil
         }
@@ -294,14 +294,14 @@ public struct HandshakeTimeoutDetector: Detector {
 
     private func logFinding(_ e: ResolvedEvent, _ input: DetectorInput) -> Finding? {
         let phase = HandshakeTimeoutDetector.logPhase(e)
-        guard phase != nil || e.kind == .gckGivingUp, !saysConnected(e.event.attrs) else { return nil }
+        guard phase != nil || e.kind == .gckGivingUp, !saysConnected(e.attrs) else { return nil }
         let phaseName = phase?.rawValue ?? "gave-up"
         let peer = input.subject(e)
         let scope = e.session.map { "\($0)" } ?? peer.map { "\($0)" } ?? "?"
         let what = e.kind == .gckGivingUp ? "GCK gave up setting up the session (not connected in time)"
             : "\(phase?.what ?? "session setup") timed out"
-        var d = ["phase": phaseName, "outcome": "log", "source": e.event.source]
-        if let c = e.event[.channel] { d["channel"] = c }
+        var d = ["phase": phaseName, "outcome": "log", "source": e.source]
+        if let c = e[.channel] { d["channel"] = c }
         return input.finding(HandshakeTimeoutDetector.kind, .error, peer: peer, t: e.t,
                              "log: \(what) with \(input.label(peer))", evidence: [e.evidence],
                              key: "\(HandshakeTimeoutDetector.kind)|log|\(phaseName)|\(scope)", details: d)

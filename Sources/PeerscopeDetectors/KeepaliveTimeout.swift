@@ -81,14 +81,14 @@ public struct KeepaliveTimeoutDetector: Detector {
 
         for e in input.timelines.events {
             if let l = lastSeen, captureGap > 0, e.t > l, e.t &- l > captureGap { holes.append((l, e.t)) }
-            lastSeen = max(lastSeen ?? e.event.lastT, e.event.lastT)
-            if case .logLine(let i, _) = e.evidence { logEnd[i] = max(logEnd[i] ?? e.t, e.event.lastT) }
+            lastSeen = max(lastSeen ?? e.lastT, e.lastT)
+            if case .logLine(let i, _) = e.evidence { logEnd[i] = max(logEnd[i] ?? e.t, e.lastT) }
             if let f = logFinding(e, input) { out.append(f) }
             guard let s = e.session, let from = e.from, let to = e.to else { continue }
             let d = Direction(session: s, from: from, to: to)
             if KeepaliveTimeoutDetector.appKinds.contains(e.kind) {
-                appTimes[d, default: []].append(Span(e.event))
-                if case .frame = e.evidence { appFrames[d, default: []].append(Span(e.event)) }
+                appTimes[d, default: []].append(Span(e))
+                if case .frame = e.evidence { appFrames[d, default: []].append(Span(e)) }
                 // The logs that record this direction's keep-alives (usually the receiver's "Received
                 // data" lines) are the ones that can show its silences.
                 if e.kind == .appKeepAlive {
@@ -103,7 +103,7 @@ public struct KeepaliveTimeoutDetector: Detector {
                 }
             }
             if case .frame = e.evidence, KeepaliveTimeoutDetector.sessionFamilies.contains(where: { e.kind.isIn($0) }) {
-                packetTimes[d, default: []].append(Span(e.event))
+                packetTimes[d, default: []].append(Span(e))
             }
         }
 
@@ -153,7 +153,7 @@ public struct KeepaliveTimeoutDetector: Detector {
         var evidence: Evidence
         var lastEvidence: Evidence
 
-        init(_ e: PeerEvent) {
+        init(_ e: ResolvedEvent) {
             t = e.t
             lastT = max(e.t, e.lastT)
             evidence = e.evidence
@@ -254,8 +254,8 @@ public struct KeepaliveTimeoutDetector: Detector {
     }
 
     private func logFinding(_ e: ResolvedEvent, _ input: DetectorInput) -> Finding? {
-        let isHeartbeat = e.kind == .gckTimeout && squash(e.event[.wait]).contains("heartbeat")
-        let what = squash(e.event[.what] ?? e.event[.type] ?? e.event[.phase] ?? e.event[.timer])
+        let isHeartbeat = e.kind == .gckTimeout && squash(e[.wait]).contains("heartbeat")
+        let what = squash(e[.what] ?? e[.type] ?? e[.phase] ?? e[.timer])
         let isAppKeepAlive = e.kind == .appTimeout && what.contains("keep")
         guard isHeartbeat || isAppKeepAlive else { return nil }
         let peer = input.subject(e)
@@ -264,6 +264,6 @@ public struct KeepaliveTimeoutDetector: Detector {
             : "log: app keep-alive timeout for \(input.label(peer))"
         return input.finding(KeepaliveTimeoutDetector.kind, .error, peer: peer, t: e.t, msg, evidence: [e.evidence],
                              key: "\(KeepaliveTimeoutDetector.kind)|log|\(isHeartbeat ? "heartbeat" : "app")|\(scope)",
-                             details: ["level": isHeartbeat ? "session" : "app", "outcome": "log", "source": e.event.source])
+                             details: ["level": isHeartbeat ? "session" : "app", "outcome": "log", "source": e.source])
     }
 }

@@ -109,7 +109,7 @@ public struct FlappingDetector: Detector {
             guard case .logLine = e.evidence, let subject = input.subject(e) else { continue }
             let key = e.pair.map { "\($0)" } ?? "\(subject)"
             if subjects[key] == nil { subjects[key] = subject }
-            switch TimelineMapping.targetState(e.event.attrs) {
+            switch TimelineMapping.targetState(e.attrs) {
             case "connected":
                 if let u = up[key], e.t &- u.t <= FlappingDetector.sameChange { continue }
                 up[key] = e

@@ -88,7 +88,7 @@ public struct ReconnectStormDetector: Detector {
         for e in input.timelines.events where e.kind == .reconnectAttempt {
             guard let p = input.subject(e) else { continue }
             if !input.namesPeer(e) { unnamed.insert(p) }
-            let delay = e.event[.delay].flatMap { DetectorConfig.number($0) }.map { CaptureTime.nanos(seconds: $0) }
+            let delay = e[.delay].flatMap { DetectorConfig.number($0) }.map { CaptureTime.nanos(seconds: $0) }
             logAttempts[p, default: []].append(Attempt(t: e.t, evidence: e.evidence, by: p, delay: delay))
         }
         for (p, a) in logAttempts { groups["log|\(p)"] = (p, a) }
@@ -144,7 +144,7 @@ public struct DeclinedInvitationDetector: Detector {
                     evidence: [e.evidence], key: "\(DeclinedInvitationDetector.kind)|\(input.scope(e))|\(e.t)",
                     details: isLog(e) ? ["outcome": "log"] : [:]))
             case .connectionDecision where e.state == .invitationDeclined:
-                if DuplicateConnectionDetector.saysAlreadyConnected(e.event.attrs) { continue }  // duplicate-connection reports that
+                if DuplicateConnectionDetector.saysAlreadyConnected(e.attrs) { continue }  // duplicate-connection reports that
                 let peer = input.subject(e)
                 out.append(input.finding(
                     DeclinedInvitationDetector.kind, .info, peer: peer, t: e.t,

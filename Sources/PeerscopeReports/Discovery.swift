@@ -48,25 +48,37 @@ public struct DiscoverySection: Sendable {
         var services: [String: Service] = [:]
         var serviceInstances: [String: Set<String>] = [:]
         var peers: [PeerRef: Peer] = [:]
+        // Each peer's addresses as a set while the events are read (sorted once at the end).
+        var addressSets: [PeerRef: Set<String>] = [:]
         for e in timelines.events where e.kind.isIn("discovery") {
-            let attrs = e.event.attrs
+            let event = e.event
+            let attrs = event.attrs
             var service: String?
             for k in DiscoverySection.serviceKeys {
                 if let v = attrs[k], DiscoverySection.looksLikeService(v) { service = v; break }
             }
             if let service {
-                var s = services[service] ?? Service(name: service, firstSeen: e.t, lastSeen: e.t, instances: 0)
-                s.firstSeen = min(s.firstSeen, e.t)
-                s.lastSeen = max(s.lastSeen, e.t)
-                services[service] = s
+                // A browse query folded with the ones continuing its run (the timeline's `BrowseFolds`,
+                // the only browse frames with a count) was last seen at its last query.
+                var last = e.t
+                if e.kind == .browse, event.count > 1, case .frame = event.evidence { last = event.lastT }
+                if var s = services[service] {
+                    s.firstSeen = min(s.firstSeen, e.t)
+                    s.lastSeen = max(s.lastSeen, last)
+                    services[service] = s
+                } else {
+                    services[service] = Service(name: service, firstSeen: e.t, lastSeen: last, instances: 0)
+                }
             }
             guard e.kind != .browse, let ref = e.from else { continue }
             // An instance announced from two addresses is one instance.
             if let service { serviceInstances[service, default: []].insert(attrs[.instanceName] ?? attrs[.instance] ?? "\(ref)") }
-            let info = timelines.peer(ref)
-            var p = peers[ref] ?? Peer(ref: ref, displayName: info?.displayName, peerID: info?.idString,
-                                       participantID: info?.participantHex, addresses: [], port: nil, host: nil,
-                                       services: [], info: [:], firstSeen: nil, lastSeen: nil, gone: nil, events: 0)
+            var p = peers[ref] ?? {
+                let info = timelines.peer(ref)
+                return Peer(ref: ref, displayName: info?.displayName, peerID: info?.idString, participantID: info?.participantHex,
+                            addresses: [], port: nil, host: nil, services: [], info: [:], firstSeen: nil, lastSeen: nil,
+                            gone: nil, events: 0)
+            }()
             p.events += 1
             // Another service on the same host (an iPhone's _companion-link beside the app's MPC
             // service) names the host, not the MPC instance: it may add services and addresses but
@@ -81,7 +93,7 @@ public struct DiscoverySection: Sendable {
                 }
             }
             if !ownInstance {
-                if let a = e.event.from.address { p.addresses = Array(Set(p.addresses + ["\(a)"])).sorted() }
+                if let a = event.from.address { addressSets[ref, default: []].insert("\(a)") }
                 peers[ref] = p
                 continue
             }
@@ -89,15 +101,15 @@ public struct DiscoverySection: Sendable {
                 for k in DiscoverySection.nameKeys { if let v = attrs[k], !v.isEmpty { p.displayName = v; break } }
             }
             for k in DiscoverySection.portKeys { if let v = attrs[k], let port = UInt16(v) { p.port = port; break } }
-            if p.port == nil, let ep = e.event.from.endpoint, e.kind == .resolved { p.port = ep.port }
+            if p.port == nil, let ep = event.from.endpoint, e.kind == .resolved { p.port = ep.port }
             for k in DiscoverySection.hostKeys { if let v = attrs[k], !v.isEmpty { p.host = v; break } }
-            var addrs = Set(p.addresses)
             for k in DiscoverySection.addressKeys {
                 guard let v = attrs[k] else { continue }
-                for part in v.split(whereSeparator: { $0 == "," || $0 == " " }) where !part.isEmpty { addrs.insert(String(part)) }
+                for part in v.split(whereSeparator: { $0 == "," || $0 == " " }) where !part.isEmpty {
+                    addressSets[ref, default: []].insert(String(part))
+                }
             }
-            if let a = e.event.from.address { addrs.insert("\(a)") }
-            p.addresses = addrs.sorted()
+            if let a = event.from.address { addressSets[ref, default: []].insert("\(a)") }
             for (k, v) in attrs {
                 for prefix in DiscoverySection.infoPrefixes where k.hasPrefix(prefix) {
                     let name = String(k.dropFirst(prefix.count))
@@ -114,6 +126,7 @@ public struct DiscoverySection: Sendable {
             }
             peers[ref] = p
         }
+        for (ref, set) in addressSets { peers[ref]?.addresses = set.sorted() }
         // The identity facts know addresses and ports of discovered peers that attrs may not carry,
         // and when the announcement was refreshed (`identity.advertised`: first ... last).
         for (ref, var p) in peers {

@@ -16,7 +16,9 @@ public enum JSONReportWriter {
     /// element at a time so that `write` never holds the whole document.
     private enum Member {
         case value(JSONValue)
-        case list(Int, (Int) -> JSONValue)
+        /// `count` elements, each built as a value (`json`) or, when `write` is given, written
+        /// straight into the output (the same bytes: the long lists' fast path).
+        case list(Int, (Int) -> JSONValue, write: ((Int, inout [UInt8], String?, Int) -> Void)? = nil)
     }
 
     private static func members(_ r: Report, _ m: FindingMarks) -> [(String, Member)] {
@@ -32,7 +34,9 @@ public enum JSONReportWriter {
             ("captureLosses", .value(.array(r.captureLosses.map(loss)))),
             ("diagnostics", .value(diagnostics(r))),
             ("discovery", .value(discovery(r))),
-            ("peers", .list(r.timelines.peers.count) { peer(r.timelines.peers[$0], r, ids) }),
+            ("peers", .list(r.timelines.peers.count, { peer(r.timelines.peers[$0], r, ids) }, write: { [names = PeerNames(r)] j, out, indent, level in
+                writePeer(r.timelines.peers[j], r, ids, names, into: &out, indent: indent, level: level)
+            })),
             ("sessions", .list(r.timelines.sessions.count) { session(r.timelines.sessions[$0], r, ids) }),
             ("findings", .list(r.findings.count) { finding(r.findings[$0], marks: m, index: $0) }),
             ("detectors", .value(.object([
@@ -84,7 +88,7 @@ public enum JSONReportWriter {
         .object(members(r, marks ?? FindingMarks(r)).map { key, m in
             switch m {
             case .value(let v): (key, v)
-            case .list(let n, let make): (key, .array((0 ..< n).map(make)))
+            case .list(let n, let make, _): (key, .array((0 ..< n).map(make)))
             }
         })
     }
@@ -116,13 +120,13 @@ public enum JSONReportWriter {
             switch m {
             case .value(let v):
                 v.write(to: &out, indent: indent, level: 1)
-            case .list(let n, let make):
+            case .list(let n, let make, let direct):
                 out.append(0x5B)
                 if n == 0 { out.append(0x5D); break }
                 for j in 0 ..< n {
                     if j > 0 { out.append(0x2C) }
                     if pretty { newline(2) }
-                    make(j).write(to: &out, indent: indent, level: 2)
+                    if let direct { direct(j, &out, indent, 2) } else { make(j).write(to: &out, indent: indent, level: 2) }
                     flushIfFull()
                 }
                 if pretty { newline(1) }
@@ -277,8 +281,13 @@ public enum JSONReportWriter {
     static func peerID(_ r: PeerRef?, _ rep: Report) -> JSONValue { str(rep.timelines.idString(r)) }
 
     static func peer(_ p: PeerTimeline, _ r: Report, _ ids: FindingIdentities) -> JSONValue {
+        .object(peerHead(p, r, ids) + [("timeline", .array(p.entries.map { entry($0, r) }))])
+    }
+
+    /// A peer's members before its `timeline` (the last member).
+    static func peerHead(_ p: PeerTimeline, _ r: Report, _ ids: FindingIdentities) -> [(String, JSONValue)] {
         let info = p.peer
-        return .object([
+        return [
             ("ref", .string(info.ref.description)),
             ("label", .string(info.label)),
             ("identity", .string(ids.identity(info.ref))),
@@ -291,8 +300,7 @@ public enum JSONReportWriter {
             ("lastT", int(info.lastSeen)),
             ("history", .string(p.history)),
             ("sessions", .array(p.sessions.map { .string($0.description) })),
-            ("timeline", .array(p.entries.map { entry($0, r) })),
-        ])
+        ]
     }
 
     static func entry(_ e: TimelineEntry, _ r: Report) -> JSONValue {

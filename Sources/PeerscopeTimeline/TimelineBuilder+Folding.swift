@@ -48,6 +48,11 @@ extension TimelineBuilder {
                 entry.lastT = e.lastT
                 if let last = e.lastEvidence { entry.lastEvidence = last }
             }
+            if w.entries.count == w.entries.capacity {
+                // Grown by a quarter, not doubled: thousands of peers' timelines grow at once, and
+                // doubling leaves up to half of each unused (copying stays linear: about 5 per entry).
+                w.entries.reserveCapacity(w.entries.count + w.entries.count / 4 + 8)
+            }
             w.entries.append(entry)
             if aggregates { w.runs[key] = w.entries.count - 1 }
         }

@@ -93,3 +93,178 @@ extension TimelineBuilder {
         return pick { $0.end == nil } ?? pick { s in s.end.map { t >= $0 && t &- $0 <= reopenGap } ?? false }
     }
 }
+
+/// Browse queries folded in the event store (issue 13). On a crowded network most events are browse
+/// queries (`discovery.browse`: 75 % of the kept events on the bench's mDNS file), repeated by each
+/// host every few seconds to minutes. Their timeline entries are already runs (`.browsing`
+/// aggregates), but each query was still its own `ResolvedEvent`, held in the store and read by every
+/// detector and the discovery section. Here a query that continues a run is folded into the run's
+/// first event (its `count`, `lastT`, `lastEvidence`), so the store keeps one event per run.
+///
+/// **Why here and not at decode time.** A query names only its source address. The peer it belongs
+/// to is resolved at its time with bindings the whole run teaches (`PeerResolver`: an address
+/// announced later by host X resolves earlier queries from it to X; a second host announced at the
+/// address later makes it "the one bound at that time"), and the timeline's run of that peer is
+/// ended by a goodbye or expiry of the peer, which may come from another address (its IPv6 one) that
+/// is tied to it only later still. So while decoding, whether two queries of one address are the
+/// same run of the same peer depends on frames not read yet: an address that queries, is then
+/// announced by X, says goodbye, then is announced by Y, with queries in between, splits its runs
+/// at points no decoder state knows. Here the resolver is complete, the events are time-ordered, and
+/// each query has just been put through the timeline exactly as before.
+///
+/// **The exact condition.** Query q (count 1, from a frame, on a flow no ICMP error quotes) is folded
+/// into the open fold F of its key (same `from` hint, flow, plugin, attributes and resolved peer)
+/// when q joined the same timeline entry as F's last query (the peer's browse run, entry index
+/// unchanged) and q came no later than `browseFoldGap` after it. Then nothing downstream can tell:
+/// - The timeline: each query still goes through `touch` and `addEntry` exactly as `process` would
+///   (a browse query resolved to peer r: from = r, to = nil, no session), so entries, runs, history
+///   and peers are those of the unfolded run by construction.
+/// - The resolver: built before, from all events; browse queries teach it nothing (no peer ID, not
+///   GCK, not log lines), so the same resolver comes from the folded list.
+/// - The resolved list stays time-ordered (a fold sits at its first query; `finish` takes the end of
+///   input from the last event before folding), with the same first event.
+/// - Readers of `Timelines.events`: the discovery section takes a service's first and last seen
+///   (`t`, `lastT`); `CaptureQuality.oneSidedFlows` a flow's senders, first `t` and last `lastT`;
+///   `nonMPCPeers` sets of peers; `serviceType` the first discovery event with a service (a fold's
+///   first query is the earliest with its attributes). The keep-alive and handshake detectors' capture
+///   holes are the gaps longer than `keepalive-timeout.capture-gap` in the union of events' `t ...
+///   lastT`: a fold covers its queries' span, and the gaps it hides are between two consecutive
+///   queries, no longer than `browseFoldGap`, which analysis sets no longer than that threshold.
+///   ChannelError's "latest frame of a UDP flow" is read only for flows an ICMP error quotes, and
+///   those are never folded. Finding evidence cites events and entries' first and last evidence,
+///   which are folds' first and last queries (a run's last query is the last of its fold).
+/// The event trace (`decode --events`) is not changed: folding happens after it.
+struct BrowseFolds {
+    struct Key: Hashable {
+        /// The interned `from` hint and flow (one box per value).
+        var from: ObjectIdentifier?
+        var flow: ObjectIdentifier?
+        var source: String
+        var attrs: EventAttrs
+        /// The peer the queries resolved to (its work record).
+        var peer: ObjectIdentifier
+    }
+
+    struct Fold {
+        /// Index of the fold's event in the (compacted) store.
+        var target: Int
+        /// The timeline entry (the peer's browse run) its queries joined.
+        var entry: Int
+        var lastT: Nanos
+    }
+
+    let enabled: Bool
+    let gap: Nanos
+    /// Flows (canonical) an ICMP error quotes: never folded.
+    let quoted: Set<FlowKey>
+    /// No log lines among the events: nothing corroborates a frame, so a query continuing an open fold
+    /// can join its run directly (`join`).
+    let framesOnly: Bool
+    var open: [Key: Fold] = [:]
+    /// Queries folded into an earlier event.
+    var folded = 0
+
+    init(enabled: Bool, gap: Nanos, events: [PeerEvent]) {
+        self.enabled = enabled && gap > 0
+        self.gap = gap
+        var q: Set<FlowKey> = []
+        var framesOnly = true
+        if self.enabled {
+            for e in events {
+                if case .logLine = e.evidence { framesOnly = false }
+                if e.kind == .icmpUnreachable, let f = e.quotedFlow { q.insert(f.canonical) }
+            }
+        }
+        quoted = q
+        self.framesOnly = framesOnly
+    }
+}
+
+extension TimelineBuilder {
+    /// The timeline run a peer's browse queries join.
+    static let browseRun = RunKey(state: .browsing, kind: .browse, sent: true, counterpart: nil, session: nil, fromLog: false)
+
+    /// Resolves store event `i`, moved to index `k` (the events kept so far): `process`, except that a
+    /// browse query continuing a fold is folded into it (nil: nothing to keep; see `BrowseFolds`).
+    func resolveStep(_ i: Int, into k: Int, _ store: EventStore, _ resolver: PeerResolver,
+                     _ folds: inout BrowseFolds) -> ResolvedEvent? {
+        if k != i { store.events[k] = store.events[i] }
+        guard folds.enabled, store.events[k].kind == .browse else { return process(k, store, resolver) }
+        let e = store.events[k]
+        guard e.count == 1, e.lastEvidence == nil, case .frame = e.evidence,
+              !(e.flow.map { folds.quoted.contains($0.canonical) } ?? false),
+              let r = resolver.resolve(e.from, evidence: e.evidence, at: e.t)
+        else { return process(k, store, resolver) }
+        let ids = e.fromAndFlowIdentity
+        if let w = peers[r] {
+            let key = BrowseFolds.Key(from: ids.from, flow: ids.flow, source: e.source, attrs: e.attrs, peer: ObjectIdentifier(w))
+            if let f = folds.open[key], store.events[f.target].samePeersAndFlow(e), join(w, e, f, folds) {
+                fold(e, into: f.target, key, store, &folds)
+                return nil
+            }
+        }
+        // What `process` does with a discovery event whose sender resolves (to = nil, no session).
+        let w = touch(r, e.from, e.t, last: e.lastT)
+        let (state, letter) = TimelineMapping.classify(e)
+        addEntry(w, e, state: state, letter: letter, sent: true, counterpart: nil, session: nil)
+        // The browse run entry the query went into (joined, began, or merged with another question
+        // of its frame), if it did.
+        var landed: Int?
+        if let ri = w.runs[TimelineBuilder.browseRun], ri < w.entries.count, w.entries[ri].lastT == e.t,
+           (w.entries[ri].lastEvidence ?? w.entries[ri].firstEvidence) == e.evidence {
+            landed = ri
+        }
+        let key = BrowseFolds.Key(from: ids.from, flow: ids.flow, source: e.source, attrs: e.attrs, peer: ObjectIdentifier(w))
+        if let f = folds.open[key], let landed, landed == f.entry, e.t >= f.lastT, e.t &- f.lastT <= folds.gap,
+           store.events[f.target].samePeersAndFlow(e) {
+            fold(e, into: f.target, key, store, &folds)
+            return nil
+        }
+        folds.open[key] = landed.map { BrowseFolds.Fold(target: k, entry: $0, lastT: e.t) }
+        return ResolvedEvent(store: store, index: k, from: w.box, to: nil, session: nil, state: state,
+                             establishedBefore: false, secureBefore: false, dtlsStartedBefore: false)
+    }
+
+    private func fold(_ e: PeerEvent, into target: Int, _ key: BrowseFolds.Key, _ store: EventStore, _ folds: inout BrowseFolds) {
+        store.events[target].count &+= 1
+        store.events[target].lastT = e.t
+        store.events[target].lastEvidence = e.evidence
+        folds.open[key]?.lastT = e.t
+        folds.folded &+= 1
+    }
+
+    /// The timeline's part of a query continuing open fold `f` (same hint, flow, attributes and peer
+    /// as the fold's queries), done directly when it is certain what `touch` and `addEntry` would do:
+    /// no log lines (nothing corroborates a frame), the peer's browse run is still the fold's entry,
+    /// and no entry of this frame with a count of 1 ends the timeline (the one `addEntry` would merge
+    /// into). Then `touch` only moves last seen (the hint's name, addresses and endpoint were taken
+    /// from the fold's first query, which was earlier), and `addEntry` joins the run (no letter, no
+    /// session, no contents: the attributes are the fold's). False: nothing was done.
+    private func join(_ w: PeerWork, _ e: PeerEvent, _ f: BrowseFolds.Fold, _ folds: BrowseFolds) -> Bool {
+        guard folds.framesOnly, e.t >= f.lastT, e.t &- f.lastT <= folds.gap, f.entry < w.entries.count,
+              w.runs[TimelineBuilder.browseRun] == f.entry else { return false }
+        if let last = w.entries.last, last.count == 1, last.firstEvidence == e.evidence { return false }
+        if w.info.lastSeen.map({ e.lastT > $0 }) ?? true { w.info.lastSeen = max(e.t, e.lastT) }
+        w.entries[f.entry].count &+= 1
+        if e.lastT >= w.entries[f.entry].lastT {
+            w.entries[f.entry].lastT = e.lastT
+            w.entries[f.entry].lastEvidence = e.evidence
+        }
+        return true
+    }
+}
+
+extension TimelineBuilder {
+    /// Gives back the room folded queries left in the store and the resolved list (most of both on a
+    /// crowded network), for the stages after the timeline.
+    static func shrink(_ store: EventStore, _ resolved: inout [ResolvedEvent]) {
+        var events: [PeerEvent] = []
+        events.reserveCapacity(store.events.count)
+        events.append(contentsOf: store.events)
+        store.events = events
+        var list: [ResolvedEvent] = []
+        list.reserveCapacity(resolved.count)
+        list.append(contentsOf: resolved)
+        resolved = list
+    }
+}

@@ -35,7 +35,8 @@ public struct ResolvedEvent: Sendable {
         self.dtlsStartedBefore = dtlsStartedBefore
     }
 
-    public var event: PeerEvent { store.events[Int(index)] }
+    /// The event, borrowed from the store (`e.event.attrs`, `e.event[.key]` copy no whole event).
+    public var event: PeerEvent { _read { yield store.events[Int(index)] } }
     public var from: PeerRef? { fromBox?.value }
     public var to: PeerRef? { toBox?.value }
     public var session: SessionKey? { sessionBox?.value }
@@ -43,6 +44,18 @@ public struct ResolvedEvent: Sendable {
     public var kind: EventKind { store.events[Int(index)].kind }
     public var evidence: Evidence { store.events[Int(index)].evidence }
     public var flow: FlowKey? { store.events[Int(index)].flow }
+    // Single fields of the event, read in place: `event` copies the whole event (a retain per
+    // shared field), which detectors looping over every event should not pay.
+    public var lastT: Nanos { store.events[Int(index)].lastT }
+    public var lastEvidence: Evidence? { store.events[Int(index)].lastEvidence }
+    public var source: String { store.events[Int(index)].source }
+    public var count: Int { store.events[Int(index)].count }
+    /// The event's hints (who it names), before resolution.
+    public var fromHint: PeerHint { store.events[Int(index)].from }
+    public var toHint: PeerHint { store.events[Int(index)].to }
+    public var quotedFlow: FlowKey? { store.events[Int(index)].quotedFlow }
+    public var attrs: EventAttrs { store.events[Int(index)].attrs }
+    public subscript<V>(_ a: EventAttribute<V>) -> V? { store.events[Int(index)][a] }
     public var pair: PeerPair? { session?.pair ?? ((from != nil && to != nil) ? from.flatMap { f in to.map { PeerPair(f, $0) } } : nil) }
 }
 
@@ -111,6 +124,15 @@ public struct Timelines: Sendable {
     public func sessions(of pair: PeerPair) -> [SessionInstance] { sessions.filter { $0.pair == pair } }
 }
 
+/// `a` in a buffer of its own size when its capacity is well beyond it (an array grown by doubling).
+func exactlySized<T>(_ a: [T]) -> [T] {
+    guard a.capacity - a.count > a.count / 16 else { return a }
+    var exact: [T] = []
+    exact.reserveCapacity(a.count)
+    exact.append(contentsOf: a)
+    return exact
+}
+
 private func < (x: (String, PeerRef), y: (String, PeerRef)) -> Bool { x.0 != y.0 ? x.0 < y.0 : x.1 < y.1 }
 private func < (x: (Nanos, SessionKey), y: (Nanos, SessionKey)) -> Bool { x.0 != y.0 ? x.0 < y.0 : x.1 < y.1 }
 
@@ -129,6 +151,13 @@ public final class TimelineBuilder {
     public static let freshHandshakeWindow: Nanos = 3 * CaptureTime.second
     /// Tie log inputs to the peer that wrote them when the packets make it unambiguous.
     public var inferLogOwners = true
+    /// Fold browse queries that continue a run into one resolved event (see `BrowseFolds`; the
+    /// timelines are the same either way), at most `browseFoldGap` apart (analysis sets it no longer
+    /// than `keepalive-timeout.capture-gap`).
+    public var foldBrowseQueries = true
+    public var browseFoldGap: Nanos = 300 * CaptureTime.second
+    /// Browse queries the last `finish` folded into an earlier event.
+    public private(set) var foldedQueries = 0
 
     /// What decoding learnt about peers: folded from the `identity.*` events added (and any given).
     var identities: PeerIdentities
@@ -227,9 +256,16 @@ public final class TimelineBuilder {
         pending = []
         // Identity facts are folded into the one identity model, not timeline steps (in place: the
         // list can be large).
-        var hasFacts = false
-        for e in events where identities.add(e) { hasFacts = true }
-        if hasFacts { events.removeAll { $0.kind.isIn("identity") } }
+        var facts = 0
+        for i in events.indices where identities.add(events[i]) { facts += 1 }
+        // The list the decoders grew by doubling is copied once, exactly sized and without the facts,
+        // when that saves memory (a large capture's slack is tens of MB); the old buffer goes at once.
+        if facts > 0 || events.capacity - events.count > events.count / 8 {
+            var exact: [PeerEvent] = []
+            exact.reserveCapacity(events.count - facts)
+            for i in events.indices where facts == 0 || !events[i].kind.isIn("identity") { exact.append(events[i]) }
+            events = consume exact
+        }
         for i in events.indices {
             let from = events[i].from, to = events[i].to
             let nf = PeerResolver.normalized(from), nt = PeerResolver.normalized(to)
@@ -249,10 +285,15 @@ public final class TimelineBuilder {
         events = []
         var resolved: [ResolvedEvent] = []
         resolved.reserveCapacity(store.events.count)
-        for i in store.events.indices {
-            resolved.append(process(i, store, resolver))
-        }
         let endT = max(end ?? Nanos.min, store.events.last?.t ?? 0)
+        var folds = BrowseFolds(enabled: foldBrowseQueries, gap: browseFoldGap, events: store.events)
+        for i in store.events.indices {
+            // The store is compacted in place: kept event `resolved.count` is the next slot.
+            if let r = resolveStep(i, into: resolved.count, store, resolver, &folds) { resolved.append(r) }
+        }
+        store.events.removeSubrange(resolved.count...)
+        foldedQueries = folds.folded
+        if folds.folded > resolved.count { TimelineBuilder.shrink(store, &resolved) }
         let peerTimelines = peers.values.map { w -> PeerTimeline in
             if case .id(let id) = w.info.ref, let entry = identities.entries[id] {
                 if w.info.displayName == nil, let n = entry.displayName, !n.isEmpty { w.info.displayName = n }
@@ -264,7 +305,10 @@ public final class TimelineBuilder {
             let scopedTwins = Set(w.addresses.filter { $0.isLinkLocal && $0 != $0.unscoped }.map(\.unscoped))
             info.addresses = w.addresses.filter { !scopedTwins.contains($0) || $0 != $0.unscoped }.sorted()
             info.endpoints = w.endpoints.sorted()
-            return PeerTimeline(peer: info, entries: w.entries, history: w.history.text, sessions: w.sessions)
+            // The peer is finished: its entries are kept exactly sized (they grew by doubling).
+            let entries = exactlySized(w.entries)
+            w.entries = []
+            return PeerTimeline(peer: info, entries: entries, history: w.history.text, sessions: w.sessions)
         }
         settleSuperseded()
         let instances = sessions.map { w -> SessionInstance in

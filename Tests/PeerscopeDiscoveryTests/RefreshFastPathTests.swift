@@ -49,7 +49,7 @@ final class RefreshFastPathTests: XCTestCase {
         }
     }
 
-    func announcement(addr: [UInt8] = [192, 168, 1, 10], txt: [String] = ["_d=the-air", "room=lobby"], ttl: UInt32 = 120,
+    static func announcement(addr: [UInt8] = [192, 168, 1, 10], txt: [String] = ["_d=the-air", "room=lobby"], ttl: UInt32 = 120,
                       port: UInt16 = 50001) -> [UInt8] {
         var b = DNSBuilder(an: 1, ar: 3)
         b.ptr("_chat._tcp.local", Self.inst, ttl: ttl == 0 ? 0 : 4500)
@@ -71,7 +71,7 @@ final class RefreshFastPathTests: XCTestCase {
     }
 
     func testIdenticalRefreshesTakeTheFastPathAndChangeNothing() throws {
-        let a = announcement()
+        let a = Self.announcement()
         let (fast, slow) = both([(0, a), (30, a), (60, a), (90, a)], end: 400)
         XCTAssertEqual(fast.plugin?.fastRefreshes, 3, "the three repeats take the fast path")
         XCTAssertEqual(slow.plugin?.fastRefreshes, 0)
@@ -103,8 +103,8 @@ final class RefreshFastPathTests: XCTestCase {
     }
 
     func testANewAddressIsNeverSkipped() {
-        let (fast, slow) = both([(0, announcement()), (30, announcement()), (60, announcement(addr: [192, 168, 1, 77])),
-                                 (90, announcement(addr: [192, 168, 1, 77]))], end: 100)
+        let (fast, slow) = both([(0, Self.announcement()), (30, Self.announcement()), (60, Self.announcement(addr: [192, 168, 1, 77])),
+                                 (90, Self.announcement(addr: [192, 168, 1, 77]))], end: 100)
         XCTAssertEqual(fast.lines, slow.lines)
         let resolved = fast.events.filter { $0.kind == .resolved }
         XCTAssertEqual(resolved.map { $0.attrs["endpoints"] }, ["192.168.1.10:50001", "192.168.1.77:50001"])
@@ -113,8 +113,8 @@ final class RefreshFastPathTests: XCTestCase {
     }
 
     func testANewTXTIsNeverSkipped() {
-        let (fast, slow) = both([(0, announcement()), (30, announcement()), (60, announcement(txt: ["_d=the-air", "room=hall"])),
-                                 (90, announcement(txt: ["_d=the-air", "room=hall"]))], end: 100)
+        let (fast, slow) = both([(0, Self.announcement()), (30, Self.announcement()), (60, Self.announcement(txt: ["_d=the-air", "room=hall"])),
+                                 (90, Self.announcement(txt: ["_d=the-air", "room=hall"]))], end: 100)
         XCTAssertEqual(fast.lines, slow.lines)
         let updated = fast.events.filter { $0.kind == .updated }
         XCTAssertEqual(updated.count, 1)
@@ -123,9 +123,9 @@ final class RefreshFastPathTests: XCTestCase {
     }
 
     func testAGoodbyeIsNeverSkippedNorARepeatedOne() {
-        let bye = announcement(ttl: 0)
-        let (fast, slow) = both([(0, announcement()), (30, announcement()), (60, bye), (61, bye), (70, announcement()),
-                                 (80, announcement())], end: 100)
+        let bye = Self.announcement(ttl: 0)
+        let (fast, slow) = both([(0, Self.announcement()), (30, Self.announcement()), (60, bye), (61, bye), (70, Self.announcement()),
+                                 (80, Self.announcement())], end: 100)
         XCTAssertEqual(fast.lines, slow.lines)
         XCTAssertEqual(fast.events.filter { $0.kind == .goodbye }.map(\.evidence), [.frame(input: 0, frame: 3)])
         // After the goodbye the same announcement as before is news again: announced, not a repeat.
@@ -141,10 +141,10 @@ final class RefreshFastPathTests: XCTestCase {
         other.a("b-host.local", [192, 168, 1, 99], ttl: 120)
         let fast = Harness(fast: true), slow = Harness(fast: false)
         for h in [fast, slow] {
-            h.send(announcement(), at: t0, from: "192.168.1.10")
-            h.send(announcement(), at: t0 + 10 * s, from: "192.168.1.10")
+            h.send(Self.announcement(), at: t0, from: "192.168.1.10")
+            h.send(Self.announcement(), at: t0 + 10 * s, from: "192.168.1.10")
             h.send(other.bytes, at: t0 + 20 * s, from: "192.168.1.99")
-            h.send(announcement(), at: t0 + 30 * s, from: "192.168.1.10")
+            h.send(Self.announcement(), at: t0 + 30 * s, from: "192.168.1.10")
             h.finish(t0 + 40 * s)
         }
         XCTAssertEqual(fast.lines, slow.lines)
@@ -155,7 +155,7 @@ final class RefreshFastPathTests: XCTestCase {
     func testHostAddressesExpireOnTimeWithOneQueuedEntryPerHost() throws {
         // The A record names another address than the packets' source, so the summary shows whether the
         // host still holds it. Copies every 30 s up to +600 s; TTL 120 s: the address lasts until +720 s.
-        let a = announcement(addr: [192, 168, 1, 77])
+        let a = Self.announcement(addr: [192, 168, 1, 77])
         let packets = (0 ... 20).map { (Int64($0) * 30, a) }
         for (end, kept) in [(Int64(700), true), (Int64(730), false)] {
             let fast = Harness(fast: true), slow = Harness(fast: false)
@@ -202,7 +202,7 @@ final class RefreshFastPathTests: XCTestCase {
         var probe = DNSBuilder(flags: 0, qd: 1, ns: 1)
         probe.question("1ddatjp8m3xy7._chat._tcp.local", type: DNSType.any)
         probe.srv(Self.inst, target: "b-host.local", port: 50001, ttl: 120)
-        let (fast, slow) = both([(0, announcement()), (5, probe.bytes), (6, probe.bytes), (7, probe.bytes)], end: 20)
+        let (fast, slow) = both([(0, Self.announcement()), (5, probe.bytes), (6, probe.bytes), (7, probe.bytes)], end: 20)
         XCTAssertEqual(fast.lines, slow.lines)
         XCTAssertEqual(fast.plugin?.fastQueries, 0, "a query with an SRV in its authority section is read every time")
     }

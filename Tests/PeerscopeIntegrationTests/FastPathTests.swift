@@ -41,7 +41,7 @@ final class FastPathTests: XCTestCase {
     }
 
     /// Every sample, and the corpus's real captures with mDNS when ../shared is present.
-    func samplesAndCorpus() throws -> [String] {
+    static func samplesAndCorpus() throws -> [String] {
         var paths = try FileManager.default.contentsOfDirectory(atPath: Place.samples.path)
             .filter { $0.hasSuffix(".pcapng") || $0.hasSuffix(".pcap") }.sorted().map { Place.samples.appendingPathComponent($0).path }
         XCTAssertGreaterThan(paths.count, 10)
@@ -57,7 +57,7 @@ final class FastPathTests: XCTestCase {
     }
 
     func testFastPathsChangeNoReportOnAnySampleOrCorpusCapture() throws {
-        let paths = try samplesAndCorpus()
+        let paths = try Self.samplesAndCorpus()
         var problems: [String] = []
         var taken: UInt64 = 0
         for p in paths { taken += try compare(p, &problems) }
@@ -118,7 +118,7 @@ final class FastPathTests: XCTestCase {
     func testDecodeOutputIsByteIdenticalWithAndWithoutFastPathsOnEverySampleAndCorpusCapture() throws {
         var problems: [String] = []
         var taken: UInt64 = 0
-        for p in try samplesAndCorpus() { taken += try compareDecode(p, &problems) }
+        for p in try Self.samplesAndCorpus() { taken += try compareDecode(p, &problems) }
         XCTAssertEqual(problems, [], problems.joined(separator: "\n"))
         XCTAssertGreaterThan(taken, 0, "decode takes the fast path on some repeated refresh")
     }

@@ -52,12 +52,13 @@ public final class AppKeepAlivePlugin: DecoderPlugin {
         var attrs: EventAttrs = [:]
         if let d = AppJSON.scalar(v["deviceId"]) { attrs[.deviceId] = d }
         if let t = AppJSON.scalar(v["timestamp"]) { attrs[.timestamp] = t }
-        ctx.message("keep_alive", {
+        let deviceId = attrs[.deviceId], timestamp = v["timestamp"]
+        ctx.message("keep_alive", deferred: {
             var f: [(String, JSONValue)] = []
-            if let d = attrs[.deviceId] { f.append(("deviceId", .string(d))) }
-            if let t = v["timestamp"] { f.append(("timestamp", t)) }
+            if let deviceId { f.append(("deviceId", .string(deviceId))) }
+            if let timestamp { f.append(("timestamp", timestamp)) }
             return f
-        }())
+        })
         let h = ctx.hints()
         ctx.event(.appKeepAlive, from: h.from, to: h.to, packed: attrs)
     }

@@ -169,6 +169,9 @@ public struct DNSPayloadFields: MessageFieldsWriter {
 
     public var fields: [(String, JSONValue)] { DNSMessage.parse(payload).0.map(MDNSPlugin.fields) ?? [] }
 
+    /// The members are those of the payload parsed: repeats are written once (`MessageBodyCache`).
+    public var cacheKey: Bytes? { payload }
+
     public func writeMembers(to out: inout JSONBytes) {
         if let m = DNSMessage.parse(payload).0 { DNSMessageFields(m).writeMembers(to: &out) }
     }

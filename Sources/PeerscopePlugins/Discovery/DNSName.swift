@@ -58,8 +58,26 @@ public struct DNSName: Sendable, Hashable, CustomStringConvertible {
     public func hasSuffix(_ suffix: [String]) -> Bool {
         guard suffix.count <= labels.count else { return false }
         let off = labels.count - suffix.count
-        for (i, s) in suffix.enumerated() where labels[off + i].lowercased() != s.lowercased() { return false }
+        for (i, s) in suffix.enumerated() where !DNSName.foldedEqual(labels[off + i], s) { return false }
         return true
+    }
+
+    /// `a.lowercased() == b.lowercased()`, without building strings when both are ASCII (labels
+    /// compared with the protocol's own `_tcp`, `_sub`, `local` nearly always are).
+    static func foldedEqual(_ a: String, _ b: String) -> Bool {
+        let x = a.utf8, y = b.utf8
+        var i = x.startIndex, j = y.startIndex
+        while i != x.endIndex, j != y.endIndex {
+            let p = x[i], q = y[j]
+            guard p < 0x80, q < 0x80 else { return a.lowercased() == b.lowercased() }
+            guard (p &- 0x41 < 26 ? p | 0x20 : p) == (q &- 0x41 < 26 ? q | 0x20 : q) else { return false }
+            x.formIndex(after: &i)
+            y.formIndex(after: &j)
+        }
+        // One ended: equal only when both did (a non-ASCII tail could still lowercase to anything).
+        if i == x.endIndex, j == y.endIndex { return true }
+        for c in (i == x.endIndex ? y[j...] : x[i...]) where c >= 0x80 { return a.lowercased() == b.lowercased() }
+        return false
     }
 }
 

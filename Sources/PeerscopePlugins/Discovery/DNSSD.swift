@@ -22,16 +22,24 @@ public enum DNSSD {
 
     /// Reads `labels` as `[<sub>._sub.]_<type>._tcp|_udp.<domain>` starting at label `from`.
     public static func serviceType(_ name: DNSName, from: Int = 0) -> ServiceType? {
+        guard let i = serviceTypeStart(name.labels, from: from) else { return nil }
         let l = name.labels
+        return ServiceType(type: "\(l[i]).\(l[i + 1])", domain: l[(i + 2)...].joined(separator: "."))
+    }
+
+    /// Whether `name` is a service type (`serviceType(name) != nil`, without building its strings).
+    static func isServiceType(_ name: DNSName) -> Bool { serviceTypeStart(name.labels, from: 0) != nil }
+
+    /// The label where `serviceType` finds `_<type>` (after a subtype's `<sub>._sub`), nil when none.
+    private static func serviceTypeStart(_ l: [String], from: Int) -> Int? {
         var i = from
         // Subtype browse: <sub>._sub._type._tcp.local
-        if i + 1 < l.count, l[i + 1].lowercased() == "_sub" { i += 2 }
+        if i + 1 < l.count, DNSName.foldedEqual(l[i + 1], "_sub") { i += 2 }
         guard i + 1 < l.count else { return nil }
-        let svc = l[i], proto = l[i + 1].lowercased()
-        guard svc.hasPrefix("_"), svc.count > 1, proto == "_tcp" || proto == "_udp" else { return nil }
-        if svc.lowercased() == "_services", proto == "_udp" { return nil }
-        let domain = l[(i + 2)...].joined(separator: ".")
-        return ServiceType(type: "\(svc).\(l[i + 1])", domain: domain)
+        let svc = l[i], udp = DNSName.foldedEqual(l[i + 1], "_udp")
+        guard svc.hasPrefix("_"), svc.count > 1, udp || DNSName.foldedEqual(l[i + 1], "_tcp") else { return nil }
+        if udp, DNSName.foldedEqual(svc, "_services") { return nil }
+        return i
     }
 
     /// A service instance name: `<instance>._<type>._tcp.<domain>`.
@@ -47,7 +55,7 @@ public enum DNSSD {
 
     public static func instanceName(_ name: DNSName) -> InstanceName? {
         // `<sub>._sub._svc._tcp` is a subtype browse name, not an instance.
-        guard name.labels.count >= 3, name.labels[1].lowercased() != "_sub",
+        guard name.labels.count >= 3, !DNSName.foldedEqual(name.labels[1], "_sub"),
               let st = serviceType(name, from: 1) else { return nil }
         return InstanceName(instance: name.labels[0], service: st)
     }
@@ -95,8 +103,7 @@ public enum DNSSD {
 
         /// The first value for `key` (keys compare case-insensitively, RFC 6763 §6.4).
         public func value(_ key: String) -> String? {
-            let k = key.lowercased()
-            return entries.first(where: { $0.key.lowercased() == k })?.value
+            entries.first(where: { DNSName.foldedEqual($0.key, key) })?.value
         }
 
         public var keys: [String] { entries.map(\.key) }
@@ -108,7 +115,7 @@ public enum DNSSD {
         /// (`__private` -> `_private`). Boolean keys map to "".
         public var discoveryInfo: [(key: String, value: String)] {
             var out: [(String, String)] = []
-            for e in entries where e.key.lowercased() != "_d" {
+            for e in entries where !DNSName.foldedEqual(e.key, "_d") {
                 out.append((DNSSD.unescapeKey(e.key), e.value ?? ""))
             }
             return out

@@ -136,7 +136,7 @@ final class DiscoveryTracker {
     /// Instance `x` has deadline `d`: makes sure `due` holds an entry for it no later than `d`. One is
     /// enough (`tick` queues an instance again for its deadline when an earlier entry comes up), so a
     /// refresh, which only moves the deadline later, adds none: `due` does not grow with refreshes.
-    func schedule(at x: [String: Instance].Index, _ d: Nanos) {
+    func schedule(at x: Int, _ d: Nanos) {
         dueTimes.insert(d)
         nextDeadline = min(nextDeadline, d)
         guard withInstance(x, { i in
@@ -144,13 +144,13 @@ final class DiscoveryTracker {
             i.queued = d
             return true
         }) else { return }
-        due.insert(Due(t: d, key: instances.keys[x]))
+        due.insert(Due(t: d, key: instances.keys[x], slot: x))
     }
 
     /// `due`'s earliest entry came up (and was removed) at `top`: forgets it as instance `x`'s queued
     /// one; true when the instance is alive and due exactly then. An alive instance due later is queued
     /// again for its deadline.
-    func dueNow(_ x: [String: Instance].Index, _ top: Due) -> Bool {
+    func dueNow(_ x: Int, _ top: Due) -> Bool {
         let (now, again): (Bool, Nanos?) = withInstance(x) { i in
             if i.queued == top.t { i.queued = .max }
             guard i.state == .alive, let d = i.deadline else { return (false, nil) }
@@ -158,31 +158,37 @@ final class DiscoveryTracker {
             i.queued = d
             return (false, d)
         }
-        if let again { due.insert(Due(t: again, key: instances.keys[x])) }
+        if let again { due.insert(Due(t: again, key: instances.keys[x], slot: x)) }
         return now
     }
 
-    /// Instance `x` in place: reading a field through `instances.values[x]` copies the whole instance
-    /// (a dozen references retained and released); this borrows it. `body` must not touch `instances`.
-    @inline(__always) func withInstance<R>(_ x: [String: Instance].Index, _ body: (inout Instance) -> R) -> R {
+    /// Instance `x` (a live slot) in place: a copy taken out of the table retains and releases a dozen
+    /// references; this borrows it. `body` must not touch `instances`.
+    @inline(__always) func withInstance<R>(_ x: Int, _ body: (inout Instance) -> R) -> R {
         body(&instances.values[x])
+    }
+
+    /// Host `x` (a live slot) in place, as `withInstance`. `body` must not touch `hosts`.
+    @inline(__always) func withHost<R>(_ x: Int, _ body: (inout Host) -> R) -> R {
+        body(&hosts.values[x])
     }
 
     /// Makes sure `hostDue` holds an entry for host `key` no later than `expiry`. One entry per host
     /// is enough: `tick` prunes every expired address of a host it looks at and queues the host again
     /// for its earliest live one, so addresses go at the same ticks as with one entry per refresh,
     /// without a heap that grows with every refresh.
-    func schedule(_ h: inout Host, _ key: String, _ expiry: Nanos) {
+    func schedule(_ h: inout Host, _ key: String, slot: Int, _ expiry: Nanos) {
         guard expiry < h.queued else { return }
         h.queued = expiry
-        hostDue.insert(Due(t: expiry, key: key))
+        hostDue.insert(Due(t: expiry, key: key, slot: slot))
     }
 
-    var instances: [String: Instance] = [:]
+    /// Instances and hosts by key (the lower-cased name), each in a slot it keeps while it stays.
+    var instances = SlotTable<Instance>()
     /// Instances and hosts dropped because their table was full (reported as diagnostics by the plugin).
     var evictedInstances = 0
     var evictedHosts = 0
-    var hosts: [String: Host] = [:]
+    var hosts = SlotTable<Host>()
     struct BrowseKey: Hashable {
         var querier: IPAddress?
         var name: String
@@ -216,13 +222,15 @@ final class DiscoveryTracker {
     struct Due: Comparable {
         var t: Nanos
         var key: String
+        /// The entry's slot when queued: reached without hashing `key` while the slot still holds it.
+        var slot: Int
         static func < (a: Due, b: Due) -> Bool { (a.t, a.key) < (b.t, b.key) }
     }
     var due = Heap<Due>()
     /// Every deadline ever set that `tick` has not passed yet, as `due` held them before it kept one
     /// entry per instance: its minimum decides when `tick` looks at the tables (`nextDeadline`), so
     /// hosts and browse entries are pruned at the same ticks as before. Plain times: cheap to keep.
-    var dueTimes = Heap<Nanos>()
+    var dueTimes = DeadlineQueue()
     /// Instances that ended, by last seen (entries go stale when one revives or leaves the table).
     var ended = Heap<Due>()
     /// Address expiries by host, earliest first (stale entries are harmless: the host is checked again).
@@ -277,12 +285,12 @@ final class DiscoveryTracker {
     private func query(_ msg: DNSMessage, t: Nanos, src: IPAddress?, _ input: PluginInput, _ ctx: PluginContext) {
         for q in msg.questions where q.type == DNSType.ptr || q.type == DNSType.any {
             let enumeration = Self.isEnumeration(q.name)
-            let st = enumeration ? nil : DNSSD.serviceType(q.name)
-            guard enumeration || st != nil else { continue }
+            guard enumeration || DNSSD.isServiceType(q.name) else { continue }
             let qkey = q.name.key
             let throttleKey = BrowseKey(querier: src, name: qkey)
             // Most queries repeat one answered within the window: nothing more is built for them.
             if let last = browseLast[throttleKey], t &- last < Self.browseWindow, t >= last { continue }
+            let st = enumeration ? nil : DNSSD.serviceType(q.name)
             let service = st?.description ?? q.name.text
             if browseLast.count >= Self.maxInstances { pruneBrowse(t) }
             browseLast[throttleKey] = t
@@ -291,7 +299,9 @@ final class DiscoveryTracker {
             if let src, browsers.count < Self.maxHosts || browsers[src] != nil {
                 browsers[src, default: []].insert(service)
             }
-            let known = msg.records.filter { $0.section == .answer && $0.type == DNSType.ptr && $0.name.key == qkey }.count
+            // Counted in place: no filtered copy of the records per question.
+            var known = 0
+            for r in msg.records where r.section == .answer && r.type == DNSType.ptr && r.name.key == qkey { known += 1 }
             // A querier asks the same again and again: its events share one attribute table (most of
             // what a kept browse event costs), as equal as a new one would be.
             let attrKey = BrowseAttrs(querier: src, labels: q.name.labels, qu: q.unicastResponse, known: known,
@@ -301,7 +311,7 @@ final class DiscoveryTracker {
                 attrs = cached
             } else {
                 var a: [String: String] = ["service": service, "qu": q.unicastResponse ? "true" : "false"]
-                if q.name.labels.count > 1, q.name.labels[1].lowercased() == "_sub" { a["subtype"] = q.name.labels[0] }
+                if q.name.labels.count > 1, DNSName.foldedEqual(q.name.labels[1], "_sub") { a["subtype"] = q.name.labels[0] }
                 if known > 0 { a["knownAnswers"] = "\(known)" }
                 if let src { a["querier"] = "\(src)" }
                 if q.type == DNSType.any { a["qtype"] = "ANY" }
@@ -313,7 +323,7 @@ final class DiscoveryTracker {
             ctx.event(.browse, from: hints.from, attrs: attrs)
         }
         // Probes: a query whose authority section claims an instance someone else holds.
-        for r in msg.authorities where r.type == DNSType.srv {
+        for r in msg.records where r.section == .authority && r.type == DNSType.srv {
             guard case .srv(_, _, _, let target) = r.data, let inst = instances[r.name.key], inst.state == .alive,
                   let cur = inst.srv, let exp = inst.srvExpiry, exp > t, cur.target.key != target.key,
                   src == nil || src != inst.srvSource
@@ -325,11 +335,11 @@ final class DiscoveryTracker {
     /// A service-enumeration name (`_services._dns-sd._udp.local`, or under another domain).
     static func isEnumeration(_ n: DNSName) -> Bool {
         n.hasSuffix(DNSSD.localEnumerationName) || (n.labels.count >= 3
-            && n.labels[0].lowercased() == "_services" && n.labels[1].lowercased() == "_dns-sd")
+            && DNSName.foldedEqual(n.labels[0], "_services") && DNSName.foldedEqual(n.labels[1], "_dns-sd"))
     }
 
     /// A name a PTR or ANY question browses for (a service type or the enumeration name).
-    static func isBrowseName(_ n: DNSName) -> Bool { isEnumeration(n) || DNSSD.serviceType(n) != nil }
+    static func isBrowseName(_ n: DNSName) -> Bool { isEnumeration(n) || DNSSD.isServiceType(n) }
 
     private func pruneBrowse(_ t: Nanos) {
         // Drops the entries older than the window, as `browseLast.filter { t &- $0.value < window }`
@@ -376,28 +386,28 @@ final class DiscoveryTracker {
     /// The next instance to evict (see `evictInstance`).
     private func nextVictim() -> String? {
         while let top = ended.min {
-            if let x = instances.index(forKey: top.key), withInstance(x, { $0.state != .alive && $0.lastSeen == top.t }) {
+            if let x = instances.index(top.slot, forKey: top.key), withInstance(x, { $0.state != .alive && $0.lastSeen == top.t }) {
                 return top.key
             }
             _ = ended.removeMin()
         }
         while let top = due.min {
-            if let x = instances.index(forKey: top.key), withInstance(x, { $0.state == .alive && $0.deadline == top.t }) {
+            if let x = instances.index(top.slot, forKey: top.key), withInstance(x, { $0.state == .alive && $0.deadline == top.t }) {
                 // The deadlines before it are gone, as they were when `due` held every one.
-                while let m = dueTimes.min, m < top.t { _ = dueTimes.removeMin() }
+                dueTimes.drop(through: top.t, inclusive: false)
                 return top.key
             }
             _ = due.removeMin()
-            if let x = instances.index(forKey: top.key) { _ = dueNow(x, top) }
+            if let x = instances.index(top.slot, forKey: top.key) { _ = dueNow(x, top) }
         }
-        dueTimes = Heap()
+        dueTimes.removeAll()
         // Only alive instances without any expiry left (none on the heaps): the smallest key.
-        return instances.keys.min()
+        return instances.liveKeys.min()
     }
 
     /// An instance ended (goodbye, expiry): it is an eviction candidate from now on, by last seen.
     private func noteEnded(_ i: Instance) {
-        ended.insert(Due(t: i.lastSeen, key: i.key))
+        ended.insert(Due(t: i.lastSeen, key: i.key, slot: instances.index(forKey: i.key) ?? -1))
         if ended.count > 4 * Self.maxInstances {
             // Drop the entries that no longer hold (the instance revived, changed or left the table).
             ended = Heap(ended.unordered.filter { e in
@@ -426,26 +436,28 @@ final class DiscoveryTracker {
             }
             hasAddresses = true
             let hk = keys[ri]
-            if hosts[hk] == nil, hosts.count >= Self.maxHosts { evictHost() }
-            var h = hosts[hk] ?? Host()
-            h.lastSeen = t
-            if r.cacheFlush, r.ttl > 0, !flushed.contains(hk + "|\(r.type)") {
-                flushed.insert(hk + "|\(r.type)")
-                h.addresses = h.addresses.filter { (a, v) in a.isV4 != (r.type == DNSType.a) || t &- v.received <= Self.flushGrace }
-            }
-            if r.ttl == 0 {
-                // Goodbye: RFC 6762 §10.1 keeps it one more second.
-                if h.addresses[addr] != nil {
-                    h.addresses[addr] = (t, t &+ CaptureTime.second)
-                    schedule(&h, hk, t &+ CaptureTime.second)
+            if hosts.index(forKey: hk) == nil, hosts.count >= Self.maxHosts { evictHost() }
+            let hx = hosts.index(forKey: hk) ?? hosts.insert(hk, Host())
+            let flush = r.cacheFlush && r.ttl > 0 && flushed.insert(hk + "|\(r.type)").inserted
+            // In place: a copy taken out would copy the address table on its first write.
+            withHost(hx) { h in
+                h.lastSeen = t
+                if flush {
+                    h.addresses = h.addresses.filter { (a, v) in a.isV4 != (r.type == DNSType.a) || t &- v.received <= Self.flushGrace }
                 }
-            } else {
-                h.addresses[addr] = (t, t &+ Nanos(r.ttl) &* CaptureTime.second)
-                schedule(&h, hk, t &+ Nanos(r.ttl) &* CaptureTime.second)
+                if r.ttl == 0 {
+                    // Goodbye: RFC 6762 §10.1 keeps it one more second.
+                    if h.addresses[addr] != nil {
+                        h.addresses[addr] = (t, t &+ CaptureTime.second)
+                        schedule(&h, hk, slot: hx, t &+ CaptureTime.second)
+                    }
+                } else {
+                    h.addresses[addr] = (t, t &+ Nanos(r.ttl) &* CaptureTime.second)
+                    schedule(&h, hk, slot: hx, t &+ Nanos(r.ttl) &* CaptureTime.second)
+                }
+                if h.addresses.isEmpty { schedule(&h, hk, slot: hx, t) }
+                h.stamp = bump()
             }
-            if h.addresses.isEmpty { schedule(&h, hk, t) }
-            h.stamp = bump()
-            hosts[hk] = h
         }
 
         // 2. Service records.
@@ -461,7 +473,7 @@ final class DiscoveryTracker {
                     if let st = DNSSD.serviceType(target) { noteService(st.description) }
                     continue
                 }
-                guard DNSSD.serviceType(r.name) != nil, let (key, iname) = instanceKey(target) else { continue }
+                guard DNSSD.isServiceType(r.name), let (key, iname) = instanceKey(target) else { continue }
                 var inst = ensureInstance(key, iname, fullName: target.text, t: t, input)
                 if r.ttl == 0 {
                     if instances[key] != nil || goodbyes[key] == nil { goodbyes[key] = (inst, "PTR") }
@@ -523,6 +535,9 @@ final class DiscoveryTracker {
                 if inst.ptrExpiry == nil && inst.srvExpiry == nil && inst.txtExpiry == nil { announcedNow.insert(key) }
                 // Refreshes repeat the same bytes: only read the record when they changed.
                 if inst.txtRaw != raw {
+                    // Kept in storage of their own: a slice of the packet would keep the capture
+                    // reader's whole 1 MiB chunk alive for as long as the instance lives.
+                    let raw = raw.map { Bytes($0.array) }
                     let txt = DNSSD.TXTRecord(raw)
                     if let old = inst.txt, old.strings != txt.strings {
                         txtChanged[key] = changedKeys(old, txt)
@@ -666,13 +681,17 @@ final class DiscoveryTracker {
     }
 
     func addresses(of host: DNSName, t: Nanos) -> [IPAddress] {
-        guard let h = hosts[host.key] else { return [] }
-        return h.addresses.filter { $0.value.expiry > t }.map(\.key).sorted()
+        // One pass, no filtered copy of the table (this runs for every instance a refresh touches).
+        guard let x = hosts.index(forKey: host.key) else { return [] }
+        var out: [IPAddress] = []
+        for (a, v) in hosts.values[x].addresses where v.expiry > t { out.append(a) }
+        out.sort()
+        return out
     }
 
     private func evictHost() {
         // A sixteenth of the table at once, seen longest ago first (ties by name).
-        let victims = hosts.map { (t: $0.value.lastSeen, key: $0.key) }.sorted { $0.t != $1.t ? $0.t < $1.t : $0.key < $1.key }
+        let victims = hosts.entries.map { (t: $0.value.lastSeen, key: $0.key) }.sorted { $0.t != $1.t ? $0.t < $1.t : $0.key < $1.key }
         for v in victims.prefix(max(1, Self.maxHosts / 16)) {
             hosts[v.key] = nil
             evictedHosts &+= 1
@@ -746,7 +765,7 @@ final class DiscoveryTracker {
         guard let keys = byDisplayName[name], !keys.isEmpty else { return }
         // The namesakes in the order they were first seen (then by key): never the table's hashed
         // order, which changes from run to run.
-        var namesakes: [([String: Instance].Index, Instance)] = []
+        var namesakes: [(Int, Instance)] = []
         for k in keys where k != inst.key {
             guard let i = instances.index(forKey: k), instances.values[i].state == .alive,
                   instances.values[i].displayName == name else {
@@ -780,7 +799,7 @@ final class DiscoveryTracker {
         while let top = due.min, top.t <= t {
             _ = due.removeMin()
             // An instance refreshed since is queued again for its deadline (perhaps still in this loop).
-            guard let x = instances.index(forKey: top.key), dueNow(x, top) else { continue }
+            guard let x = instances.index(top.slot, forKey: top.key), dueNow(x, top) else { continue }
             var i = instances.values[x]
             expired.append(i)
             i.state = .expired
@@ -788,7 +807,7 @@ final class DiscoveryTracker {
             instances.values[x] = i
             noteEnded(i)
         }
-        while let m = dueTimes.min, m <= t { _ = dueTimes.removeMin() }
+        dueTimes.drop(through: t)
         nextDeadline = dueTimes.min ?? .max
         for inst in expired.sorted(by: { ($0.deadline ?? 0, $0.key) < ($1.deadline ?? 0, $1.key) }) {
             var a = attrs(inst)
@@ -802,7 +821,7 @@ final class DiscoveryTracker {
         // a host looked at keeps one entry for its earliest live address.
         while let top = hostDue.min, top.t <= t {
             _ = hostDue.removeMin()
-            guard let x = hosts.index(forKey: top.key) else { continue }
+            guard let x = hosts.index(top.slot, forKey: top.key) else { continue }
             if hosts.values[x].queued == top.t { hosts.values[x].queued = .max }
             var earliest = Nanos.max, expired = false
             for v in hosts.values[x].addresses.values {
@@ -813,7 +832,7 @@ final class DiscoveryTracker {
                 continue
             }
             if expired { hosts.values[x].addresses = hosts.values[x].addresses.filter { $0.value.expiry > t } }
-            schedule(&hosts.values[x], top.key, earliest)
+            schedule(&hosts.values[x], top.key, slot: x, earliest)
         }
         if browseLast.count > 1024 { pruneBrowse(t) }
         if browseDue.count > 4096 + 2 * browseLast.count {
@@ -828,7 +847,7 @@ final class DiscoveryTracker {
         let services = serviceStats.map { k, v in
             DiscoverySummary.Service(type: k, instances: v.instances.count, browseQueries: v.queries, mpcInstances: v.mpc.count)
         }.sorted { $0.type < $1.type }
-        let insts = instances.values.map { i -> DiscoverySummary.Instance in
+        let insts = instances.entries.map(\.value).map { i -> DiscoverySummary.Instance in
             var addrs = Set(i.sources)
             if let srv = i.srv, let h = hosts[srv.target.key] { addrs.formUnion(h.addresses.keys) }
             var info: [String: String] = [:]

@@ -28,6 +28,8 @@ public final class MDNSPlugin: DecoderPlugin {
         ])
 
     let tracker = DiscoveryTracker()
+    static let instancesEvicted = "more than \(DiscoveryTracker.maxInstances) service instances tracked: the least recently seen were forgotten"
+    static let hostsEvicted = "more than \(DiscoveryTracker.maxHosts) host names tracked: the least recently seen were forgotten"
 
     public init() {}
 
@@ -79,14 +81,12 @@ public final class MDNSPlugin: DecoderPlugin {
         }
         let (instancesBefore, hostsBefore) = (tracker.evictedInstances, tracker.evictedHosts)
         tracker.process(msg, input, ctx)
-        // Bounded tables: each eviction is one diagnostic, so the report counts them all.
+        // Bounded tables: each eviction is one diagnostic, so the report counts them all (one message, built once).
         for _ in instancesBefore ..< tracker.evictedInstances {
-            ctx.diagnose("instances_evicted", "more than \(DiscoveryTracker.maxInstances) service instances tracked: the least recently seen were forgotten",
-                         severity: .info)
+            ctx.diagnose("instances_evicted", Self.instancesEvicted, severity: .info)
         }
         for _ in hostsBefore ..< tracker.evictedHosts {
-            ctx.diagnose("hosts_evicted", "more than \(DiscoveryTracker.maxHosts) host names tracked: the least recently seen were forgotten",
-                         severity: .info)
+            ctx.diagnose("hosts_evicted", Self.hostsEvicted, severity: .info)
         }
         if let fast, problems.isEmpty {
             if msg.isResponse {

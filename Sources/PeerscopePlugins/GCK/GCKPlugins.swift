@@ -158,16 +158,22 @@ public final class GCKHeartbeatPlugin: DecoderPlugin {
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
-        var fields = ctx.wantsMessages ? GCKDecoding.common(h, input.payload) : []
-        if let sn = h.body.u16be(0), let x = h.body.u16be(2) {
+        let sn = h.body.u16be(0), x = h.body.u16be(2)
+        if let sn, x != nil {
             attrs[.sn] = Int(sn)
-            fields.append(("sn", .int(Int64(sn))))
-            fields.append(("field18", .int(Int64(x))))
         } else {
             GCKDecoding.diagnose(ctx, "gck.heartbeat.body", "Heartbeat body of \(h.body.count) bytes, expected 4",
                                  offset: GCKHeader.size, severity: .info)
         }
-        ctx.message("heartbeat", fields)
+        let payload = input.payload
+        ctx.message("heartbeat", deferred: {
+            var fields = GCKDecoding.common(h, payload)
+            if let sn, let x {
+                fields.append(("sn", .int(Int64(sn))))
+                fields.append(("field18", .int(Int64(x))))
+            }
+            return fields
+        })
         ctx.event(.gckHeartbeat, from: from, to: to, packed: attrs)
     }
 }
@@ -188,8 +194,9 @@ public final class GCKDataPlugin: DecoderPlugin {
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h)
-        var fields = ctx.wantsMessages ? GCKDecoding.common(h, input.payload) : []
+        let payload = input.payload
         guard let inner = GCKDataInner(h.body) else {
+            let fields = GCKDecoding.common(h, payload)
             GCKDecoding.diagnose(ctx, "gck.data.inner", "Data body of \(h.body.count) bytes, inner header needs \(GCKDataInner.size)",
                                  offset: GCKHeader.size + h.body.count)
             attrs[.kind] = "short"
@@ -208,8 +215,10 @@ public final class GCKDataPlugin: DecoderPlugin {
         attrs[.seq] = Int(inner.seq)
         if let a = inner.ackHint { attrs[.ack] = Int(a) }
         attrs[.payloadSize] = inner.rest.count
-        ctx.message(type, {
-            let checksumSeen = GCKDataInner.checksumMatchesObserved(h.body, given: inner.checksum)
+        let checksumSeen = GCKDataInner.checksumMatchesObserved(h.body, given: inner.checksum)
+        let showPayloads = ctx.options.showPayloads
+        ctx.message(type, deferred: {
+            var fields = GCKDecoding.common(h, payload)
             fields.append(contentsOf: [
                 ("kind", .string(inner.kindName)),
                 ("kindFlags", .string(SessionHex.u8(inner.kindFlags))),
@@ -219,9 +228,9 @@ public final class GCKDataPlugin: DecoderPlugin {
                 ("control", .string(inner.control.hex)),
                 ("payloadSize", .int(Int64(inner.rest.count))),
             ])
-            if ctx.options.showPayloads { fields.append(("restHex", .string(inner.rest.prefix(256).hex))) }
+            if showPayloads { fields.append(("restHex", .string(inner.rest.prefix(256).hex))) }
             return fields
-        }())
+        })
         ctx.event(.gckData, from: from, to: to, packed: attrs)
         if handOn { ctx.handOff("gck.data", payload: inner.rest) }
     }

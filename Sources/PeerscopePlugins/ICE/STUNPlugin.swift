@@ -92,7 +92,8 @@ public final class STUNPlugin: DecoderPlugin {
             }
         }()
 
-        ctx.message(typeName, Self.fields(m, txid: txid, fingerprintOK: fingerprintOK))
+        let checked = fingerprintOK
+        ctx.message(typeName, deferred: { Self.fields(m, txid: txid, fingerprintOK: checked) })
 
         guard isBinding else { return }
         let h = ctx.hints()

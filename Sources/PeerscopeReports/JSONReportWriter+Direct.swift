@@ -1,0 +1,216 @@
+import PeerscopeCore
+import PeerscopeTimeline
+
+// The peers' timelines written straight into the output: byte for byte what `peer(_:_:_:)` built as a
+// value writes (`JSONValue.write`), without a value per entry. A report of a large capture holds
+// millions of entries; labels, peer IDs and session names are escaped once per peer, not per entry.
+extension JSONReportWriter {
+    /// Peer labels, peer IDs and session names as JSON string literals (quotes included), each made once.
+    final class PeerNames {
+        let timelines: Timelines
+        private var peers: [PeerRef: (label: [UInt8], id: [UInt8])] = [:]
+        private var sessions: [SessionKey: [UInt8]] = [:]
+        var time = TimeText()
+
+        init(_ r: Report) { timelines = r.timelines }
+
+        func peer(_ ref: PeerRef) -> (label: [UInt8], id: [UInt8]) {
+            if let known = peers[ref] { return known }
+            var label: [UInt8] = [], id: [UInt8] = []
+            JSONValue.escape(timelines.label(ref), into: &label)
+            if let s = timelines.idString(ref) { JSONValue.escape(s, into: &id) } else { id = Array("null".utf8) }
+            peers[ref] = (label, id)
+            return (label, id)
+        }
+
+        func session(_ key: SessionKey) -> [UInt8] {
+            if let known = sessions[key] { return known }
+            var text: [UInt8] = []
+            JSONValue.escape(key.description, into: &text)
+            sessions[key] = text
+            return text
+        }
+    }
+
+    /// `CaptureTime.iso8601` as a JSON string, the text up to the second made once per second.
+    struct TimeText {
+        private var second: Int64?
+        private var prefix: [UInt8] = []
+
+        mutating func write(_ t: Nanos, into out: inout [UInt8]) {
+            let (q, r) = t.quotientAndRemainder(dividingBy: CaptureTime.second)
+            let s = r < 0 ? q - 1 : q, f = r < 0 ? r + CaptureTime.second : r
+            if second != s {
+                let (base, overflow) = s.multipliedReportingOverflow(by: CaptureTime.second)
+                guard !overflow else { JSONValue.escape(CaptureTime.iso8601(t), into: &out); return }
+                // Everything but the nine fractional digits and the `Z` (those of `base` are zeros).
+                prefix = Array(CaptureTime.iso8601(base).utf8.dropLast(10))
+                second = s
+            }
+            out.append(0x22)
+            out.append(contentsOf: prefix)
+            var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0)
+            var v = UInt64(f)
+            withUnsafeMutableBytes(of: &digits) { d in
+                for i in stride(from: 8, through: 0, by: -1) {
+                    d[i] = 0x30 &+ UInt8(truncatingIfNeeded: v % 10)
+                    v /= 10
+                }
+                out.append(contentsOf: d)
+            }
+            out.append(0x5A)
+            out.append(0x22)
+        }
+    }
+
+    static func appendInt(_ v: Int64, to out: inout [UInt8]) {
+        if v < 0 { out.append(0x2D) }
+        appendDecimal(v.magnitude, to: &out)
+    }
+
+    static func appendDecimal(_ v: UInt64, to out: inout [UInt8]) {
+        if v < 10 { out.append(0x30 &+ UInt8(truncatingIfNeeded: v)); return }
+        var buf: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: room for 20 digits
+        var n = v, i = 24
+        withUnsafeMutableBytes(of: &buf) { d in
+            while n > 0 {
+                i -= 1
+                d[i] = 0x30 &+ UInt8(truncatingIfNeeded: n % 10)
+                n /= 10
+            }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: d[i...]))
+        }
+    }
+
+    /// One peer of the `peers` list at `level`, as `peer(_:_:_:)` then `JSONValue.write` would write it.
+    static func writePeer(_ p: PeerTimeline, _ r: Report, _ ids: FindingIdentities, _ names: PeerNames,
+                          into out: inout [UInt8], indent: String?, level: Int) {
+        var w = DirectJSON(indent: indent)
+        out.append(0x7B)
+        for (k, v) in peerHead(p, r, ids) {
+            w.key(k, &out, level + 1)
+            v.write(to: &out, indent: indent, level: level + 1)
+        }
+        w.key("timeline", &out, level + 1)
+        if p.entries.isEmpty {
+            out.append(0x5B); out.append(0x5D)
+        } else {
+            out.append(0x5B)
+            var first = true
+            for e in p.entries {
+                if !first { out.append(0x2C) }
+                first = false
+                w.newline(&out, level + 2)
+                writeEntry(e, names, indent: indent, into: &out, level: level + 2)
+            }
+            w.newline(&out, level + 1)
+            out.append(0x5D)
+        }
+        w.newline(&out, level)
+        out.append(0x7D)
+    }
+
+    /// One timeline entry at `level`, as `entry(_:_:)` then `JSONValue.write` would write it.
+    static func writeEntry(_ e: TimelineEntry, _ names: PeerNames, indent: String?, into out: inout [UInt8], level: Int) {
+        var w = DirectJSON(indent: indent)
+        let m = level + 1
+        out.append(0x7B)
+        w.key("t", &out, m); appendInt(e.t, to: &out)
+        w.key("time", &out, m); names.time.write(e.t, into: &out)
+        w.key("lastT", &out, m); appendInt(e.lastT, to: &out)
+        w.key("count", &out, m); appendInt(Int64(e.count), to: &out)
+        w.key("state", &out, m); JSONValue.escape(e.state.rawValue, into: &out)
+        w.key("event", &out, m); JSONValue.escape(e.kind.rawValue, into: &out)
+        w.key("direction", &out, m); out.append(contentsOf: e.sent ? DirectJSON.sent : DirectJSON.received)
+        let counterpart = e.counterpart.map(names.peer)
+        w.key("counterpart", &out, m); out.append(contentsOf: counterpart?.label ?? DirectJSON.null)
+        w.key("counterpartPeerID", &out, m); out.append(contentsOf: counterpart?.id ?? DirectJSON.null)
+        w.key("session", &out, m)
+        if let s = e.session { out.append(contentsOf: names.session(s)) } else { out.append(contentsOf: DirectJSON.null) }
+        w.key("source", &out, m); JSONValue.escape(e.source, into: &out)
+        w.key("detail", &out, m); JSONValue.escape(e.detail, into: &out)
+        w.key("evidence", &out, m)
+        let items = e.evidence
+        if items.isEmpty {
+            out.append(0x5B); out.append(0x5D)
+        } else {
+            out.append(0x5B)
+            for (i, ev) in items.enumerated() {
+                if i > 0 { out.append(0x2C) }
+                w.newline(&out, m + 1)
+                w.writeEvidence(ev, &out)
+            }
+            w.newline(&out, m)
+            out.append(0x5D)
+        }
+        if !e.corroboration.isEmpty {
+            w.key("corroboration", &out, m)
+            JSONValue.array(e.corroboration.map {
+                .object([("source", .string($0.source)), ("evidence", evidence($0.evidence))])
+            }).write(to: &out, indent: w.indent, level: m)
+        }
+        w.newline(&out, level)
+        out.append(0x7D)
+    }
+
+    /// Separators and indentation as `JSONValue.write` spaces them (`indent` nil: compact).
+    struct DirectJSON {
+        let indent: String?
+        var first = true
+
+        static let null: [UInt8] = Array("null".utf8)
+        static let sent: [UInt8] = Array("\"sent\"".utf8)
+        static let received: [UInt8] = Array("\"received\"".utf8)
+
+        init(indent: String?) { self.indent = indent }
+
+        func newline(_ out: inout [UInt8], _ level: Int) {
+            guard let indent else { return }
+            out.append(0x0A)
+            for _ in 0 ..< max(0, level) { out.append(contentsOf: indent.utf8) }
+        }
+
+        /// `,` (after the first member), the newline and indentation, `"key":` and its space.
+        mutating func key(_ k: StaticString, _ out: inout [UInt8], _ level: Int) {
+            if !first { out.append(0x2C) }
+            first = false
+            newline(&out, level)
+            out.append(0x22)
+            k.withUTF8Buffer { out.append(contentsOf: $0) }
+            out.append(0x22)
+            out.append(0x3A)
+            if indent != nil { out.append(0x20) }
+        }
+
+        mutating func key(_ k: String, _ out: inout [UInt8], _ level: Int) {
+            if !first { out.append(0x2C) }
+            first = false
+            newline(&out, level)
+            JSONValue.escape(k, into: &out)
+            out.append(0x3A)
+            if indent != nil { out.append(0x20) }
+        }
+
+        /// `{"input": 0, "frame": 12}`: a short object of scalars, on one line when indenting.
+        func writeEvidence(_ ev: Evidence, _ out: inout [UInt8]) {
+            let (input, key, n): (Int, StaticString, UInt64) = switch ev {
+            case .frame(let i, let f): (i, "frame", f)
+            case .logLine(let i, let l): (i, "line", UInt64(bitPattern: Int64(l)))
+            }
+            let sep: StaticString = indent != nil ? ", " : ","
+            let colon: StaticString = indent != nil ? ": " : ":"
+            out.append(contentsOf: "{\"input\"".utf8)
+            colon.withUTF8Buffer { out.append(contentsOf: $0) }
+            JSONReportWriter.appendInt(Int64(input), to: &out)
+            sep.withUTF8Buffer { out.append(contentsOf: $0) }
+            out.append(0x22)
+            key.withUTF8Buffer { out.append(contentsOf: $0) }
+            out.append(0x22)
+            colon.withUTF8Buffer { out.append(contentsOf: $0) }
+            if case .logLine(_, let l) = ev { JSONReportWriter.appendInt(Int64(l), to: &out) } else {
+                JSONReportWriter.appendDecimal(n, to: &out)
+            }
+            out.append(0x7D)
+        }
+    }
+}
