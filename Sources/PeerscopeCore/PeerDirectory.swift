@@ -110,12 +110,19 @@ public final class PeerDirectory {
     /// A hint for an endpoint with whatever is known about the peer behind it.
     public func hint(for endpoint: Endpoint) -> PeerHint {
         guard let id = peerID(for: endpoint) else { return PeerHint(endpoint: endpoint) }
-        return PeerHint(peerID: id, displayName: entries[id]?.displayName, endpoint: endpoint)
+        return PeerHint(peerID: id, displayName: displayName(id), endpoint: endpoint)
+    }
+
+    /// The peer's display name, read in place (`entries[id]?.displayName` copies the whole entry,
+    /// its address and endpoint sets included: two lookups per packet on the session path).
+    private func displayName(_ id: UInt64) -> String? {
+        guard let i = entries.index(forKey: id) else { return nil }
+        return entries.values[i].displayName
     }
 
     /// A hint for a participant ID with whatever is known about the peer behind it.
     public func hint(forParticipant p: UInt32) -> PeerHint {
         guard let id = byParticipant[p] else { return PeerHint(participantID: p) }
-        return PeerHint(peerID: id, participantID: p, displayName: entries[id]?.displayName)
+        return PeerHint(peerID: id, participantID: p, displayName: displayName(id))
     }
 }

@@ -8,7 +8,8 @@
 ///
 /// A delivery that arrives while nothing is pending is not copied: the buffer views the delivery's own
 /// storage (most deliveries carry whole frames and are consumed at once). Bytes are copied only when a
-/// partial frame waits for more: into storage of the buffer's own, which later deliveries append to.
+/// partial frame waits for more (`detach`): into storage of the buffer's own, which later deliveries
+/// append to.
 public struct StreamBuffer: Sendable {
     private var storage: [UInt8] = []
     /// The unconsumed bytes are `storage[start ..< end]`.
@@ -54,6 +55,17 @@ public struct StreamBuffer: Sendable {
         }
         storage.append(contentsOf: b.storage[b.lower ..< b.lower + b.count])
         end = storage.count
+    }
+
+    /// Copies what is pending into storage of the buffer's own when it still views a delivery: a
+    /// delivery's storage is the capture reader's whole read block, which a partial frame waiting for
+    /// more bytes must not keep alive. The pipeline calls this once it has framed a delivery.
+    public mutating func detach() {
+        guard !owned, start != end else { return }
+        storage = Array(storage[start ..< end])
+        start = 0
+        end = storage.count
+        owned = true
     }
 
     /// Consumes `n` bytes (at most what is buffered); returns how many were consumed.

@@ -274,12 +274,16 @@ public final class PluginPipeline {
                 }
             }
             if waiting && buffered.count < probeLimit {
+                p.toServer.detach()
+                p.toClient.detach()
                 streams[conn.id] = .pending(p)
                 return
             }
             // This direction cannot be claimed; the other may still identify the connection.
             unclaimed["tcp", default: 0] &+= 1
             if dir == .toServer { p.rejectedToServer = true; p.toServer = StreamBuffer() } else { p.rejectedToClient = true; p.toClient = StreamBuffer() }
+            p.toServer.detach()
+            p.toClient.detach()
             streams[conn.id] = p.rejectedToServer && p.rejectedToClient ? .unclaimed : .pending(p)
         }
     }
@@ -331,6 +335,8 @@ public final class PluginPipeline {
                     stop(d)
                 }
             }
+            // A partial frame waits in storage of its own, never in the reader's block.
+            d.buffer.detach()
             let limit = limits[i]
             if !d.stopped && d.buffer.count > limit.maxBuffered {
                 context.diagnose(limit.overflowProblem,

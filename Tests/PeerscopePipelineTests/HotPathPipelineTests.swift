@@ -40,6 +40,31 @@ final class StreamBufferInPlaceTests: XCTestCase {
         XCTAssertTrue(b.isViewingDelivery, "after a clear the next delivery is viewed in place again")
     }
 
+    func testDetachCopiesOnlyWhatIsPendingOutOfTheDelivery() {
+        var b = StreamBuffer()
+        let block = Array(repeating: UInt8(7), count: 4096) + Array("tail".utf8)
+        b.append(Bytes(storage: block, lower: 4090, count: 10))
+        b.consume(6)
+        b.detach()
+        XCTAssertFalse(b.isViewingDelivery)
+        XCTAssertEqual(b.bytes.array, Array("tail".utf8))
+        XCTAssertEqual(b.bytes.storage.count, 4, "only the pending bytes are kept, not the delivery's block")
+        XCTAssertEqual(b.offset, 6)
+    }
+
+    /// A partial frame left after a delivery waits in the buffer's own storage (the framer's `end` sees it).
+    func testAPartialFrameLeftAfterADeliveryIsNotAViewOfIt() {
+        let conn = TCPConnectionInfo(id: 4, client: Endpoint(.v4(0x0A00_0001), 50002), server: Endpoint(.v4(0x0A00_0002), 7000), sawSYN: true)
+        ToyFramed.frames = []
+        ToyFramed.endViews = []
+        let p = PluginPipeline(plugins: [ToyFramed.self], context: PluginContext())
+        let f = FrameInfo(input: 0, number: 1, t: 1, capturedLength: 0, originalLength: 0, linkType: 1)
+        p.process(.tcpData(frame: f, connection: conn, direction: .toServer, payload: Bytes([2] + Array("ab".utf8) + [3] + Array("c".utf8))))
+        p.process(.tcpEvent(frame: f, connection: conn, direction: .toServer, event: .closed))
+        XCTAssertEqual(ToyFramed.frames, ["1:ab(2)"])
+        XCTAssertEqual(ToyFramed.endViews, [false], "the 2 bytes left are a copy")
+    }
+
     /// The same toy stream cut three ways gives the same frames at the same offsets: whole frames per
     /// delivery (in place), frames split over deliveries (copied), and one byte at a time.
     func testFramesAreTheSameWhetherDeliveriesStartFreshOrCompleteAPendingFrame() {

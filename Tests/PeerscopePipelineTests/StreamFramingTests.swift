@@ -12,6 +12,8 @@ final class ToyFramed: StreamFramingPlugin {
     nonisolated(unsafe) static var frames: [String] = []
     /// Whether a gap drops what is buffered.
     nonisolated(unsafe) static var dropOnGap = true
+    /// At each `end` with bytes left: whether the buffer still viewed a delivery (HotPathPipelineTests).
+    nonisolated(unsafe) static var endViews: [Bool] = []
     init() {}
     func probe(_ input: PluginInput) -> ProbeResult { input.payload.count < 3 ? .needMoreBytes : .accept }
 
@@ -32,6 +34,7 @@ final class ToyFramed: StreamFramingPlugin {
             return ToyFramed.dropOnGap
         }
         func end(_ buffer: StreamBuffer, atEndOfInput: Bool, _ ctx: PluginContext) {
+            if !buffer.isEmpty { ToyFramed.endViews.append(buffer.isViewingDelivery) }
             if !buffer.isEmpty {
                 ctx.onDiagnostic(Diagnostic(id: "toy.left", severity: .info, message: "\(buffer.count) left at end=\(atEndOfInput)",
                                             evidence: buffer.lastFrame?.evidence, offset: buffer.offset, t: ctx.now))
