@@ -59,7 +59,7 @@ public struct PeerHint: Hashable, Sendable, CustomStringConvertible {
 ///
 /// Stored compactly (a large capture keeps millions): the peer hints and the flow are interned
 /// (`Shared.intern`: one box per distinct value, 8 bytes in the event), so an event is about
-/// 150 bytes instead of 440. The properties read and write as plain values.
+/// 120 bytes instead of 440. The properties read and write as plain values.
 public struct PeerEvent: Sendable, Hashable {
     public var kind: EventKind
     public var t: Nanos
@@ -88,9 +88,17 @@ public struct PeerEvent: Sendable, Hashable {
     /// How many occurrences this event stands for: steady traffic (keep-alives, heartbeats, data)
     /// repeating on one flow is kept as one event spanning `t ... lastT` (see `EventCoalescer`).
     public var count: Int = 1
-    public var evidence: Evidence
+    public var evidence: Evidence {
+        get { evidencePair.first }
+        set { evidencePair.first = newValue }
+    }
     /// Evidence of the last occurrence, when `count > 1`.
-    public var lastEvidence: Evidence?
+    public var lastEvidence: Evidence? {
+        get { evidencePair.last }
+        set { evidencePair.last = newValue }
+    }
+    /// Both, packed (25 bytes instead of 48: see `EvidencePair`).
+    public var evidencePair: EvidencePair
     /// The interned hints and flow (nil: unknown / no flow). Equal values share one box.
     @usableFromInline var fromBox: Shared<PeerHint>?
     @usableFromInline var toBox: Shared<PeerHint>?
@@ -100,7 +108,7 @@ public struct PeerEvent: Sendable, Hashable {
                 flow: FlowKey? = nil, source: String, attrs: [String: String] = [:]) {
         self.kind = kind
         self.t = t
-        self.evidence = evidence
+        evidencePair = EvidencePair(evidence)
         fromBox = from.isEmpty ? nil : Shared.intern(from)
         toBox = to.isEmpty ? nil : Shared.intern(to)
         flowBox = flow.map { Shared.intern($0) }
@@ -115,7 +123,7 @@ public struct PeerEvent: Sendable, Hashable {
                 attrs: EventAttrs, interner: EventInterner) {
         self.kind = kind
         self.t = t
-        self.evidence = evidence
+        evidencePair = EvidencePair(evidence)
         fromBox = interner.hint(from)
         toBox = interner.hint(to)
         flowBox = interner.flow(flow)

@@ -21,7 +21,7 @@ public enum CaptureQuality {
         }
         return findings.map { f in
             // A log line saying the timer fired does not depend on what the capture saw.
-            guard let s = f.silence, f.details["confirmedByLog"] != "true" else { return f }
+            guard let s = f.silence, f.detailAttrs["confirmedByLog"] != "true" else { return f }
             var touching = hiding.filter { $0.overlaps(s.lowerBound, s.upperBound) }
             if !flows.isEmpty {
                 let on = Set(f.evidence.compactMap { flowOf[$0] })

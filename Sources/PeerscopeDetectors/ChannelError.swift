@@ -170,7 +170,7 @@ public struct ChannelErrorDetector: Detector {
                     n &+= 1
                     if f.evidence.count < Finding.maxEvidence { f.evidence.append(e.evidence) }
                     f.message = "\(n) connections to \(input.label(refuser)) refused (stale advertisement or the app is gone)"
-                    f.details["count"] = String(n)
+                    f.detailAttrs["count"] = String(n)
                     refused[k] = (f, n)
                 } else {
                     refused[k] = (input.finding(kind, .error, peer: refuser, t: e.t,
@@ -219,10 +219,10 @@ public struct ChannelErrorDetector: Detector {
                     if f.evidence.count < Finding.maxEvidence { f.evidence.append(e.evidence) }
                     if fatal {
                         f.severity = .error
-                        f.details["channel"] = "closed"
+                        f.detailAttrs["channel"] = "closed"
                     }
                     f.message = "\(n) send errors to \(input.label(peer)) (first at \(input.at(f.t)))"
-                    f.details["count"] = String(n)
+                    f.detailAttrs["count"] = String(n)
                     sendErrors[k] = (f, n)
                 } else {
                     // Without a remote peer named, a send error is the log owner's own symptom: info.
@@ -231,7 +231,7 @@ public struct ChannelErrorDetector: Detector {
                     let named = input.namesPeer(e)
                     var f = input.finding(kind, named ? (fatal ? .error : .warning) : .info, peer: peer, t: e.t, "send error to \(input.label(peer))",
                                           evidence: [e.evidence], key: k, details: ["case": "send-error", "count": "1", "outcome": "log"])
-                    if fatal { f.details["channel"] = "closed" }
+                    if fatal { f.detailAttrs["channel"] = "closed" }
                     sendErrors[k] = (f, 1)
                     sendOrder.append(k)
                 }
@@ -294,7 +294,7 @@ public struct ChannelErrorDetector: Detector {
     /// another problem: they join the `encryption` finding (`details["explains"]`) when they fall in a
     /// session of that pair that began before they fired and had not ended a second before the mismatch.
     static func foldIntoEncryptionMismatch(_ findings: [Finding], _ t: Timelines) -> [Finding] {
-        let mismatches = findings.indices.filter { findings[$0].kind == kind && findings[$0].details["case"] == "encryption" }
+        let mismatches = findings.indices.filter { findings[$0].kind == kind && findings[$0].detailAttrs["case"] == "encryption" }
         guard !mismatches.isEmpty else { return findings }
         var out = findings
         var drop: Set<Int> = []
@@ -307,8 +307,8 @@ public struct ChannelErrorDetector: Detector {
                     s.pair.contains(ep) && s.pair.contains(hp) && s.start <= h.t && (s.end ?? Nanos.max) >= e.t &- CaptureTime.second
                 }
             }) else { continue }
-            let phase = h.details["phase"].map { " (\($0))" } ?? ""
-            out[m].details["explains"] = (out[m].details["explains"].map { $0 + "," } ?? "") + "handshake-timeout" + phase
+            let phase = h.detailAttrs["phase"].map { " (\($0))" } ?? ""
+            out[m].detailAttrs["explains"] = (out[m].detailAttrs["explains"].map { $0 + "," } ?? "") + "handshake-timeout" + phase
             out[m].evidence = Array(Set(out[m].evidence).union(h.evidence).sorted().prefix(Finding.maxEvidence))
             drop.insert(i)
         }

@@ -151,7 +151,7 @@ public enum DetectorSuite {
             guard let p = f.peerRef, others.contains(p), f.severity > .info else { return f }
             var g = f
             g.severity = .info
-            g.details["mpcEvidence"] = "none"
+            g.detailAttrs["mpcEvidence"] = "none"
             g.message += "; not judged: no MPC evidence for this peer (other app's STUN/DTLS?)"
             return g
         }
@@ -166,32 +166,32 @@ public enum DetectorSuite {
     /// kinds of evidence.
     public static func foldLogFindings(_ findings: [Finding]) -> [Finding] {
         let folding: Set<String> = ["log", "follow-up"]
-        var kept: [Finding] = findings.filter { !folding.contains($0.details["outcome"] ?? "") }
-        let logs = findings.filter { folding.contains($0.details["outcome"] ?? "") }.sorted { $0.t < $1.t }
+        var kept: [Finding] = findings.filter { !folding.contains($0.detailAttrs["outcome"] ?? "") }
+        let logs = findings.filter { folding.contains($0.detailAttrs["outcome"] ?? "") }.sorted { $0.t < $1.t }
         for l in logs {
             let target = kept.indices.first { i in
                 let f = kept[i]
                 // Duplicates name either peer: any duplicate finding close in time is the same problem.
                 let samePeer = f.peerRef == l.peerRef && f.peerRef != nil
-                let anyPeer = f.kind == DuplicateConnectionDetector.kind || l.details["peerNamed"] == "false"
+                let anyPeer = f.kind == DuplicateConnectionDetector.kind || l.detailAttrs["peerNamed"] == "false"
                 guard f.kind == l.kind, samePeer || anyPeer else { return false }
                 guard l.t >= f.t &- 2 * CaptureTime.second, l.t <= f.t &+ logFoldWindow else { return false }
-                let p1 = f.details["phase"], p2 = l.details["phase"]
+                let p1 = f.detailAttrs["phase"], p2 = l.detailAttrs["phase"]
                 return p1 == nil || p2 == nil || p1 == p2 || p1 == "gave-up" || p2 == "gave-up"
             }
             if let i = target {
-                if l.details["outcome"] == "follow-up", l.details["case"] != kept[i].details["case"] {
+                if l.detailAttrs["outcome"] == "follow-up", l.detailAttrs["case"] != kept[i].detailAttrs["case"] {
                     // A follow-up of another kind (connections refused after an ICMP error) is noted,
                     // but its frames are not evidence of this finding (they prove the follow-up).
-                    kept[i].details["followUps"] = "true"
-                    kept[i].details["followUpCase"] = l.details["case"]
-                    kept[i].details["followUpCount"] = l.details["count"] ?? String(l.evidence.count)
+                    kept[i].detailAttrs["followUps"] = "true"
+                    kept[i].detailAttrs["followUpCase"] = l.detailAttrs["case"]
+                    kept[i].detailAttrs["followUpCount"] = l.detailAttrs["count"] ?? String(l.evidence.count)
                     continue
                 }
                 kept[i].evidence = Array(Set(kept[i].evidence).union(l.evidence).sorted().prefix(Finding.maxEvidence))
                 if l.severity > kept[i].severity { kept[i].severity = l.severity }
-                if kept[i].details["phase"] == "gave-up", let p = l.details["phase"] { kept[i].details["phase"] = p }
-                kept[i].details[l.details["outcome"] == "log" ? "confirmedByLog" : "followUps"] = "true"
+                if kept[i].detailAttrs["phase"] == "gave-up", let p = l.detailAttrs["phase"] { kept[i].detailAttrs["phase"] = p }
+                kept[i].detailAttrs[l.detailAttrs["outcome"] == "log" ? "confirmedByLog" : "followUps"] = "true"
             } else {
                 kept.append(l)
             }
@@ -226,7 +226,7 @@ public enum DetectorSuite {
             if let i = at[f.key] {
                 if f.severity > out[i].severity { out[i].severity = f.severity }
                 if f.t < out[i].t { out[i].t = f.t; out[i].message = f.message }
-                for (k, v) in f.details where out[i].details[k] == nil { out[i].details[k] = v }
+                for (k, v) in f.detailAttrs where out[i].detailAttrs[k] == nil { out[i].detailAttrs[k] = v }
                 out[i].openAtEnd = out[i].openAtEnd || f.openAtEnd
                 evidenceSets[i, default: Set(out[i].evidence)].formUnion(f.evidence)
             } else {
@@ -244,7 +244,7 @@ public enum DetectorSuite {
                 ev = Set(out[i].evidence).sorted()
             }
             if ev.count > Finding.maxEvidence {
-                out[i].details["evidenceCount"] = String(ev.count)
+                out[i].detailAttrs["evidenceCount"] = String(ev.count)
                 out[i].evidence = Array(ev.prefix(Finding.maxEvidence))
             } else {
                 out[i].evidence = ev

@@ -70,16 +70,16 @@ public struct DuplicateConnectionDetector: Detector {
             if let pair, let i = out.indices.first(where: { outPair[$0] == pair && f.t >= out[$0].t && f.t &- out[$0].t <= window }) {
                 var inc = out[i]
                 let all = Set(inc.evidence).union(f.evidence).sorted()
-                if all.count > Finding.maxEvidence { inc.details["evidenceCount"] = String(all.count) }
+                if all.count > Finding.maxEvidence { inc.detailAttrs["evidenceCount"] = String(all.count) }
                 inc.evidence = Array(all.prefix(Finding.maxEvidence))
                 if f.severity > inc.severity { inc.severity = f.severity }
-                let also = inc.details["alsoSeen"].map { $0 + "; " } ?? ""
-                inc.details["alsoSeen"] = also + "\(f.message) (\(CaptureTime.iso8601(f.t)))"
+                let also = inc.detailAttrs["alsoSeen"].map { $0 + "; " } ?? ""
+                inc.detailAttrs["alsoSeen"] = also + "\(f.message) (\(CaptureTime.iso8601(f.t)))"
                 inc.message += "; also: \(f.message)"
-                var cases = (inc.details["cases"] ?? inc.details["case"] ?? "").split(separator: ",").map(String.init)
-                if let c = f.details["case"], !cases.contains(c) { cases.append(c) }
-                inc.details["cases"] = cases.joined(separator: ",")
-                inc.details["observations"] = String((Int(inc.details["observations"] ?? "1") ?? 1) &+ 1)
+                var cases = (inc.detailAttrs["cases"] ?? inc.detailAttrs["case"] ?? "").split(separator: ",").map(String.init)
+                if let c = f.detailAttrs["case"], !cases.contains(c) { cases.append(c) }
+                inc.detailAttrs["cases"] = cases.joined(separator: ",")
+                inc.detailAttrs["observations"] = String((Int(inc.detailAttrs["observations"] ?? "1") ?? 1) &+ 1)
                 out[i] = inc
             } else {
                 out.append(f)

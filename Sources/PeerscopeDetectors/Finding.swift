@@ -20,8 +20,15 @@ public struct Finding: Sendable, Hashable {
     public var evidence: [Evidence]
     /// Stable identity: findings with the same key are one finding (evidence merged).
     public var key: String
-    /// Machine-readable specifics (`phase`, `direction`, `seconds`, `threshold`...).
-    public var details: [String: String]
+    /// Machine-readable specifics (`phase`, `direction`, `seconds`, `threshold`...). Stored packed
+    /// (`detailAttrs`): a long capture has tens of thousands of findings, and a dictionary of seven
+    /// texts costs about 700 bytes with its strings, the packed form about 200.
+    public var details: [String: String] {
+        get { detailAttrs.dictionary }
+        set { detailAttrs = EventAttrs(newValue) }
+    }
+    /// `details`, packed (sorted by key; read like a dictionary without building one).
+    public var detailAttrs: EventAttrs
     /// Still open when the input ended (a timer the end of input flushed).
     public var openAtEnd: Bool
     /// `certain`, or `uncertain` when the judgement rests on silence inside a window with known capture
@@ -49,7 +56,7 @@ public struct Finding: Sendable, Hashable {
         self.message = message
         self.evidence = evidence
         self.key = key
-        self.details = details
+        detailAttrs = EventAttrs(details)
         self.openAtEnd = openAtEnd
     }
 

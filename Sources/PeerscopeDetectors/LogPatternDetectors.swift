@@ -151,14 +151,14 @@ public struct FlappingDetector: Detector {
         var drop: Set<Int> = []
         for i in findings.indices where findings[i].kind == kind {
             let f = findings[i]
-            let pair = f.details["pair"] ?? ""
+            let pair = f.detailAttrs["pair"] ?? ""
             guard let s = storms.first(where: { j in
                 let g = findings[j]
                 let samePair = (!pair.isEmpty && g.key.contains(pair)) || (g.peerRef != nil && g.peerRef == f.peerRef)
                 let last = f.evidence.isEmpty ? f.t : f.t &+ 120 * CaptureTime.second
                 return samePair && g.t <= last && f.t <= g.t &+ 120 * CaptureTime.second
             }) else { continue }
-            out[s].details["flapping"] = f.details["count"] ?? "true"
+            out[s].detailAttrs["flapping"] = f.detailAttrs["count"] ?? "true"
             drop.insert(i)
         }
         return out.indices.filter { !drop.contains($0) }.map { out[$0] }

@@ -21,7 +21,7 @@ public enum ExplainWriter {
     /// What would have cleared a finding, by kind and case: the evidence whose presence would have
     /// made the detector stay silent.
     public static func wouldClear(_ f: Finding) -> String {
-        switch (f.kind, f.details["case"] ?? f.details["phase"] ?? f.details["level"] ?? "") {
+        switch (f.kind, f.detailAttrs["case"] ?? f.detailAttrs["phase"] ?? f.detailAttrs["level"] ?? "") {
         case ("handshake-timeout", let phase):
             return "an answer from \(f.peer) to the \(phase.isEmpty ? "handshake" : phase) step within the threshold (an ICE success, a DTLS "
                 + "ServerHello/ChangeCipherSpec, a GCK Hello back, or the app's handshake_response), or a log line saying the channel was already connected"
@@ -67,8 +67,8 @@ public enum ExplainWriter {
             let descriptor = DetectorSuite.all.first { $0.kind == f.kind }
             out += "\nRule that fired\n"
             out += "  \(f.kind): \(descriptor?.summary ?? "(no detector description)")"
-                + (f.details["case"].map { " — case \($0)" } ?? "") + (f.details["phase"].map { " — phase \($0)" } ?? "") + "\n"
-            let details = f.details.sorted { $0.key < $1.key }.map { "\($0.key)=\(TextReportWriter.clean($0.value))" }
+                + (f.detailAttrs["case"].map { " — case \($0)" } ?? "") + (f.detailAttrs["phase"].map { " — phase \($0)" } ?? "") + "\n"
+            let details = f.detailAttrs.sorted { $0.key < $1.key }.map { "\($0.key)=\(TextReportWriter.clean($0.value))" }
             if !details.isEmpty { out += "  details: \(details.joined(separator: ", "))\n" }
             out += "\nThresholds applied\n"
             let ths = descriptor?.thresholds ?? []

@@ -86,7 +86,7 @@ public struct FindingIdentities: Sendable {
                 }
             }
         }
-        let phase = ["phase", "case", "level"].compactMap { f.details[$0] }.joined(separator: ",")
+        let phase = ["phase", "case", "level"].compactMap { f.detailAttrs[$0] }.joined(separator: ",")
         return [Self.version, f.kind, peer, other, phase]
     }
 

@@ -393,7 +393,7 @@ public enum JSONReportWriter {
             ("caveats", .array(f.caveats.map { .string($0) })),
             ("key", .string(f.key)),
             ("fingerprint", .string(m.fingerprints.indices.contains(i) ? m.fingerprints[i] : "")),
-            ("details", .object(f.details.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
+            ("details", .object(f.detailAttrs.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
         ]
         if let state = m.state(i) { members.append(("baselineState", .string(state.rawValue))) }
         if let s = m.suppressedBy[i] {

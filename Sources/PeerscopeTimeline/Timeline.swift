@@ -48,9 +48,16 @@ public struct TimelineEntry: Sendable, Hashable {
     var counterpartBox: Shared<PeerRef>?
     var sessionBox: Shared<SessionKey>?
     var detailSource: Detail
-    /// First and last evidence of the run (`lastEvidence` nil when `count == 1`).
-    var firstEvidence: Evidence
-    var lastEvidence: Evidence?
+    /// First and last evidence of the run (`last` nil when `count == 1`), packed (see `EvidencePair`).
+    var evidencePair: EvidencePair
+    var firstEvidence: Evidence {
+        get { evidencePair.first }
+        set { evidencePair.first = newValue }
+    }
+    var lastEvidence: Evidence? {
+        get { evidencePair.last }
+        set { evidencePair.last = newValue }
+    }
     public var state: TimelineState
     /// True when this peer sent it (or, for a log line, is its subject); false when the other side did.
     public var sent: Bool
@@ -70,8 +77,7 @@ public struct TimelineEntry: Sendable, Hashable {
         get { lastEvidence.map { [firstEvidence, $0] } ?? [firstEvidence] }
         set {
             guard let first = newValue.first else { return }
-            firstEvidence = first
-            lastEvidence = newValue.count > 1 ? newValue.last : nil
+            evidencePair = EvidencePair(first, newValue.count > 1 ? newValue.last : nil)
         }
     }
     /// Short detail from the event's attributes (never message contents).
@@ -107,8 +113,7 @@ public struct TimelineEntry: Sendable, Hashable {
         self.sent = sent
         counterpartBox = counterpart
         sessionBox = session
-        firstEvidence = evidence
-        lastEvidence = nil
+        evidencePair = EvidencePair(evidence)
         self.source = source
         detailSource = detail
         letterByte = TimelineEntry.byte(letter)

@@ -1,4 +1,5 @@
 import PeerscopeCore
+import PeerscopeDetectors
 import PeerscopeTimeline
 import XCTest
 
@@ -23,8 +24,35 @@ final class CompactTimelineTests: XCTestCase {
         XCTAssertEqual(e.detail, "state=Connected")
         XCTAssertNil(e.letter)
         XCTAssertNil(e.counterpart)
-        XCTAssertLessThanOrEqual(MemoryLayout<TimelineEntry>.stride, 150)
+        XCTAssertLessThanOrEqual(MemoryLayout<TimelineEntry>.stride, 120, "evidence packed: see EvidencePair")
         XCTAssertLessThanOrEqual(MemoryLayout<ResolvedEvent>.stride, 48)
+    }
+
+    /// A finding's details are stored packed: read and written like the dictionary they were, the
+    /// same details giving equal findings whatever order they were set in.
+    func testFindingDetailsReadAndWriteLikeADictionary() {
+        let details = ["level": "session", "direction": "Alice (1.2.3.4) -> Bob", "since": "2024-01-01T00:00:00.000000000Z",
+                       "outcome": "recovered", "empty": "", "é": "ü ’"]
+        var f = Finding(kind: "keepalive-timeout", severity: .warning, peer: "Alice", peerID: nil, t: 1, message: "m",
+                        evidence: [.frame(input: 0, frame: 1)], key: "k", details: details)
+        XCTAssertEqual(f.details, details)
+        XCTAssertEqual(f.detailAttrs["direction"], "Alice (1.2.3.4) -> Bob")
+        XCTAssertEqual(f.detailAttrs["empty"], "")
+        XCTAssertNil(f.detailAttrs["absent"])
+        f.details["outcome"] = "open"
+        f.detailAttrs["evidenceCount"] = "51"
+        f.details["level"] = nil
+        var expected = details
+        expected["outcome"] = "open"
+        expected["evidenceCount"] = "51"
+        expected["level"] = nil
+        XCTAssertEqual(f.details, expected)
+        var g = Finding(kind: "keepalive-timeout", severity: .warning, peer: "Alice", peerID: nil, t: 1, message: "m",
+                        evidence: [.frame(input: 0, frame: 1)], key: "k", details: ["evidenceCount": "51"])
+        for (k, v) in expected.sorted(by: { $0.key > $1.key }) { g.detailAttrs[k] = v }
+        XCTAssertEqual(f, g, "equal details, equal findings, whatever the order they were set in")
+        XCTAssertEqual(f.hashValue, g.hashValue)
+        XCTAssertEqual(f.detailAttrs.map(\.key), expected.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
     }
 
     /// An address many peer IDs used one after another (apps relaunched all day): each lookup takes
