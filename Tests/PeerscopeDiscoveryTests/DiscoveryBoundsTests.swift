@@ -8,7 +8,8 @@ final class DiscoveryBoundsTests: XCTestCase {
     func testDistinctInstancesAndHostsStayBoundedAndEvictionsAreCounted() throws {
         let h = DiscoveryEventsTests.Harness()
         let t0: Nanos = 1_800_000_000 * CaptureTime.second
-        let n = 20_000
+        // More distinct names than the bounds (a flood), so eviction must happen.
+        let n = max(DiscoveryTracker.maxInstances, DiscoveryTracker.maxHosts) + 4_000
         let start = Date()
         for i in 0 ..< n {
             // A new instance on a new host in every message (a flood of made-up names).
@@ -24,6 +25,8 @@ final class DiscoveryBoundsTests: XCTestCase {
         XCTAssertLessThanOrEqual(tracker.hosts.count, DiscoveryTracker.maxHosts)
         let evictedInstances = h.diagnostics.filter { $0.id == "mdns.instances_evicted" }.count
         let evictedHosts = h.diagnostics.filter { $0.id == "mdns.hosts_evicted" }.count
+        XCTAssertGreaterThan(evictedInstances, 0)
+        XCTAssertGreaterThan(evictedHosts, 0)
         XCTAssertEqual(evictedInstances, tracker.evictedInstances)
         XCTAssertEqual(evictedInstances + tracker.instances.count, n, "every instance is either tracked or counted as evicted")
         XCTAssertEqual(evictedHosts + tracker.hosts.count, n)

@@ -55,9 +55,15 @@ public struct DiscoverySummary: Sendable {
 /// RFC 6762 cache semantics on capture time, per service instance and per host, turned into discovery
 /// events and lessons for the `PeerDirectory`. Bounded: at most `maxInstances` instances and `maxHosts`
 /// hosts are kept (gone ones are dropped first).
+///
+/// The bounds are a safety net against floods of made-up names, not the working set: a crowded
+/// network's live instances must fit, or every refresh of an evicted one is read as a new instance
+/// (a full parse and new events), which costs time and memory with every packet. 3,000 devices
+/// (a conference hall) announce about 12,000 instances; at a bound of 8,192 that file was evicting
+/// 151,040 instances in 400,000 packets, and analysis took 5x the time and 3x the memory.
 final class DiscoveryTracker {
-    static let maxInstances = 8192
-    static let maxHosts = 8192
+    static let maxInstances = 65_536
+    static let maxHosts = 65_536
     /// Browse queries for the same service from the same address within this window give one event.
     static let browseWindow: Nanos = 10 * CaptureTime.second
     /// RFC 6762 §10.2: cache-flush replaces records received more than 1 s earlier.
