@@ -71,7 +71,7 @@ public struct MessageBodyCache {
         let type = ObjectIdentifier(Swift.type(of: writer))
         let h = key.withUnsafeBytes { hash($0) }
         if let entries = table[h] {
-            for e in entries where e.type == type && key.withUnsafeBytes({ Self.same($0, e.key) }) {
+            for e in entries where e.type == type && key.same(as: e.key) {
                 hits &+= 1
                 out.bytes.append(contentsOf: e.body)
                 return
@@ -91,39 +91,8 @@ public struct MessageBodyCache {
         held &+= size
     }
 
-    static func same(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        return b.withUnsafeBytes { b in
-            var i = 0
-            let n = a.count
-            while i &+ 8 <= n {
-                if a.loadUnaligned(fromByteOffset: i, as: UInt64.self) != b.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
-                i &+= 8
-            }
-            while i < n {
-                if a[i] != b[i] { return false }
-                i &+= 1
-            }
-            return true
-        }
-    }
-
-    /// A fast hash of the key bytes, 8 at a time (collisions only cost a comparison).
-    public static func hash(_ raw: UnsafeRawBufferPointer) -> UInt64 {
-        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(raw.count)
-        var i = 0
-        let n = raw.count
-        while i &+ 8 <= n {
-            h = (h ^ raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0xFF51_AFD7_ED55_8CCD
-            h ^= h >> 29
-            i &+= 8
-        }
-        while i < n {
-            h = (h ^ UInt64(raw[i])) &* 0x0100_0000_01B3
-            i &+= 1
-        }
-        return h ^ (h >> 31)
-    }
+    /// The default hash (`ByteHash.hash`).
+    public static func hash(_ raw: UnsafeRawBufferPointer) -> UInt64 { ByteHash.hash(raw) }
 }
 
 /// Compact JSON written into one growing byte buffer: keys from static strings, numbers without

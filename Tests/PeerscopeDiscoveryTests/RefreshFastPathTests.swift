@@ -18,8 +18,9 @@ final class RefreshFastPathTests: XCTestCase {
         var frame: UInt64 = 0
         var lastTick: Nanos = 0
 
-        init(fast: Bool) {
+        init(fast: Bool, wantsEvents: Bool = true) {
             context = PluginContext(directory: directory, options: DecodeOptions(fastPaths: fast))
+            context.wantsEvents = wantsEvents
             pipeline = PluginPipeline(plugins: [MDNSPlugin.self], context: context)
             context.onEvent = { [unowned self] in self.events.append($0) }
         }
@@ -205,5 +206,49 @@ final class RefreshFastPathTests: XCTestCase {
         let (fast, slow) = both([(0, Self.announcement()), (5, probe.bytes), (6, probe.bytes), (7, probe.bytes)], end: 20)
         XCTAssertEqual(fast.lines, slow.lines)
         XCTAssertEqual(fast.plugin?.fastQueries, 0, "a query with an SRV in its authority section is read every time")
+    }
+
+    /// `peerscope decode` without `--events`: nobody keeps events, so the tracker builds no attributes
+    /// for them, yet its tables and the directory (which `decode`'s TCP lines name peers from) must end
+    /// exactly as they do when events are kept, through announcements, repeats, a TXT change, conflicts,
+    /// a goodbye, a browse and expiries.
+    func testWithoutEventsTheTrackerAndDirectoryEndTheSame() throws {
+        var other = DNSBuilder(an: 1, ar: 1)
+        other.srv(Self.inst, target: "b-host.local", port: 50001, ttl: 120)
+        other.a("b-host.local", [192, 168, 1, 99], ttl: 120)
+        // Another peer under the same display name: a name conflict.
+        let namesake = ["2eebkuq9n4yz8", "_chat", "_tcp", "local"]
+        var twin = DNSBuilder(an: 1, ar: 3)
+        twin.ptr("_chat._tcp.local", namesake, ttl: 4500)
+        twin.srv(namesake, target: "c-host.local", port: 50002, ttl: 120)
+        twin.txt(namesake, ["_d=the-air", "room=lobby"], ttl: 4500)
+        twin.a("c-host.local", [192, 168, 1, 33], ttl: 120)
+        var q = DNSBuilder(flags: 0, qd: 1)
+        q.question("_chat._tcp.local", type: DNSType.ptr)
+        let packets: [(Int64, [UInt8], String)] = [
+            (0, Self.announcement(), "192.168.1.10"), (5, q.bytes, "192.168.1.20"), (10, Self.announcement(), "192.168.1.10"),
+            (15, twin.bytes, "192.168.1.33"), (20, other.bytes, "192.168.1.99"), (30, Self.announcement(), "192.168.1.10"),
+            (40, Self.announcement(txt: ["_d=the-air", "room=hall"]), "192.168.1.10"), (50, Self.announcement(ttl: 0), "192.168.1.10"),
+            (60, Self.announcement(addr: [192, 168, 1, 77]), "192.168.1.10"),
+        ]
+        for fast in [true, false] {
+            let kept = Harness(fast: fast), dropped = Harness(fast: fast, wantsEvents: false)
+            for h in [kept, dropped] {
+                for (dt, b, src) in packets { h.send(b, at: t0 + dt * s, from: src) }
+                h.finish(t0 + 400 * s)
+            }
+            let k = try XCTUnwrap(kept.plugin).tracker, d = try XCTUnwrap(dropped.plugin).tracker
+            for kind in [EventKind.announced, .updated, .resolved, .goodbye, .expired, .browse, .instanceConflict, .nameConflict] {
+                XCTAssertTrue(kept.events.contains { $0.kind == kind }, "the sequence gives \(kind) when events are kept")
+            }
+            XCTAssertTrue(dropped.events.isEmpty, "no event reaches anyone who keeps none")
+            XCTAssertFalse(kept.directory.entries.isEmpty)
+            XCTAssertEqual(kept.directory.entries, dropped.directory.entries, "the directory learns the same")
+            XCTAssertEqual("\(k.summary())", "\(d.summary())", "the tracker's tables end the same")
+            XCTAssertEqual(k.reportedConflicts, d.reportedConflicts)
+            XCTAssertEqual(k.due.count, d.due.count)
+            XCTAssertEqual(k.hostDue.count, d.hostDue.count)
+            XCTAssertEqual(k.fastRefreshes, d.fastRefreshes)
+        }
     }
 }

@@ -47,7 +47,15 @@ public struct DNSName: Sendable, Hashable, CustomStringConvertible {
                 return n
             }
         }
-        for u in s.unicodeScalars where u.properties.changesWhenLowercased { return s.lowercased() }
+        // ASCII scalars by their value; only the others are looked up in the Unicode tables (names are
+        // mostly ASCII around one ’ or é).
+        for u in s.unicodeScalars {
+            if u.value < 0x80 {
+                if u.value &- 0x41 < 26 { return s.lowercased() }
+            } else if u.properties.changesWhenLowercased {
+                return s.lowercased()
+            }
+        }
         return s
     }
 

@@ -46,51 +46,11 @@ struct Refresh {
 extension DiscoveryTracker {
     static let maxRefreshes = 16384
 
-    /// A hash of the message bytes, eight at a time (a table key only: a match is compared byte for byte).
-    static func hash(_ p: Bytes) -> UInt64 {
-        var h: UInt64 = 0xCBF2_9CE4_8422_2325 ^ UInt64(truncatingIfNeeded: p.count)
-        p.withUnsafeBytes { raw in
-            let n = raw.count
-            var i = 0
-            while i &+ 8 <= n {
-                h = (h ^ raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0x9E37_79B9_7F4A_7C15
-                h ^= h >> 29
-                i &+= 8
-            }
-            while i < n {
-                h = (h ^ UInt64(raw[i])) &* 0x0000_0100_0000_01B3
-                i &+= 1
-            }
-        }
-        return h ^ (h >> 32)
-    }
-
-    static func same(_ p: Bytes, _ bytes: [UInt8]) -> Bool {
-        guard p.count == bytes.count else { return false }
-        // Eight bytes at a time (a byte loop was 1.6 % of an mDNS-heavy run).
-        return p.withUnsafeBytes { a in
-            bytes.withUnsafeBytes { b in
-                let n = a.count
-                var i = 0
-                while i &+ 8 <= n {
-                    guard a.loadUnaligned(fromByteOffset: i, as: UInt64.self) == b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                    else { return false }
-                    i &+= 8
-                }
-                while i < n {
-                    guard a[i] == b[i] else { return false }
-                    i &+= 1
-                }
-                return true
-            }
-        }
-    }
-
     /// Takes `p` by the fast path when it repeats a remembered response and nothing it touches changed;
     /// false sends it through the full path.
     func refresh(_ p: Bytes, hash: UInt64, src: IPAddress, _ input: PluginInput, _ ctx: PluginContext) -> Bool {
         guard let r = refreshes[RefreshKey(source: src, hash: hash)], r.interface == input.frame.interfaceName,
-              Self.same(p, r.bytes) else { return false }
+              p.same(as: r.bytes) else { return false }
         // Nothing written since: every instance still in its slot, alive, with the stamp it had (stamps
         // are unique to one write, so the same stamp is the same instance), every host likewise.
         for i in r.instances {
@@ -224,7 +184,7 @@ extension DiscoveryTracker {
     /// True when query `p` from `src` repeats a remembered one and each of its browse questions is
     /// within its window at `t` (the full path would skip every one).
     func repeatedQuery(_ p: Bytes, hash: UInt64, src: IPAddress, t: Nanos) -> Bool {
-        guard let r = queryRepeats[RefreshKey(source: src, hash: hash)], Self.same(p, r.bytes) else { return false }
+        guard let r = queryRepeats[RefreshKey(source: src, hash: hash)], p.same(as: r.bytes) else { return false }
         for k in r.keys {
             guard let last = browseLast[k], t &- last < Self.browseWindow, t >= last else { return false }
         }

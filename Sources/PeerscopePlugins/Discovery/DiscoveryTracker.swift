@@ -305,6 +305,8 @@ final class DiscoveryTracker {
             if let src, browsers.count < Self.maxHosts || browsers[src] != nil {
                 browsers[src, default: []].insert(service)
             }
+            // Nothing below but the event: skipped when nobody keeps events (`peerscope decode`).
+            guard ctx.wantsEvents else { continue }
             // Counted in place: no filtered copy of the records per question.
             var known = 0
             for r in msg.records where r.section == .answer && r.type == DNSType.ptr && r.name.key == qkey { known += 1 }
@@ -573,17 +575,22 @@ final class DiscoveryTracker {
             guard var inst = instances[key] else { continue }
             noteService(inst.name.service.description, instance: key, mpc: inst.peerID != nil)
             teach(inst, src: src, ctx)
+            // The attributes are built only for someone who keeps events (not `peerscope decode`).
             if announcedNow.contains(key) {
-                var a = attrs(inst)
-                let (types, ttl) = recordTypes(records, keys, key)
-                a["records"] = types
-                if let ttl { a["ttl"] = "\(ttl)" }
-                ctx.event(.announced, from: hint(inst, src), attrs: a)
+                if ctx.wantsEvents {
+                    var a = attrs(inst)
+                    let (types, ttl) = recordTypes(records, keys, key)
+                    a["records"] = types
+                    if let ttl { a["ttl"] = "\(ttl)" }
+                    ctx.event(.announced, from: hint(inst, src), attrs: a)
+                }
                 checkNameConflict(inst, ctx)
             } else if let changed = txtChanged[key] {
-                var a = attrs(inst)
-                a["changedKeys"] = changed.joined(separator: ",")
-                ctx.event(.updated, from: hint(inst, src), attrs: a)
+                if ctx.wantsEvents {
+                    var a = attrs(inst)
+                    a["changedKeys"] = changed.joined(separator: ",")
+                    ctx.event(.updated, from: hint(inst, src), attrs: a)
+                }
                 checkNameConflict(inst, ctx)
             }
             resolve(&inst, t: t, src: src, ctx)
@@ -597,14 +604,15 @@ final class DiscoveryTracker {
             i.lastSeen = t
             i.lastEvidence = input.evidence
             if let src { i.sources.insert(src) }
-            var a = attrs(i)
-            a["record"] = record
-            a["known"] = wasKnown ? "true" : "false"
             if wasKnown {
                 i.stamp = bump()
                 instances[key] = i
                 noteEnded(i)
             }
+            guard ctx.wantsEvents else { continue }
+            var a = attrs(i)
+            a["record"] = record
+            a["known"] = wasKnown ? "true" : "false"
             ctx.event(.goodbye, from: hint(i, src), attrs: a)
         }
         // SRV targets whose addresses arrive in a later packet than the SRV.
@@ -638,6 +646,7 @@ final class DiscoveryTracker {
         inst.stamp = bump()
         instances[inst.key] = inst
         teach(inst, src: nil, ctx)
+        guard ctx.wantsEvents else { return }
         var a = attrs(inst)
         a["endpoints"] = endpoints.map(\.description).joined(separator: ",")
         ctx.event(.resolved, from: hint(inst, src), attrs: a)
@@ -753,6 +762,7 @@ final class DiscoveryTracker {
         let key = "i|\(inst.key)|" + hostsPair.joined(separator: "|")
         guard !reportedConflicts.contains(key) else { return }
         if reportedConflicts.count < Self.maxInstances { reportedConflicts.insert(key) }
+        guard ctx.wantsEvents else { return }
         var a = attrs(inst)
         a["hosts"] = hostsPair.joined(separator: ",")
         a["host"] = cur.target.text
@@ -787,6 +797,7 @@ final class DiscoveryTracker {
             let key = "n|\(name)|" + ids.joined(separator: "|")
             guard !reportedConflicts.contains(key) else { continue }
             if reportedConflicts.count < Self.maxInstances { reportedConflicts.insert(key) }
+            guard ctx.wantsEvents else { continue }
             var a = attrs(inst)
             a["peerIDs"] = ids.joined(separator: ",")
             a["otherPeerID"] = PeerIdentity.idString(oid)
@@ -801,13 +812,15 @@ final class DiscoveryTracker {
     /// Expires instances whose records ran out (capture time).
     func tick(_ t: Nanos, _ ctx: PluginContext) {
         guard t >= nextDeadline else { return }
+        // The expired instances are kept only to report them.
+        let wantsEvents = ctx.wantsEvents
         var expired: [Instance] = []
         while let top = due.min, top.t <= t {
             _ = due.removeMin()
             // An instance refreshed since is queued again for its deadline (perhaps still in this loop).
             guard let x = instances.index(top.slot, forKey: top.key), dueNow(x, top) else { continue }
             var i = instances.values[x]
-            expired.append(i)
+            if wantsEvents { expired.append(i) }
             i.state = .expired
             i.stamp = bump()
             instances.values[x] = i

@@ -61,7 +61,7 @@ public final class MDNSPlugin: DecoderPlugin {
         // when it is written (remembered responses had no problems, so parsing them again reports none).
         var fast: (hash: UInt64, src: IPAddress)?
         if ctx.options.fastPaths, let flags = p.u16be(2), let src = input.flow?.src.address {
-            let hash = DiscoveryTracker.hash(p)
+            let hash = p.byteHash
             let response = flags & 0x8000 != 0
             // A repeated browse query within its window does nothing either (see `QueryRepeat`).
             if response ? tracker.refresh(p, hash: hash, src: src, input, ctx) : tracker.repeatedQuery(p, hash: hash, src: src, t: input.t) {
