@@ -50,7 +50,11 @@ final class BrowseFoldingTests: XCTestCase {
             plain += p
         }
         XCTAssertEqual(problems, [], problems.joined(separator: "\n"))
-        XCTAssertLessThan(folded, plain, "some browse queries in these inputs continue a run")
+        // The samples alone have no browse query continuing a run (the generated crowds below fold
+        // many); the corpus captures do, so with `../shared` present the fold must have happened.
+        if Place.shared != nil {
+            XCTAssertLessThan(folded, plain, "some browse queries in the corpus continue a run")
+        }
     }
 
     func testFoldingChangesNoReportOnGeneratedCrowdedCaptures() throws {
