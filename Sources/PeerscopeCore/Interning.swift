@@ -40,12 +40,15 @@ final class InternTable<Value: Hashable & Sendable>: Sendable {
     private let boxes = LockedTable<Value, Shared<Value>>()
 
     func intern(_ value: Value) -> Shared<Value> {
-        boxes.withLock { table in
-            if let b = table[value] { return b }
-            let b = Shared(value)
-            if table.count < InternTable.limit { table[value] = b }
-            return b
-        }
+        boxes.withLock { table in Self.box(value, in: &table) }
+    }
+
+    /// The table's box for `value`, made (and kept while the table is under `limit`) when new.
+    static func box(_ value: Value, in table: inout [Value: Shared<Value>]) -> Shared<Value> {
+        if let b = table[value] { return b }
+        let b = Shared(value)
+        if table.count < limit { table[value] = b }
+        return b
     }
 }
 
@@ -71,13 +74,7 @@ public final class EventInterner {
             ^ UInt64(h.displayName?.utf8.count ?? 0) &* 0x1656_67B1_9E37_79F9
         let slot = Int(truncatingIfNeeded: key >> 58)
         if let r = recentHints[slot], r.value == h { return r }
-        let b: Shared<PeerHint>
-        if let x = hints[h] {
-            b = x
-        } else {
-            b = Shared(h)
-            if hints.count < InternTable<PeerHint>.limit { hints[h] = b }
-        }
+        let b = InternTable.box(h, in: &hints)
         recentHints[slot] = b
         return b
     }
@@ -85,13 +82,7 @@ public final class EventInterner {
     public func flow(_ f: FlowKey?) -> Shared<FlowKey>? {
         guard let f else { return nil }
         if let l = lastFlow, l.value == f { return l }
-        let b: Shared<FlowKey>
-        if let x = flows[f] {
-            b = x
-        } else {
-            b = Shared(f)
-            if flows.count < InternTable<FlowKey>.limit { flows[f] = b }
-        }
+        let b = InternTable.box(f, in: &flows)
         lastFlow = b
         return b
     }
