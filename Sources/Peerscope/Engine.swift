@@ -92,7 +92,7 @@ public final class Engine {
     public init(options: EngineOptions = EngineOptions(), onMessage: @escaping (DecodedMessage) -> Void = { _ in }) {
         var options = options
         // The switch the tests use to show that fast paths change nothing.
-        if ProcessInfo.processInfo.environment["PEERSCOPE_NO_FAST_PATHS"] == "1" { options.decode.fastPaths = false }
+        if !DecodeOptions.fastPathsAllowedByEnvironment { options.decode.fastPaths = false }
         // The bench's serial row: several files read one after the other on the decoding thread.
         if ProcessInfo.processInfo.environment["PEERSCOPE_SERIAL_READING"] == "1" { options.parallelReading = false }
         self.options = options
@@ -199,5 +199,13 @@ public final class Engine {
             events[i] = first
             order[i] = i
         }
+    }
+}
+
+extension DecodeOptions {
+    /// False when `PEERSCOPE_NO_FAST_PATHS=1`: the switch the tests use to show that fast paths (and
+    /// `decode`'s repeated-message cache) change nothing. Read here only (Core reads no environment).
+    public static var fastPathsAllowedByEnvironment: Bool {
+        ProcessInfo.processInfo.environment["PEERSCOPE_NO_FAST_PATHS"] != "1"
     }
 }

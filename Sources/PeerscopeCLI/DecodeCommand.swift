@@ -73,7 +73,7 @@ struct Decode: ParsableCommand {
         defer { progress?.finish() }
         // The lines are written on a thread of their own while decoding goes on (same bytes, same order).
         // Repeated messages' members are copied rather than written again; the fast-path switch turns that off too.
-        let caching = ProcessInfo.processInfo.environment["PEERSCOPE_NO_FAST_PATHS"] != "1"
+        let caching = DecodeOptions.fastPathsAllowedByEnvironment
         let writer = MessageLineWriter(sink: out, includeInput: multi, caching: caching)
         do {
             result = try PeerscopeRun.decode(

@@ -142,15 +142,9 @@ public struct JSONBytes {
         JSONValue.escape(utf8: buf, into: &bytes)
     }
 
-    public mutating func uint(_ v: UInt64) {
-        if v < 10 { bytes.append(0x30 &+ UInt8(truncatingIfNeeded: v)); return }
-        JSONValue.appendDecimal(v, to: &bytes)
-    }
+    public mutating func uint(_ v: UInt64) { JSONValue.appendDecimal(v, to: &bytes) }
 
-    public mutating func int(_ v: Int64) {
-        if v < 0 { bytes.append(0x2D) }
-        uint(v < 0 ? UInt64(bitPattern: 0 &- v) : UInt64(v))
-    }
+    public mutating func int(_ v: Int64) { JSONValue.appendInt(v, to: &bytes) }
 
     public mutating func bool(_ b: Bool) {
         if b {

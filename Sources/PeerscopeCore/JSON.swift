@@ -174,19 +174,25 @@ public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, 
         for _ in 0 ..< max(0, level) { out.append(contentsOf: indent.utf8) }
     }
 
-    /// Decimal digits of `v`, without building a string.
-    static func appendDecimal(_ v: UInt64, to out: inout [UInt8]) {
-        var n = v, digits = 0
-        repeat { digits += 1; n /= 10 } while n > 0
-        let start = out.count
-        out.append(contentsOf: repeatElement(UInt8(0x30), count: digits))
-        n = v
-        var i = start + digits - 1
-        repeat {
-            out[i] = 0x30 &+ UInt8(truncatingIfNeeded: n % 10)
-            n /= 10
-            i -= 1
-        } while n > 0
+    /// Decimal digits of `v`, without building a string (the one digit writer of the JSON writers).
+    public static func appendDecimal(_ v: UInt64, to out: inout [UInt8]) {
+        if v < 10 { out.append(0x30 &+ UInt8(truncatingIfNeeded: v)); return }
+        var buf: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: room for 20 digits
+        var n = v, i = 24
+        withUnsafeMutableBytes(of: &buf) { d in
+            while n > 0 {
+                i -= 1
+                d[i] = 0x30 &+ UInt8(truncatingIfNeeded: n % 10)
+                n /= 10
+            }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: d[i...]))
+        }
+    }
+
+    /// A signed integer's decimal digits, `-` first when negative.
+    public static func appendInt(_ v: Int64, to out: inout [UInt8]) {
+        if v < 0 { out.append(0x2D) }
+        appendDecimal(v.magnitude, to: &out)
     }
 
     public static func escape(_ s: String, into out: inout String) {

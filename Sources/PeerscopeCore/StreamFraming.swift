@@ -43,10 +43,7 @@ public struct StreamBuffer: Sendable {
         }
         if !owned {
             // A partial frame in a delivery's storage: copy what is pending into storage of our own.
-            storage = Array(storage[start ..< end])
-            start = 0
-            end = storage.count
-            owned = true
+            detach()
         } else if start > 0 && start >= 4096 {
             // Drop consumed bytes before growing, once they are a fair share of the storage.
             storage.removeFirst(start)

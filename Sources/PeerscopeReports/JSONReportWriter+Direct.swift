@@ -72,25 +72,6 @@ extension JSONReportWriter {
         }
     }
 
-    static func appendInt(_ v: Int64, to out: inout [UInt8]) {
-        if v < 0 { out.append(0x2D) }
-        appendDecimal(v.magnitude, to: &out)
-    }
-
-    static func appendDecimal(_ v: UInt64, to out: inout [UInt8]) {
-        if v < 10 { out.append(0x30 &+ UInt8(truncatingIfNeeded: v)); return }
-        var buf: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: room for 20 digits
-        var n = v, i = 24
-        withUnsafeMutableBytes(of: &buf) { d in
-            while n > 0 {
-                i -= 1
-                d[i] = 0x30 &+ UInt8(truncatingIfNeeded: n % 10)
-                n /= 10
-            }
-            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: d[i...]))
-        }
-    }
-
     /// One peer of the `peers` list at `level`, as `peer(_:_:_:)` then `JSONValue.write` would write it.
     static func writePeer(_ p: PeerTimeline, _ r: Report, _ ids: FindingIdentities, _ names: PeerNames,
                           into out: inout [UInt8], indent: String?, level: Int) {
@@ -124,10 +105,10 @@ extension JSONReportWriter {
         var w = names.json(indent)
         let m = level + 1
         out.append(0x7B)
-        w.key(static: "t", &out, m); appendInt(e.t, to: &out)
+        w.key(static: "t", &out, m); JSONValue.appendInt(e.t, to: &out)
         w.key(static: "time", &out, m); names.time.write(e.t, into: &out)
-        w.key(static: "lastT", &out, m); appendInt(e.lastT, to: &out)
-        w.key(static: "count", &out, m); appendInt(Int64(e.count), to: &out)
+        w.key(static: "lastT", &out, m); JSONValue.appendInt(e.lastT, to: &out)
+        w.key(static: "count", &out, m); JSONValue.appendInt(Int64(e.count), to: &out)
         w.key(static: "state", &out, m); JSONValue.escape(e.state.rawValue, into: &out)
         w.key(static: "event", &out, m); JSONValue.escape(e.kind.rawValue, into: &out)
         w.key(static: "direction", &out, m); out.append(contentsOf: e.sent ? DirectJSON.sent : DirectJSON.received)
@@ -217,14 +198,14 @@ extension JSONReportWriter {
             let colon: StaticString = indent != nil ? ": " : ":"
             out.append(contentsOf: "{\"input\"".utf8)
             colon.withUTF8Buffer { out.append(contentsOf: $0) }
-            JSONReportWriter.appendInt(Int64(input), to: &out)
+            JSONValue.appendInt(Int64(input), to: &out)
             sep.withUTF8Buffer { out.append(contentsOf: $0) }
             out.append(0x22)
             key.withUTF8Buffer { out.append(contentsOf: $0) }
             out.append(0x22)
             colon.withUTF8Buffer { out.append(contentsOf: $0) }
-            if case .logLine(_, let l) = ev { JSONReportWriter.appendInt(Int64(l), to: &out) } else {
-                JSONReportWriter.appendDecimal(n, to: &out)
+            if case .logLine(_, let l) = ev { JSONValue.appendInt(Int64(l), to: &out) } else {
+                JSONValue.appendDecimal(n, to: &out)
             }
             out.append(0x7D)
         }

@@ -266,13 +266,7 @@ extension TimelineBuilder {
     /// Gives back the room folded queries left in the store and the resolved list (most of both on a
     /// crowded network), for the stages after the timeline.
     static func shrink(_ store: EventStore, _ resolved: inout [ResolvedEvent]) {
-        var events: [PeerEvent] = []
-        events.reserveCapacity(store.events.count)
-        events.append(contentsOf: store.events)
-        store.events = events
-        var list: [ResolvedEvent] = []
-        list.reserveCapacity(resolved.count)
-        list.append(contentsOf: resolved)
-        resolved = list
+        store.events = exactlySized(store.events)
+        resolved = exactlySized(resolved)
     }
 }

@@ -156,8 +156,6 @@ public final class TimelineBuilder {
     /// than `keepalive-timeout.capture-gap`).
     public var foldBrowseQueries = true
     public var browseFoldGap: Nanos = 300 * CaptureTime.second
-    /// Browse queries the last `finish` folded into an earlier event.
-    public private(set) var foldedQueries = 0
 
     /// What decoding learnt about peers: folded from the `identity.*` events added (and any given).
     var identities: PeerIdentities
@@ -292,7 +290,6 @@ public final class TimelineBuilder {
             if let r = resolveStep(i, into: resolved.count, store, resolver, &folds) { resolved.append(r) }
         }
         store.events.removeSubrange(resolved.count...)
-        foldedQueries = folds.folded
         if folds.folded > resolved.count { TimelineBuilder.shrink(store, &resolved) }
         let peerTimelines = peers.values.map { w -> PeerTimeline in
             if case .id(let id) = w.info.ref, let entry = identities.entries[id] {

@@ -92,12 +92,12 @@ final class DirectJSONTests: XCTestCase {
         for p in 0 ..< 19 { let v = Int64(pow(10, Double(p))); values += [v - 1, v, v + 1, -v] }
         for v in values {
             var out: [UInt8] = []
-            JSONReportWriter.appendInt(v, to: &out)
+            JSONValue.appendInt(v, to: &out)
             XCTAssertEqual(String(decoding: out, as: UTF8.self), String(v))
         }
         for v in [UInt64.max, UInt64.max - 1, 0, 10_000_000_000_000_000_000] {
             var out: [UInt8] = []
-            JSONReportWriter.appendDecimal(v, to: &out)
+            JSONValue.appendDecimal(v, to: &out)
             XCTAssertEqual(String(decoding: out, as: UTF8.self), String(v))
         }
     }

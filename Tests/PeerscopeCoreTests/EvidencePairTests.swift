@@ -19,8 +19,12 @@ final class EvidencePairTests: XCTestCase {
                 let p = EvidencePair(first, last)
                 XCTAssertEqual(p.first, first)
                 XCTAssertEqual(p.last, last)
-                XCTAssertEqual(p, EvidencePair(first, last), "one value, one representation")
-                XCTAssertEqual(p.hashValue, EvidencePair(first, last).hashValue)
+                // Reached another way (from a boxed pair, through the setters): one value, one representation.
+                var q = EvidencePair(.logLine(input: Int.max, line: -1), .frame(input: Int.max, frame: UInt64.max))
+                q.first = first
+                q.last = last
+                XCTAssertEqual(p, q, "one value, one representation")
+                XCTAssertEqual(p.hashValue, q.hashValue)
             }
         }
     }

@@ -202,7 +202,7 @@ final class PackedAttributeBuildingTests: XCTestCase {
                 packed[k] = v
                 dict[k] = v
             }
-            XCTAssertEqual(packed, EventAttrs(dict))
+            XCTAssertEqual(packed, EventAttrs(dict), "set in this order: \(dict)")
             XCTAssertEqual(packed.dictionary, dict)
         }
         XCTAssertEqual(EventAttrs.typed([.txid: "t1", .kind: "data"]), EventAttrs(["txid": "t1", "kind": "data"]))

@@ -34,8 +34,8 @@ final class ToyFramed: StreamFramingPlugin {
             return ToyFramed.dropOnGap
         }
         func end(_ buffer: StreamBuffer, atEndOfInput: Bool, _ ctx: PluginContext) {
-            if !buffer.isEmpty { ToyFramed.endViews.append(buffer.isViewingDelivery) }
             if !buffer.isEmpty {
+                ToyFramed.endViews.append(buffer.isViewingDelivery)
                 ctx.onDiagnostic(Diagnostic(id: "toy.left", severity: .info, message: "\(buffer.count) left at end=\(atEndOfInput)",
                                             evidence: buffer.lastFrame?.evidence, offset: buffer.offset, t: ctx.now))
             }
