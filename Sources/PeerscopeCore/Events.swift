@@ -216,7 +216,7 @@ public struct EventCoalescer {
     /// Folds `e` into the open run of `sig` when it continues it (in place: count and last time);
     /// else appends it, returning true (the caller opens its run).
     private mutating func appendUnlessFolded(_ e: PeerEvent, _ sig: Signature, gap: Nanos, to events: inout [PeerEvent]) -> Bool {
-        if let i = gap == .max && sig.flow == nil ? openForever[sig] : open[sig], i < events.count, events[i].kind == e.kind, e.t >= events[i].lastT, e.t &- events[i].lastT <= gap {
+        if let i = Self.neverEnds(sig, gap) ? openForever[sig] : open[sig], i < events.count, events[i].kind == e.kind, e.t >= events[i].lastT, e.t &- events[i].lastT <= gap {
             events[i].count &+= 1
             events[i].lastT = e.t
             events[i].lastEvidence = e.evidence
@@ -234,8 +234,12 @@ public struct EventCoalescer {
         guard let gap = gaps[e.kind], EventCoalescer.peerKinds.contains(e.kind) else { events.append(e); return }
         let sig = Signature(kind: e.kind, source: e.source, flow: nil, from: e.from, to: e.to)
         guard appendUnlessFolded(e, sig, gap: gap, to: &events) else { return }
-        if gap == .max { openForever[sig] = events.count - 1 } else { open[sig] = events.count - 1 }  // sig.flow == nil here
+        if Self.neverEnds(sig, gap) { openForever[sig] = events.count - 1 } else { open[sig] = events.count - 1 }
     }
+
+    /// A run that no pause ends and no flow closes: kept in `openForever`, which pruning skips. The one
+    /// test for both where such a run is looked up and where it is opened.
+    private static func neverEnds(_ sig: Signature, _ gap: Nanos) -> Bool { gap == .max && sig.flow == nil }
 
     /// Forgets runs that can no longer continue at capture time `t` (keeps the table to active flows).
     public mutating func prune(at t: Nanos, events: [PeerEvent]) {
