@@ -29,6 +29,9 @@ public struct EngineOptions: Sendable {
     /// interval gives the same events (`HotPathTests`). Pruning at every tick cost a third of decoding
     /// on the group file (a scan of every open run each captured second).
     public var coalescerPruneInterval: Nanos = 16 * CaptureTime.second
+    /// A kept event whose attributes repeat the bytes of one kept shortly before shares that buffer
+    /// (`EventAttrsSharing`) instead of holding its own copy: the events are equal either way.
+    public var shareAttributes = true
 
     public init(decode: DecodeOptions = DecodeOptions(), packets: PacketOptions = PacketOptions(),
                 plugins: [any DecoderPlugin.Type] = PluginRegistry.decoders, collectEvents: Bool = true,
@@ -63,6 +66,10 @@ public final class Engine {
     public var diagnosticCounts: [String: Int] { collector.totals }
     public private(set) var events: [PeerEvent] = []
     private var coalescer: EventCoalescer
+    /// Recently kept attribute buffers, shared by kept events that repeat them.
+    private var attrsSharing = EventAttrsSharing()
+    /// Kept events whose attributes took a buffer already held (see `EngineOptions.shareAttributes`).
+    public var sharedAttributes: Int { attrsSharing.shared }
     /// Occurrences folded into earlier events by the coalescer.
     public var foldedEvents: Int { coalescer.folded }
 
@@ -107,7 +114,16 @@ public final class Engine {
         context.onMessage = onMessage
         context.onDiagnostic = { [unowned self] d in self.record(d) }
         if options.collectEvents {
-            context.onEvent = { [unowned self] e in self.coalescer.add(e, to: &self.events) }
+            if options.shareAttributes {
+                context.onEvent = { [unowned self] e in
+                    let n = self.events.count
+                    self.coalescer.add(e, to: &self.events)
+                    // Kept (not folded into a run): its attributes may share a buffer already held.
+                    if self.events.count > n { self.attrsSharing.share(&self.events[n].attrs) }
+                }
+            } else {
+                context.onEvent = { [unowned self] e in self.coalescer.add(e, to: &self.events) }
+            }
         } else {
             // Nobody keeps events (`decode` prints messages): none is built.
             context.wantsEvents = false

@@ -10,29 +10,37 @@ final class EventStore: @unchecked Sendable {
 
 /// An event with its sides resolved to peers and its session instance, and what that instance had
 /// reached just before the event (detectors judge events against it).
+///
+/// Stored compactly (24 bytes; a long capture keeps millions): the sides and session are one box
+/// (`Sides`, one per distinct triple in a build), the three flags one byte.
 public struct ResolvedEvent: Sendable {
+    /// The builder's boxes of the two peers and the instance, shared by the events naming all three.
+    struct Sides: Hashable, Sendable {
+        var from: Shared<PeerRef>?
+        var to: Shared<PeerRef>?
+        var session: Shared<SessionKey>?
+    }
+
     let store: EventStore
     let index: Int32
     /// The state the timeline gave the event (after upgrades such as `gck-connected`).
     public let state: TimelineState
-    public let establishedBefore: Bool
-    public let secureBefore: Bool
-    public let dtlsStartedBefore: Bool
-    let fromBox: Shared<PeerRef>?
-    let toBox: Shared<PeerRef>?
-    let sessionBox: Shared<SessionKey>?
+    let flags: UInt8
+    let sides: Shared<Sides>
+    public var establishedBefore: Bool { flags & 1 != 0 }
+    public var secureBefore: Bool { flags & 2 != 0 }
+    public var dtlsStartedBefore: Bool { flags & 4 != 0 }
+    var fromBox: Shared<PeerRef>? { sides.value.from }
+    var toBox: Shared<PeerRef>? { sides.value.to }
+    var sessionBox: Shared<SessionKey>? { sides.value.session }
 
-    init(store: EventStore, index: Int, from: Shared<PeerRef>?, to: Shared<PeerRef>?, session: Shared<SessionKey>?,
-         state: TimelineState, establishedBefore: Bool, secureBefore: Bool, dtlsStartedBefore: Bool) {
+    init(store: EventStore, index: Int, sides: Shared<Sides>, state: TimelineState, establishedBefore: Bool,
+         secureBefore: Bool, dtlsStartedBefore: Bool) {
         self.store = store
         self.index = Int32(truncatingIfNeeded: index)
-        fromBox = from
-        toBox = to
-        sessionBox = session
+        self.sides = sides
         self.state = state
-        self.establishedBefore = establishedBefore
-        self.secureBefore = secureBefore
-        self.dtlsStartedBefore = dtlsStartedBefore
+        flags = (establishedBefore ? 1 : 0) | (secureBefore ? 2 : 0) | (dtlsStartedBefore ? 4 : 0)
     }
 
     /// The event, borrowed from the store (`e.event.attrs`, `e.event[.key]` copy no whole event).
@@ -198,6 +206,12 @@ public final class TimelineBuilder {
         /// The peer as entries and resolved events name it (one box per peer).
         let box: Shared<PeerRef>
         var entries: [TimelineEntry] = []
+        /// The entries' shared counterpart-and-session boxes, by the identities of the two boxes.
+        var links: [LinkKey: Shared<TimelineEntry.Link>] = [:]
+        struct LinkKey: Hashable {
+            var counterpart: ObjectIdentifier?
+            var session: ObjectIdentifier?
+        }
         var history = HistoryBuilder()
         var runs: [RunKey: Int] = [:]
         var sessions: [SessionKey] = []
@@ -239,6 +253,27 @@ public final class TimelineBuilder {
     }
 
     var peers: [PeerRef: PeerWork] = [:]
+    /// The resolved events' shared sides boxes, by the identities of the three boxes (see `sides`).
+    var sidesBoxes: [SidesKey: Shared<ResolvedEvent.Sides>] = [:]
+    struct SidesKey: Hashable {
+        var from: ObjectIdentifier?
+        var to: ObjectIdentifier?
+        var session: ObjectIdentifier?
+    }
+
+    /// The shared box of a resolved event's sides (the builder's own peer and instance boxes).
+    func sides(_ from: Shared<PeerRef>?, _ to: Shared<PeerRef>?, _ session: Shared<SessionKey>?) -> Shared<ResolvedEvent.Sides> {
+        let key = SidesKey(from: from.map(ObjectIdentifier.init), to: to.map(ObjectIdentifier.init),
+                           session: session.map(ObjectIdentifier.init))
+        if let box = sidesBoxes[key] { return box }
+        let box = Shared(ResolvedEvent.Sides(from: from, to: to, session: session))
+        sidesBoxes[key] = box
+        return box
+    }
+
+    /// The entries' shared kind-and-plugin boxes (see `origin(_:)`).
+    var origins: [TimelineEntry.Origin: Shared<TimelineEntry.Origin>] = [:]
+    var lastOrigin: Shared<TimelineEntry.Origin>?
     var sessions: [SessionWork] = []
     var latest: [PeerPair: Int] = [:]
     var counts: [PeerPair: Int] = [:]
@@ -290,7 +325,33 @@ public final class TimelineBuilder {
             if let r = resolveStep(i, into: resolved.count, store, resolver, &folds) { resolved.append(r) }
         }
         store.events.removeSubrange(resolved.count...)
-        if folds.folded > resolved.count { TimelineBuilder.shrink(store, &resolved) }
+        let foldedMost = folds.folded > resolved.count
+        folds.open = [:]
+        settleSuperseded()
+        let instances = sessions.map { w -> SessionInstance in
+            var s = w.instance
+            TimelineBuilder.classifyPlane(w, &s)
+            s.history = w.history.text
+            // Grown one by one (by doubling): a long capture has tens of thousands of instances.
+            s.milestones = exactlySized(s.milestones)
+            return s
+        }
+        // The working state goes before the timelines are copied out exactly sized: the copies then
+        // take the room it leaves instead of growing the heap past it (its freed pieces, left between
+        // the pieces that stay, would stay resident). Nothing below reads it.
+        sessions = []
+        latest = [:]
+        counts = [:]
+        pairsOf = [:]
+        sidesBoxes = [:]
+        origins = [:]
+        lastOrigin = nil
+        for w in peers.values {
+            w.runs = [:]
+            w.links = [:]
+            w.sessionSet = []
+        }
+        if foldedMost { TimelineBuilder.shrink(store, &resolved) }
         let peerTimelines = peers.values.map { w -> PeerTimeline in
             if case .id(let id) = w.info.ref, let entry = identities.entries[id] {
                 if w.info.displayName == nil, let n = entry.displayName, !n.isEmpty { w.info.displayName = n }
@@ -305,22 +366,10 @@ public final class TimelineBuilder {
             // The peer is finished: its entries are kept exactly sized (they grew by doubling).
             let entries = exactlySized(w.entries)
             w.entries = []
-            return PeerTimeline(peer: info, entries: entries, history: w.history.text, sessions: w.sessions)
+            return PeerTimeline(peer: info, entries: entries, history: w.history.text, sessions: exactlySized(w.sessions))
         }
-        settleSuperseded()
-        let instances = sessions.map { w -> SessionInstance in
-            var s = w.instance
-            TimelineBuilder.classifyPlane(w, &s)
-            s.history = w.history.text
-            return s
-        }
-        let result = Timelines(peers: peerTimelines, sessions: instances, events: resolved, start: store.events.first?.t,
-                               end: endT, resolver: resolver, identities: identities)
         peers = [:]
-        sessions = []
-        latest = [:]
-        counts = [:]
-        pairsOf = [:]
-        return result
+        return Timelines(peers: peerTimelines, sessions: instances, events: resolved, start: store.events.first?.t,
+                         end: endT, resolver: resolver, identities: identities)
     }
 }
