@@ -4,8 +4,86 @@ import PeerscopeCore
 /// are not copied into the resolved list).
 final class EventStore: @unchecked Sendable {
     /// Written only while the timeline is built; read-only once `Timelines` exists.
-    var events: [PeerEvent]
-    init(_ events: [PeerEvent]) { self.events = events }
+    var events: StoreEvents
+    /// The store of `events`, adopted as they are (no copy).
+    init(_ events: [PeerEvent]) { self.events = StoreEvents(events) }
+    /// An empty store grown by appending, in chunks (see `StoreEvents`).
+    init() { events = StoreEvents() }
+}
+
+/// The store's events: a list adopted from the caller (compacted in place), or, for a store built by
+/// appending (the timeline stage reading query runs), fixed-size chunks: growing never copies the
+/// events already kept nor holds an old and a new buffer at once, and the slack is one chunk (a list
+/// grown by doubling held up to three times the events while it grew, and a copy to shrink it).
+struct StoreEvents {
+    static let shift = 12
+    static let chunkSize = 1 << shift
+    private var flat: [PeerEvent]
+    private var chunks: [[PeerEvent]] = []
+    private let chunked: Bool
+    private(set) var count: Int
+
+    init(_ flat: [PeerEvent]) {
+        self.flat = flat
+        chunked = false
+        count = flat.count
+    }
+
+    init() {
+        flat = []
+        chunked = true
+        count = 0
+    }
+
+    subscript(i: Int) -> PeerEvent {
+        _read {
+            if chunked { yield chunks[i >> StoreEvents.shift][i & (StoreEvents.chunkSize - 1)] } else { yield flat[i] }
+        }
+        _modify {
+            if chunked { yield &chunks[i >> StoreEvents.shift][i & (StoreEvents.chunkSize - 1)] } else { yield &flat[i] }
+        }
+    }
+
+    var indices: Range<Int> { 0 ..< count }
+    var first: PeerEvent? { count > 0 ? self[0] : nil }
+    var last: PeerEvent? { count > 0 ? self[count - 1] : nil }
+
+    mutating func append(_ e: PeerEvent) {
+        count += 1
+        guard chunked else { flat.append(e); return }
+        if chunks.isEmpty || chunks[chunks.count - 1].count == StoreEvents.chunkSize {
+            var c: [PeerEvent] = []
+            c.reserveCapacity(StoreEvents.chunkSize)
+            chunks.append(c)
+        }
+        chunks[chunks.count - 1].append(e)
+    }
+
+    mutating func removeLast() {
+        count -= 1
+        guard chunked else { flat.removeLast(); return }
+        chunks[chunks.count - 1].removeLast()
+        if chunks[chunks.count - 1].isEmpty { chunks.removeLast() }
+    }
+
+    /// Keeps the first `n` events.
+    mutating func keepFirst(_ n: Int) {
+        guard chunked else {
+            flat.removeSubrange(n...)
+            count = n
+            return
+        }
+        while count > n { removeLast() }
+    }
+
+    /// Gives back unused room (a list grown by doubling; a last chunk not filled).
+    mutating func shrink() {
+        if chunked {
+            if let l = chunks.indices.last { chunks[l] = exactlySized(chunks[l]) }
+        } else {
+            flat = exactlySized(flat)
+        }
+    }
 }
 
 /// An event with its sides resolved to peers and its session instance, and what that instance had
@@ -325,11 +403,11 @@ public final class TimelineBuilder {
                 // The store is compacted in place: kept event `resolved.count` is the next slot.
                 if let r = resolveStep(i, into: resolved.count, store, resolver, &folds) { resolved.append(r) }
             }
-            store.events.removeSubrange(resolved.count...)
+            store.events.keepFirst(resolved.count)
             if folds.folded > resolved.count { TimelineBuilder.shrink(store, &resolved) }
         } else {
             // The merged list, one event at a time, into a store that keeps only what is not folded.
-            store = EventStore([])
+            store = EventStore()
             runs.forEachMerged(events) { e in
                 let k = resolved.count
                 store.events.append(e)
