@@ -266,7 +266,7 @@ extension TimelineBuilder {
     /// Gives back the room folded queries left in the store and the resolved list (most of both on a
     /// crowded network), for the stages after the timeline.
     static func shrink(_ store: EventStore, _ resolved: inout [ResolvedEvent]) {
-        store.events = exactlySized(store.events)
+        store.events.shrink()
         resolved = exactlySized(resolved)
     }
 }
