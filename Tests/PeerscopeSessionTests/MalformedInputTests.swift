@@ -260,7 +260,9 @@ final class MalformedInputTests: XCTestCase {
         let h = Harness()
         let conn = TCPConnectionInfo(id: 5, client: Endpoint(v4(10, 4, 0, 1), 1), server: Endpoint(v4(10, 4, 0, 2), 2), sawSYN: false)
         let big = AppJSONPlugin.maxMessage + 10
-        var stream: [UInt8] = [0, 0, 0, 2] + Array("{}".utf8)
+        // The first frame is the evidence the stream is app JSON (a known type; `{}` alone would not do).
+        let first = Array(Seeds.response.utf8)
+        var stream: [UInt8] = [0, 0, 0, UInt8(first.count)] + first
         stream += [UInt8(big >> 24), UInt8((big >> 16) & 0xFF), UInt8((big >> 8) & 0xFF), UInt8(big & 0xFF)]
         stream += [UInt8](repeating: 0x7B, count: big)
         let body = Array(Seeds.keepAlive.utf8)
@@ -272,7 +274,7 @@ final class MalformedInputTests: XCTestCase {
             i += n
         }
         XCTAssertEqual(h.diagnostics.map(\.id), ["app-json.oversize"])
-        XCTAssertEqual(h.events.map(\.kind), [.appOther, .appKeepAlive])
+        XCTAssertEqual(h.events.map(\.kind), [.appHandshakeResponse, .appKeepAlive])
     }
 
     // MARK: Random input
