@@ -323,6 +323,28 @@ final class AppStreamEvidenceTests: XCTestCase {
         }
     }
 
+    func testADatagramIsAppJSONWhenItIsAnObjectOrItsFlowCarriedOne() {
+        var rng = SplitMix(state: 0x0171C)
+        let h = Harness()
+        // QUIC-like datagrams (443 and ephemeral ports) that start with '{' and end with '}'.
+        for k in 0 ..< 500 {
+            let p = random(&rng, [0x7B], 20 + k % 1200) + [0x7D]
+            h.udp(p, Endpoint(v4(10, 7, 0, 1), UInt16(40000 + k)), Endpoint(v4(10, 7, 0, 2), k % 2 == 0 ? 443 : 51000))
+        }
+        XCTAssertTrue(h.diagnostics.isEmpty, "\(Set(h.diagnostics.map(\.id)))")
+        XCTAssertTrue(h.events.isEmpty)
+        XCTAssertEqual(h.pipeline.unclaimed["udp"], 500)
+        // On a flow that carried an object (in either direction), a broken one is diagnosed at its frame.
+        let a = Endpoint(v4(10, 7, 0, 3), 50000), b = Endpoint(v4(10, 7, 0, 4), 50001)
+        h.udp(Array(Seeds.handshake.utf8), a, b)
+        h.udp(Array(#"{"type":"keep_alive",}"#.utf8), b, a)
+        let bad = h.frameNumber
+        h.udp(Array(Seeds.keepAlive.utf8), b, a)
+        XCTAssertEqual(h.events.map(\.kind), [.appHandshake, .appKeepAlive])
+        XCTAssertEqual(h.diagnostics.map(\.id), ["app-json.invalid"])
+        XCTAssertEqual(h.diagnostics.first?.evidence, .frame(input: 0, frame: bad))
+    }
+
     func testTheKnownKeysAreTheAppPluginsClaims() {
         XCTAssertEqual(AppJSON.knownKeys, ["handshake", "handshake_response", "keep_alive", "chat"])
     }

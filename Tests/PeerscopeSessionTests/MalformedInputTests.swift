@@ -238,6 +238,8 @@ final class MalformedInputTests: XCTestCase {
     func testAppJSONBadInputs() {
         let h = Harness()
         let a = Endpoint(v4(10, 4, 0, 1), 50000), b = Endpoint(v4(10, 4, 0, 2), 50001)
+        // A flow is app JSON once it carried an object (either way); its broken datagrams are then diagnosed.
+        h.udp(Array(Seeds.response.utf8), b, a)
         h.udp(Array(#"{"type":"handshake",}"#.utf8), a, b)                                   // syntax
         h.udp(Array(("{\"a\":" + String(repeating: "[", count: 100) + String(repeating: "]", count: 100) + "}").utf8), a, b)  // depth
         h.udp(Array(#"{"type":"handshake" "x":1}"#.utf8), a, b)
@@ -253,7 +255,7 @@ final class MalformedInputTests: XCTestCase {
         let conn2 = TCPConnectionInfo(id: 4, client: a, server: b, sawSYN: true)
         h.tcp(Array((Seeds.handshake + "\nxyz garbage\n" + Seeds.response + "\n").utf8), conn2, .toServer)
         XCTAssertEqual(h.diagnostics.last?.id, "app-json.garbage")
-        XCTAssertEqual(h.events.filter { $0.kind.family == "app" }.map(\.kind), [.appHandshake, .appHandshakeResponse])
+        XCTAssertEqual(h.events.filter { $0.kind.family == "app" }.map(\.kind), [.appHandshakeResponse, .appHandshake, .appHandshakeResponse])
     }
 
     func testAppJSONLengthPrefixResyncAfterOversize() {
