@@ -92,7 +92,10 @@ public final class Engine {
     public init(options: EngineOptions = EngineOptions(), onMessage: @escaping (DecodedMessage) -> Void = { _ in }) {
         var options = options
         // The switch the tests use to show that fast paths change nothing.
-        if !DecodeOptions.fastPathsAllowedByEnvironment { options.decode.fastPaths = false }
+        if !DecodeOptions.fastPathsAllowedByEnvironment {
+            options.decode.fastPaths = false
+            options.packets.sweepByDeadlines = false
+        }
         // The bench's serial row: several files read one after the other on the decoding thread.
         if ProcessInfo.processInfo.environment["PEERSCOPE_SERIAL_READING"] == "1" { options.parallelReading = false }
         self.options = options

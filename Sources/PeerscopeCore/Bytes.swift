@@ -98,17 +98,25 @@ public struct Bytes: Sendable, Equatable, CustomStringConvertible {
         return true
     }
 
+    /// Lowercase hex, two digits a byte (written straight into the string's storage: STUN names every
+    /// message by its transaction ID in hex).
     public var hex: String {
-        var s = ""
-        s.reserveCapacity(count * 2)
-        let digits: [Character] = Array("0123456789abcdef")
-        for i in 0 ..< count {
-            let b = storage[lower + i]
-            s.append(digits[Int(b >> 4)])
-            s.append(digits[Int(b & 0xF)])
+        guard count > 0 else { return "" }
+        return storage.withUnsafeBufferPointer { src in
+            String(unsafeUninitializedCapacity: count * 2) { out in
+                var o = 0
+                for i in lower ..< lower + count {
+                    let b = src[i]
+                    out[o] = Bytes.hexDigit(b >> 4)
+                    out[o + 1] = Bytes.hexDigit(b & 0xF)
+                    o += 2
+                }
+                return o
+            }
         }
-        return s
     }
+
+    @inline(__always) static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 &+ v : 0x57 &+ v }
 
     public init?(hex: String) {
         var out: [UInt8] = []

@@ -97,14 +97,34 @@ public struct EventAttrs: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
     func string(_ r: Range<Int>) -> String { String(decoding: bytes[r], as: UTF8.self) }
 
     /// The slot of `key`, when present.
-    func find(_ key: String) -> Slot? {
-        var i = 0
-        while i < bytes.count {
-            let s = slot(at: i)
-            if bytes[s.key].elementsEqual(key.utf8) { return s }
-            i = s.value.upperBound
+    func find(_ key: String) -> Slot? { locate(key).found }
+
+    /// Where `key` is: its slot when present, else the offset it would be inserted at to keep key order
+    /// (the first entry whose key follows it, or the end). Keys compare as UTF-8 bytes; entries are in
+    /// key order with each key once (every writer keeps that), so the scan stops at the first key past it.
+    func locate(_ key: String) -> (found: Slot?, insertAt: Int) {
+        var key = key
+        return key.withUTF8 { k in
+            bytes.withUnsafeBufferPointer { b in
+                var i = 0
+                while i < b.count {
+                    let s = slot(at: i)
+                    let n = s.key.count
+                    // -1, 0, 1: the entry's key before, equal to, after `key` (UTF-8 byte order).
+                    var order = 0, j = 0
+                    while j < n && j < k.count {
+                        let x = b[s.key.lowerBound + j], y = k[j]
+                        if x != y { order = x < y ? -1 : 1; break }
+                        j += 1
+                    }
+                    if order == 0 { order = n == k.count ? 0 : (n < k.count ? -1 : 1) }
+                    if order == 0 { return (s, i) }
+                    if order > 0 { return (nil, i) }
+                    i = s.value.upperBound
+                }
+                return (nil, b.count)
+            }
         }
-        return nil
     }
 
     public subscript(_ key: String) -> String? {
@@ -115,18 +135,12 @@ public struct EventAttrs: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
     /// Sets (or with nil removes) one entry in place, keeping key order: building attributes one by
     /// one needs no dictionary.
     mutating func set(_ key: String, _ value: String?) {
-        var i = 0
-        while i < bytes.count {
-            let s = slot(at: i)
-            let k = bytes[s.key]
-            if k.elementsEqual(key.utf8) {
-                var entry: [UInt8] = []
-                if let value { EventAttrs.append(key, value, to: &entry) }
-                bytes.replaceSubrange(i ..< s.value.upperBound, with: entry)
-                return
-            }
-            if key.utf8.lexicographicallyPrecedes(k) { break }
-            i = s.value.upperBound
+        let (found, i) = locate(key)
+        if let s = found {
+            var entry: [UInt8] = []
+            if let value { EventAttrs.append(key, value, to: &entry) }
+            bytes.replaceSubrange(i ..< s.value.upperBound, with: entry)
+            return
         }
         guard let value else { return }
         if i == bytes.count {
@@ -195,6 +209,42 @@ extension EventAttrs {
     public static func typed(_ text: KeyValuePairs<EventAttribute<String>, String>) -> EventAttrs {
         var out = EventAttrs()
         for (k, v) in text { out.set(k.key, v) }
+        return out
+    }
+}
+
+/// A fixed list of keys read together (the timeline's detail keys): `EventAttrs.values(of:)` finds
+/// them all in one pass over the packed entries instead of one scan per key.
+public struct AttributeKeySet: Sendable {
+    public let keys: [String]
+    /// Per key length (UTF-8 bytes), the keys of that length and their index in `keys`.
+    let byLength: [[(bytes: [UInt8], index: Int)]]
+
+    public init(_ keys: [String]) {
+        self.keys = keys
+        var d = [[(bytes: [UInt8], index: Int)]](repeating: [], count: (keys.map(\.utf8.count).max() ?? 0) + 1)
+        for (i, k) in keys.enumerated() { d[k.utf8.count].append((Array(k.utf8), i)) }
+        byLength = d
+    }
+}
+
+extension EventAttrs {
+    /// The values of `set`'s keys, indexed as `set.keys` (nil when absent): the same as `self[key]`
+    /// for each key (a key present twice gives its first value, as `find` does), in one pass.
+    public func values(of set: AttributeKeySet) -> [String?] {
+        var out = [String?](repeating: nil, count: set.keys.count)
+        var i = 0
+        while i < bytes.count {
+            let s = slot(at: i)
+            if s.key.count < set.byLength.count {
+                let k = bytes[s.key]
+                for c in set.byLength[s.key.count] where out[c.index] == nil && k.elementsEqual(c.bytes) {
+                    out[c.index] = string(s.value)
+                    break
+                }
+            }
+            i = s.value.upperBound
+        }
         return out
     }
 }

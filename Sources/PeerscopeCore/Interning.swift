@@ -79,10 +79,21 @@ public final class EventInterner {
         return b
     }
 
+    /// Recent flow boxes by their ports, checked by equality (a session's flows interleave: the last
+    /// flow alone misses most of them).
+    private var recentFlows = [Shared<FlowKey>?](repeating: nil, count: 64)
+
     public func flow(_ f: FlowKey?) -> Shared<FlowKey>? {
         guard let f else { return nil }
         if let l = lastFlow, l.value == f { return l }
+        let key = (UInt64(f.src.port) << 16 | UInt64(f.dst.port)) &* 0x9E37_79B9_7F4A_7C15
+        let slot = Int(truncatingIfNeeded: key >> 58)
+        if let r = recentFlows[slot], r.value == f {
+            lastFlow = r
+            return r
+        }
         let b = InternTable.box(f, in: &flows)
+        recentFlows[slot] = b
         lastFlow = b
         return b
     }

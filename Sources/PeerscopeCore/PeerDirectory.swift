@@ -49,6 +49,12 @@ public final class PeerDirectory {
     }
 
     public func learn(peerID: UInt64, displayName: String? = nil) {
+        // A known peer taught nothing new (every mDNS refresh teaches its instance again): nothing
+        // changes and nothing is told, so the entry is not copied out and back. `byName` already holds
+        // the peer under the name it has (they change together, here only).
+        if let i = entries.index(forKey: peerID) {
+            guard let displayName, !displayName.isEmpty, entries.values[i].displayName != displayName else { return }
+        }
         let isNew = entries[peerID] == nil
         var e = entry(peerID)
         var named: String?
@@ -63,6 +69,8 @@ public final class PeerDirectory {
     }
 
     public func learn(peerID: UInt64, address: IPAddress) {
+        // Known already: `byAddress` has it too (both are written together, here only, and never pruned).
+        if let i = entries.index(forKey: peerID), entries.values[i].addresses.contains(address) { return }
         let isNew = entries[peerID] == nil
         var e = entry(peerID)
         let inserted = e.addresses.insert(address).inserted
@@ -74,6 +82,10 @@ public final class PeerDirectory {
 
     /// An endpoint the peer is known to use (SRV port, session UDP port, invitation connection end).
     public func learn(peerID: UInt64, endpoint: Endpoint) {
+        // Known already and still this peer's: its address was learnt with it, nothing changes.
+        if let i = entries.index(forKey: peerID), entries.values[i].endpoints.contains(endpoint), byEndpoint[endpoint] == peerID {
+            return
+        }
         learn(peerID: peerID, address: endpoint.address)
         var e = entry(peerID)
         let inserted = e.endpoints.insert(endpoint).inserted
@@ -84,10 +96,17 @@ public final class PeerDirectory {
 
     /// The peer's MPC instance was announced or refreshed at `t` (capture time).
     public func advertised(peerID: UInt64, at t: Nanos) {
-        var e = entry(peerID)
-        e.advertisedFirst = min(e.advertisedFirst ?? t, t)
-        e.advertisedLast = max(e.advertisedLast ?? t, t)
-        entries[peerID] = e
+        // In place when known (a copy taken out would copy its address and endpoint sets on the write back).
+        if let i = entries.index(forKey: peerID) {
+            let first = entries.values[i].advertisedFirst, last = entries.values[i].advertisedLast
+            entries.values[i].advertisedFirst = min(first ?? t, t)
+            entries.values[i].advertisedLast = max(last ?? t, t)
+        } else {
+            var e = entry(peerID)
+            e.advertisedFirst = t
+            e.advertisedLast = t
+            entries[peerID] = e
+        }
         onFact?(.advertised(peerID: peerID, t: t))
     }
 

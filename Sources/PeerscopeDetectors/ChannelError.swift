@@ -26,10 +26,26 @@ public struct ChannelErrorDetector: Detector {
 
 
     /// Where an alert's channel lives: its session, else its flow (both directions).
-    static func trafficScope(_ e: ResolvedEvent) -> String {
-        if let s = e.session { return "session|\(s)" }
-        if let f = e.flow { return "flow|\(f.canonical)" }
-        return "pair|\(e.pair.map { "\($0)" } ?? "?")"
+    static func trafficScope(_ e: ResolvedEvent) -> String { TrafficScope(e).text }
+
+    /// `trafficScope` as a value: the traffic of every session event is filed under it, its text made
+    /// once per scope after the loop (two scopes of one text are one scope, as their texts were).
+    enum TrafficScope: Hashable {
+        case session(SessionKey)
+        case flow(FlowKey)
+        case pair(PeerPair?)
+
+        init(_ e: ResolvedEvent) {
+            if let s = e.session { self = .session(s) } else if let f = e.flow { self = .flow(f.canonical) } else { self = .pair(e.pair) }
+        }
+
+        var text: String {
+            switch self {
+            case .session(let s): "session|\(s)"
+            case .flow(let f): "flow|\(f)"
+            case .pair(let p): "pair|\(p.map { "\($0)" } ?? "?")"
+            }
+        }
     }
 
     private static func encryption(_ v: String?) -> String? {
@@ -70,7 +86,7 @@ public struct ChannelErrorDetector: Detector {
         var refused: [String: (Finding, Int)] = [:]
         var refusedOrder: [String] = []
         var encryptedAlerts: [(ResolvedEvent, String, String)] = []
-        var lastTraffic: [String: Nanos] = [:]
+        var lastTrafficByScope: [TrafficScope: Nanos] = [:]
         // The latest frames of each UDP flow (runs' first and last frames): the packet an ICMP
         // error quotes is the latest one before it.
         var lastUDPFrame: [FlowKey: (first: Evidence, last: Evidence)] = [:]
@@ -84,8 +100,8 @@ public struct ChannelErrorDetector: Detector {
             }
             if case .frame = e.evidence, e.kind != .dtlsAlert,
                ["dtls", "gck", "app"].contains(where: { e.kind.isIn($0) }) {
-                let k = ChannelErrorDetector.trafficScope(e)
-                lastTraffic[k] = max(lastTraffic[k] ?? e.lastT, e.lastT)
+                let k = TrafficScope(e)
+                lastTrafficByScope[k] = max(lastTrafficByScope[k] ?? e.lastT, e.lastT)
             }
             switch e.kind {
             case .invitationHello, .invitationAccept, .invite, .inviteConnect, .invitationReceipt:
@@ -264,6 +280,10 @@ public struct ChannelErrorDetector: Detector {
         }
         // An encrypted alert followed by no more session traffic (either way) killed the channel:
         // fatal. With traffic after it, it was a warning-level alert.
+        var lastTraffic: [String: Nanos] = [:]
+        if !encryptedAlerts.isEmpty {
+            for (scope, t) in lastTrafficByScope { lastTraffic[scope.text] = max(lastTraffic[scope.text] ?? t, t) }
+        }
         for (e, key, trafficKey) in encryptedAlerts {
             let after = (lastTraffic[trafficKey] ?? e.t) > e.t
             out.append(input.finding(kind, after ? .warning : .error, peer: e.from, t: e.t,

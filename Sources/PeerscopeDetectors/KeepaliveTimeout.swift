@@ -260,9 +260,9 @@ public struct KeepaliveTimeoutDetector: Detector {
     }
 
     private func logFinding(_ e: ResolvedEvent, _ input: DetectorInput) -> Finding? {
+        // Asked of every event: the kind first, the attributes only of the two timeout kinds.
         let isHeartbeat = e.kind == .gckTimeout && squash(e[.wait]).contains("heartbeat")
-        let what = squash(e[.what] ?? e[.type] ?? e[.phase] ?? e[.timer])
-        let isAppKeepAlive = e.kind == .appTimeout && what.contains("keep")
+        let isAppKeepAlive = e.kind == .appTimeout && squash(e[.what] ?? e[.type] ?? e[.phase] ?? e[.timer]).contains("keep")
         guard isHeartbeat || isAppKeepAlive else { return nil }
         let peer = input.subject(e)
         let scope = e.session.map { "\($0)" } ?? peer.map { "\($0)" } ?? "?"

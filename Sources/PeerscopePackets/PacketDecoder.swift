@@ -37,6 +37,9 @@ public final class PacketDecoder {
     // TCP state (TCPStreams.swift).
     @exclusivity(unchecked) var conns: [FlowKey: TCPConn] = [:]
     @exclusivity(unchecked) var nextConnID: UInt64 = 1
+    /// When each connection could next be due for the sweep (see `sweepTCP`), and the sweeps so far.
+    @exclusivity(unchecked) var sweepQueue = TCPSweepQueue()
+    @exclusivity(unchecked) var sweepRound: UInt64 = 0
     @exclusivity(unchecked) var bufferedTotal = 0
     /// TCP data acknowledged or skipped but never captured, per connection id (see `unseenDataLosses`).
     @exclusivity(unchecked) var unseenData: [UInt64: CaptureLoss] = [:]

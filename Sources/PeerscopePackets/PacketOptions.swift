@@ -28,6 +28,9 @@ public struct PacketOptions: Sendable {
     public var maxDiagnosticsPerID: Int = 1000
     /// How often (capture time) idle flows and stale fragments are looked for.
     public var sweepInterval: Nanos = CaptureTime.second
+    /// The sweep looks only at connections whose time may have come (queued by deadline); false looks at
+    /// every connection each time (the reference: both find the same ones, the tests compare them).
+    public var sweepByDeadlines = true
 
     public init() {}
 }

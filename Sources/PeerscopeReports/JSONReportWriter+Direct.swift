@@ -23,21 +23,77 @@ extension JSONReportWriter {
             return separators ?? DirectJSON(indent: indent)
         }
 
+        /// The last peer and session asked for: a timeline's consecutive entries mostly name the same
+        /// ones, and comparing is cheaper than hashing.
+        private var lastPeer: (ref: PeerRef, label: [UInt8], id: [UInt8])?
+        private var lastSession: (key: SessionKey, text: [UInt8])?
+
         func peer(_ ref: PeerRef) -> (label: [UInt8], id: [UInt8]) {
-            if let known = peers[ref] { return known }
+            if let l = lastPeer, l.ref == ref { return (l.label, l.id) }
+            if let known = peers[ref] {
+                lastPeer = (ref, known.label, known.id)
+                return known
+            }
             var label: [UInt8] = [], id: [UInt8] = []
             JSONValue.escape(timelines.label(ref), into: &label)
             if let s = timelines.idString(ref) { JSONValue.escape(s, into: &id) } else { id = Array("null".utf8) }
             peers[ref] = (label, id)
+            lastPeer = (ref, label, id)
             return (label, id)
         }
 
         func session(_ key: SessionKey) -> [UInt8] {
-            if let known = sessions[key] { return known }
+            if let l = lastSession, l.key == key { return l.text }
+            if let known = sessions[key] {
+                lastSession = (key, known)
+                return known
+            }
             var text: [UInt8] = []
             JSONValue.escape(key.description, into: &text)
             sessions[key] = text
+            lastSession = (key, text)
             return text
+        }
+
+        /// Per timeline-entry key, in `writeEntry`'s order, what `DirectJSON.key(static:)` writes before
+        /// its value at `level` (comma, newline, indentation, `"key":`, space), made once per level.
+        private var entryKeyBytes: (indent: String?, level: Int, keys: [[UInt8]])?
+
+        func entryKeys(_ indent: String?, _ level: Int) -> [[UInt8]] {
+            if let k = entryKeyBytes, k.indent == indent, k.level == level { return k.keys }
+            var w = json(indent)
+            let keys: [[UInt8]] = EntryKey.allCases.map { k in
+                var out: [UInt8] = []
+                w.key(static: k.name, &out, level)
+                return out
+            }
+            entryKeyBytes = (indent, level, keys)
+            return keys
+        }
+    }
+
+    /// A timeline entry's members in the order `entry(_:_:)` gives them (`corroboration` only when present).
+    enum EntryKey: Int, CaseIterable {
+        case t, time, lastT, count, state, event, direction, counterpart, counterpartPeerID, session, source, detail,
+             evidence, corroboration
+
+        var name: StaticString {
+            switch self {
+            case .t: "t"
+            case .time: "time"
+            case .lastT: "lastT"
+            case .count: "count"
+            case .state: "state"
+            case .event: "event"
+            case .direction: "direction"
+            case .counterpart: "counterpart"
+            case .counterpartPeerID: "counterpartPeerID"
+            case .session: "session"
+            case .source: "source"
+            case .detail: "detail"
+            case .evidence: "evidence"
+            case .corroboration: "corroboration"
+            }
         }
     }
 
@@ -102,24 +158,27 @@ extension JSONReportWriter {
 
     /// One timeline entry at `level`, as `entry(_:_:)` then `JSONValue.write` would write it.
     static func writeEntry(_ e: TimelineEntry, _ names: PeerNames, indent: String?, into out: inout [UInt8], level: Int) {
-        var w = names.json(indent)
+        let w = names.json(indent)
         let m = level + 1
+        // Each key's separators and name, made once (what `w.key(static:)` would write, comma after the first).
+        let keys = names.entryKeys(indent, m)
+        func key(_ k: EntryKey) { out.append(contentsOf: keys[k.rawValue]) }
         out.append(0x7B)
-        w.key(static: "t", &out, m); JSONValue.appendInt(e.t, to: &out)
-        w.key(static: "time", &out, m); names.time.write(e.t, into: &out)
-        w.key(static: "lastT", &out, m); JSONValue.appendInt(e.lastT, to: &out)
-        w.key(static: "count", &out, m); JSONValue.appendInt(Int64(e.count), to: &out)
-        w.key(static: "state", &out, m); JSONValue.escape(e.state.rawValue, into: &out)
-        w.key(static: "event", &out, m); JSONValue.escape(e.kind.rawValue, into: &out)
-        w.key(static: "direction", &out, m); out.append(contentsOf: e.sent ? DirectJSON.sent : DirectJSON.received)
+        key(.t); JSONValue.appendInt(e.t, to: &out)
+        key(.time); names.time.write(e.t, into: &out)
+        key(.lastT); JSONValue.appendInt(e.lastT, to: &out)
+        key(.count); JSONValue.appendInt(Int64(e.count), to: &out)
+        key(.state); JSONValue.escape(e.state.rawValue, into: &out)
+        key(.event); JSONValue.escape(e.kind.rawValue, into: &out)
+        key(.direction); out.append(contentsOf: e.sent ? DirectJSON.sent : DirectJSON.received)
         let counterpart = e.counterpart.map(names.peer)
-        w.key(static: "counterpart", &out, m); out.append(contentsOf: counterpart?.label ?? DirectJSON.null)
-        w.key(static: "counterpartPeerID", &out, m); out.append(contentsOf: counterpart?.id ?? DirectJSON.null)
-        w.key(static: "session", &out, m)
+        key(.counterpart); out.append(contentsOf: counterpart?.label ?? DirectJSON.null)
+        key(.counterpartPeerID); out.append(contentsOf: counterpart?.id ?? DirectJSON.null)
+        key(.session)
         if let s = e.session { out.append(contentsOf: names.session(s)) } else { out.append(contentsOf: DirectJSON.null) }
-        w.key(static: "source", &out, m); JSONValue.escape(e.source, into: &out)
-        w.key(static: "detail", &out, m); JSONValue.escape(e.detail, into: &out)
-        w.key(static: "evidence", &out, m)
+        key(.source); JSONValue.escape(e.source, into: &out)
+        key(.detail); JSONValue.escape(e.detail, into: &out)
+        key(.evidence)
         let items = e.evidence
         if items.isEmpty {
             out.append(0x5B); out.append(0x5D)
@@ -134,7 +193,7 @@ extension JSONReportWriter {
             out.append(0x5D)
         }
         if !e.corroboration.isEmpty {
-            w.key(static: "corroboration", &out, m)
+            key(.corroboration)
             JSONValue.array(e.corroboration.map {
                 .object([("source", .string($0.source)), ("evidence", evidence($0.evidence))])
             }).write(to: &out, indent: w.indent, level: m)

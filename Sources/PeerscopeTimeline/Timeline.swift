@@ -143,16 +143,39 @@ public enum TimelineMapping {
             + [Text.type, .channel, .reason, .encryption, .attempt, .delay, .code, .service, .port, .content].map(\.key)
     }()
 
+    /// `detailKeys` read together from packed attributes (one pass, see `EventAttrs.values(of:)`).
+    static let detailKeySet = AttributeKeySet(detailKeys)
+
     public static func detail(_ attrs: some AttributeLookup) -> String {
+        if let packed = attrs as? EventAttrs { return detail(packed: packed) }
         var parts: [String] = []
         for k in detailKeys {
             guard let v = attrs[k], !v.isEmpty else { continue }
-            // Message contents (present only with --show-payloads) are shown longer than other values.
-            let limit = k == "content" ? 240 : 60
-            let short = v.count > limit ? String(v.prefix(limit - 3)) + "..." : v
-            parts.append("\(k)=\(short)")
+            parts.append(detailPart(k, v))
         }
         return parts.joined(separator: " ")
+    }
+
+    /// `key=value`, the value shortened. Message contents (present only with --show-payloads) are shown
+    /// longer than other values.
+    static func detailPart(_ k: String, _ v: String) -> String {
+        let limit = k == "content" ? 240 : 60
+        // At most `limit` bytes is at most `limit` characters: no count of characters needed.
+        let short = v.utf8.count <= limit || v.count <= limit ? v : String(v.prefix(limit - 3)) + "..."
+        return "\(k)=\(short)"
+    }
+
+    /// The detail of packed attributes: what `detail(_:)` gives by key lookups, with the detail keys
+    /// found in one pass over the entries.
+    static func detail(packed attrs: EventAttrs) -> String {
+        if attrs.isEmpty { return "" }
+        var out = ""
+        for (k, v) in zip(detailKeys, attrs.values(of: detailKeySet)) {
+            guard let v, !v.isEmpty else { continue }
+            if !out.isEmpty { out.append(" ") }
+            out.append(detailPart(k, v))
+        }
+        return out
     }
 
     /// The detail of one event: its attributes, except that a receipt names what it acknowledges.

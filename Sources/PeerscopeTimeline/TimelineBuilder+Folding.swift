@@ -37,8 +37,11 @@ extension TimelineBuilder {
             }
         } else {
             if !state.aggregates {
-                // A control entry ends the runs with the same counterpart.
-                w.runs = w.runs.filter { $0.key.counterpart != counterpart }
+                // A control entry ends the runs with the same counterpart (the table is rebuilt only
+                // when it holds one: it is only looked up by key, never iterated).
+                if w.runs.keys.contains(where: { $0.counterpart == counterpart }) {
+                    w.runs = w.runs.filter { $0.key.counterpart != counterpart }
+                }
             }
             var entry = TimelineEntry(t: e.t, state: state, kind: e.kind, sent: sent, counterpart: counterpart,
                                       session: session, evidence: e.evidence, source: e.source,

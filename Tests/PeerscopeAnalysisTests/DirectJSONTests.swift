@@ -39,6 +39,26 @@ final class DirectJSONTests: XCTestCase {
     }
 
     /// Read back by Foundation's parser: the numbers, times and escaped strings are the values written.
+    /// Consecutive entries naming other counterparts, back and forth (the writer remembers the last
+    /// peer and session it escaped), and keys written from bytes made once per level: still the
+    /// value tree's bytes, pretty and compact.
+    func testAlternatingCounterpartsAreTheValueTreesBytes() throws {
+        let s = Script()
+        for i in 0 ..< 40 {
+            let other = i % 3 == 0 ? Script.bob : Script.carol
+            s.packet(i % 2 == 0 ? .invite : .stateChange, Double(i) * 0.25, Script.alice, other,
+                     attrs: ["state": i % 4 == 0 ? "Connected" : "Connecting", "message": "n\(i)"])
+        }
+        let r = s.report(end: 20)
+        let alice = try XCTUnwrap(r.timelines.peers.first { $0.entries.count >= 30 })
+        let parties = alice.entries.compactMap(\.counterpart)
+        XCTAssertGreaterThan(zip(parties, parties.dropFirst()).filter { $0 != $1 }.count, 10, "counterparts alternate")
+        XCTAssertEqual(JSONReportWriter.render(r), JSONReportWriter.json(r).prettyText + "\n")
+        var compact: [UInt8] = []
+        JSONReportWriter.write(r, pretty: false) { compact += $0 }
+        XCTAssertEqual(String(decoding: compact, as: UTF8.self), JSONReportWriter.json(r).jsonText + "\n")
+    }
+
     func testDirectlyWrittenTimelinesReadBackByJSONSerialization() throws {
         let r = edgeReport()
         for pretty in [true, false] {

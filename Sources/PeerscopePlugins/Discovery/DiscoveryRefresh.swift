@@ -129,12 +129,13 @@ extension DiscoveryTracker {
             case .srv(let pr, let w, let port, let target):
                 guard DNSSD.instanceName(r.name) != nil else { continue }
                 let key = r.name.key
-                guard instances[key]?.srv == SRV(target: target, port: port, priority: pr, weight: w),
+                // Read in place: a copy of the instance taken out retains and releases a dozen references.
+                guard let x = instances.index(forKey: key), instances.values[x].srv == SRV(target: target, port: port, priority: pr, weight: w),
                       note(key, { $0.srv = r.ttl }) else { return }
             case .txt(let raw):
                 guard DNSSD.instanceName(r.name) != nil else { continue }
                 let key = r.name.key
-                guard instances[key]?.txtRaw == raw, note(key, { $0.txt = r.ttl }) else { return }
+                guard let x = instances.index(forKey: key), instances.values[x].txtRaw == raw, note(key, { $0.txt = r.ttl }) else { return }
             default:
                 continue
             }
@@ -157,9 +158,11 @@ extension DiscoveryTracker {
         }
         // Every endpoint already reported (a refresh could otherwise resolve again).
         for key in order {
-            guard let inst = instances[key] else { return }
-            if let srv = inst.srv {
-                for a in addresses(of: srv.target, t: input.t) where !inst.reportedEndpoints.contains(Endpoint(a, srv.port)) { return }
+            guard let x = instances.index(forKey: key) else { return }
+            if let srv = instances.values[x].srv {
+                for a in addresses(of: srv.target, t: input.t) where !instances.values[x].reportedEndpoints.contains(Endpoint(a, srv.port)) {
+                    return
+                }
             }
         }
         if refreshes.count >= Self.maxRefreshes { refreshes.removeAll(keepingCapacity: true) }

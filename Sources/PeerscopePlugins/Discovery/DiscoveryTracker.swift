@@ -76,32 +76,46 @@ final class DiscoveryTracker {
         var weight: UInt16
     }
 
+    /// The fields a byte-identical refresh reads and writes come first, together (it reaches an
+    /// instance by slot in a table of thousands: each further cache line it touches is a miss).
     struct Instance {
+        /// Changes with every write outside the refresh fast path (see `Refresh`).
+        var stamp: UInt64 = 0
+        var state: DiscoverySummary.State = .alive
+        /// The earliest `due` entry this instance has waiting (`.max`: none known), see `schedule(at:_:)`.
+        var queued: Nanos = .max
+        var ptrExpiry: Nanos?
+        var srvExpiry: Nanos?
+        var txtExpiry: Nanos?
+        var lastSeen: Nanos
+        var lastEvidence: Evidence
+        var peerID: UInt64?
+        var sources: Set<IPAddress> = []
+        var lastFlow: FlowKey?
+        var srv: SRV?
+        var txt: DNSSD.TXTRecord?
         var key: String
         var name: DNSSD.InstanceName
         var fullName: String
-        var peerID: UInt64?
-        var ptrExpiry: Nanos?
-        var srv: SRV?
-        var srvExpiry: Nanos?
         var srvSource: IPAddress?
-        var txt: DNSSD.TXTRecord?
         var txtRaw: [Bytes]?
-        var txtExpiry: Nanos?
-        var sources: Set<IPAddress> = []
         var firstSeen: Nanos
-        var lastSeen: Nanos
         var firstEvidence: Evidence
-        var lastEvidence: Evidence
-        var lastFlow: FlowKey?
-        var state: DiscoverySummary.State = .alive
         /// Endpoints `resolved` events reported so far: another one comes only for new endpoints (a host
         /// answering on several interfaces flushes and re-adds its addresses all the time).
         var reportedEndpoints: Set<Endpoint> = []
-        /// Changes with every write outside the refresh fast path (see `Refresh`).
-        var stamp: UInt64 = 0
-        /// The earliest `due` entry this instance has waiting (`.max`: none known), see `schedule(at:_:)`.
-        var queued: Nanos = .max
+
+        init(key: String, name: DNSSD.InstanceName, fullName: String, peerID: UInt64?, firstSeen: Nanos, lastSeen: Nanos,
+             firstEvidence: Evidence, lastEvidence: Evidence) {
+            self.key = key
+            self.name = name
+            self.fullName = fullName
+            self.peerID = peerID
+            self.firstSeen = firstSeen
+            self.lastSeen = lastSeen
+            self.firstEvidence = firstEvidence
+            self.lastEvidence = lastEvidence
+        }
 
         var displayName: String? { txt?.displayName }
 

@@ -1,0 +1,106 @@
+import PeerscopeCore
+@testable import PeerscopePackets
+import XCTest
+
+/// The TCP sweep looks only at connections queued as due (`PacketOptions.sweepByDeadlines`, the
+/// default) instead of every connection each second: the two find the same connections at the same
+/// ticks, so every transport unit (data, FINs given up, closes, idle evictions) comes out the same,
+/// in the same order, at the same frames.
+final class TCPSweepTests: XCTestCase {
+    /// Each unit as text: what it is, its connection, direction and frame (data with its bytes).
+    func describe(_ units: [TransportUnit]) -> [String] {
+        units.map { u in
+            switch u {
+            case .tcpData(let f, let c, let d, let p): "data \(c.id) \(d.rawValue) @\(f.number) \(p.array)"
+            case .tcpEvent(let f, let c, let d, let e): "\(e.rawValue) \(c.id) \(d.rawValue) @\(f.number) t\(f.t)"
+            default: "other @\(u.frame.number)"
+            }
+        }
+    }
+
+    /// Runs `frames` (bytes, time) through a decoder with the sweep by deadlines or by scanning,
+    /// advancing the clock between frames as the engine does; returns the units and the connection
+    /// count after each frame.
+    func run(_ frames: [([UInt8], Nanos)], byDeadlines: Bool, end: Nanos) -> ([String], [Int]) {
+        var options = PacketOptions()
+        options.sweepByDeadlines = byDeadlines
+        let d = PacketDecoder(options: options)
+        let s = Sink()
+        var active: [Int] = []
+        for (i, (f, t)) in frames.enumerated() {
+            d.advance(to: t, { s.units.append($0) })
+            s.feed(d, Build.frame(f, number: UInt64(i + 1), t: t))
+            active.append(d.activeConnections)
+        }
+        var t = frames.last?.1 ?? 0
+        while t < end {
+            t += CaptureTime.second / 2
+            d.advance(to: t, { s.units.append($0) })
+            active.append(d.activeConnections)
+        }
+        s.finish(d, at: end)
+        return (describe(s.units), active)
+    }
+
+    /// A crowd of connections doing everything the sweep acts on: idle ones evicted, closes kept for
+    /// the close timeout, FINs held behind holes and given up, resets, a new SYN on a closed tuple,
+    /// keep-alives that push the idle deadline later, all interleaved over twenty minutes.
+    func testSweepByDeadlinesFindsWhatAFullScanFinds() {
+        var rng = SplitMix(state: 2026)
+        func below(_ n: Int) -> Int { Int(rng.next() % UInt64(n)) }
+        var frames: [([UInt8], Nanos)] = []
+        let second = CaptureTime.second
+        for i in 0 ..< 150 {
+            var conv = Conversation()
+            conv.cport = 40000 &+ UInt16(i % 120)  // some tuples come back as new connections
+            conv.cISN = UInt32(1000 + i * 7919)
+            var t = Nanos(below(1200)) * second + Nanos(i)
+            func add(_ f: [UInt8]) {
+                frames.append((f, t))
+                t += Nanos(1 + below(40)) * second / Nanos(1 + below(4))
+            }
+            add(conv.syn)
+            add(conv.synAck)
+            add(conv.ack)
+            let up = pattern(6 + below(20), seed: UInt8(i & 0xFF))
+            switch below(6) {
+            case 0:  // closes cleanly
+                add(conv.data(true, at: 0, up))
+                add(conv.fin(true, at: up.count))
+                add(conv.fin(false, at: 0))
+            case 1:  // FIN held behind a hole, never filled
+                add(conv.data(true, at: 0, Array(up.prefix(2))))
+                add(conv.data(true, at: 4, Array(up.dropFirst(4))))
+                add(conv.fin(true, at: up.count))
+            case 2:  // FIN held, hole filled late (maybe after the hold timeout)
+                add(conv.data(true, at: 3, Array(up.dropFirst(3))))
+                add(conv.fin(true, at: up.count))
+                t += Nanos(below(20)) * second
+                add(conv.data(true, at: 0, Array(up.prefix(3))))
+            case 3:  // reset
+                add(conv.data(true, at: 0, up))
+                add(conv.rst(false, at: 0))
+            case 4:  // goes idle after a while of keep-alives
+                for k in 0 ..< below(5) {
+                    t += Nanos(60 + below(200)) * second
+                    add(conv.data(true, at: k, [up[k % up.count]]))
+                }
+            default:  // both FINs, one side's bytes missing: closes only when given up
+                add(conv.data(false, at: 2, [9, 9]))
+                add(conv.fin(false, at: 4))
+                add(conv.fin(true, at: 0))
+            }
+        }
+        frames.sort { $0.1 < $1.1 }
+        let end = (frames.last?.1 ?? 0) + 400 * second
+        let scan = run(frames, byDeadlines: false, end: end), queued = run(frames, byDeadlines: true, end: end)
+        XCTAssertGreaterThan(scan.0.filter { $0.hasPrefix("idle_evicted") }.count, 10)
+        XCTAssertGreaterThan(scan.0.filter { $0.hasPrefix("gap") }.count, 10)
+        XCTAssertGreaterThan(scan.0.filter { $0.hasPrefix("closed") }.count, 40)
+        XCTAssertEqual(queued.1, scan.1, "connections tracked after each frame")
+        XCTAssertEqual(queued.0.count, scan.0.count)
+        if let i = (0 ..< min(queued.0.count, scan.0.count)).first(where: { queued.0[$0] != scan.0[$0] }) {
+            XCTFail("unit \(i) differs: queued \(queued.0[i]), scan \(scan.0[i])")
+        }
+    }
+}
