@@ -133,8 +133,7 @@ public enum IPAddress: Hashable, Sendable, Comparable, CustomStringConvertible {
             var shift = 12
             while shift > 0 && (g >> UInt16(shift)) & 0xF == 0 { shift -= 4 }
             while shift >= 0 {
-                let d = UInt8(truncatingIfNeeded: (g >> UInt16(shift)) & 0xF)
-                bytes.append(d < 10 ? 0x30 &+ d : 0x57 &+ d)
+                bytes.append(Bytes.hexDigit(UInt8(truncatingIfNeeded: (g >> UInt16(shift)) & 0xF)))
                 shift -= 4
             }
             k += 1
