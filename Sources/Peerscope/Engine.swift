@@ -29,6 +29,9 @@ public struct EngineOptions: Sendable {
     /// interval gives the same events (`HotPathTests`). Pruning at every tick cost a third of decoding
     /// on the group file (a scan of every open run each captured second).
     public var coalescerPruneInterval: Nanos = 16 * CaptureTime.second
+    /// A kept event whose attributes repeat the bytes of one kept shortly before shares that buffer
+    /// (`EventAttrsSharing`) instead of holding its own copy: the events are equal either way.
+    public var shareAttributes = true
 
     public init(decode: DecodeOptions = DecodeOptions(), packets: PacketOptions = PacketOptions(),
                 plugins: [any DecoderPlugin.Type] = PluginRegistry.decoders, collectEvents: Bool = true,
@@ -62,7 +65,19 @@ public final class Engine {
     /// Every diagnostic counted by id.
     public var diagnosticCounts: [String: Int] { collector.totals }
     public private(set) var events: [PeerEvent] = []
+    /// Browse queries kept compactly instead of in `events` when `compactQueries` (see `QueryRuns`).
+    public private(set) var queryRuns = QueryRuns()
+    /// Keep browse queries in `queryRuns` (set before the first frame; analysis of capture files does).
+    /// The events they stand for are those kept without it (`events` merged with `queryRuns`).
+    public var compactQueries = false
+    /// Open query runs idle this long (capture time) are closed when the coalescer prunes: the next
+    /// query of theirs starts a new run (a few bytes more), and the table stays with active queriers.
+    public static let queryRunIdle: Nanos = 600 * CaptureTime.second
     private var coalescer: EventCoalescer
+    /// Recently kept attribute buffers, shared by kept events that repeat them.
+    private var attrsSharing = EventAttrsSharing()
+    /// Kept events whose attributes took a buffer already held (see `EngineOptions.shareAttributes`).
+    public var sharedAttributes: Int { attrsSharing.shared }
     /// Occurrences folded into earlier events by the coalescer.
     public var foldedEvents: Int { coalescer.folded }
 
@@ -107,7 +122,7 @@ public final class Engine {
         context.onMessage = onMessage
         context.onDiagnostic = { [unowned self] d in self.record(d) }
         if options.collectEvents {
-            context.onEvent = { [unowned self] e in self.coalescer.add(e, to: &self.events) }
+            context.onEvent = { [unowned self] e in self.collect(e) }
         } else {
             // Nobody keeps events (`decode` prints messages): none is built.
             context.wantsEvents = false
@@ -116,10 +131,29 @@ public final class Engine {
 
     public var directory: PeerDirectory { context.directory }
 
+    /// Keeps one decoded event: a browse query in its run (when compacting), else through the coalescer.
+    private func collect(_ e: PeerEvent) {
+        if compactQueries, e.kind == .browse, coalescer.gaps[e.kind] == nil, queryRuns.add(e, kept: events.count) {
+            // What the coalescer does with an event of a kind it never folds: closes its flow's runs.
+            if let flow = e.flow { coalescer.closeRuns(on: flow) }
+            return
+        }
+        let n = events.count
+        coalescer.add(e, to: &events)
+        // Kept (not folded into a run): its attributes may share a buffer already held.
+        if options.shareAttributes, events.count > n { attrsSharing.share(&events[n].attrs) }
+    }
+
     /// Hands the collected events over and forgets them (so they are held once, not twice).
     public func takeEvents() -> [PeerEvent] {
         defer { events = [] }
         return events
+    }
+
+    /// Hands the query runs over (after `finish`: settled against the sorted `events`) and forgets them.
+    public func takeQueryRuns() -> QueryRuns {
+        defer { queryRuns = QueryRuns() }
+        return queryRuns
     }
 
     /// Record a diagnostic from any layer (also used for input problems).
@@ -158,6 +192,7 @@ public final class Engine {
         if lastPrune == .min || t &- lastPrune >= options.coalescerPruneInterval {
             lastPrune = t
             coalescer.prune(at: t, events: events)
+            queryRuns.closeIdle(at: t, idle: Engine.queryRunIdle)
         }
     }
 
@@ -170,25 +205,34 @@ public final class Engine {
         stats.plugins = pipeline.framesPerPlugin
         stats.undecoded = pipeline.unclaimed
         // Plugins may report timer events (expiry) after later frames: keep events in time order.
-        Engine.sortByTime(&events)
+        let preSort = Engine.sortByTimeKeepingOrder(&events, wanted: !queryRuns.isEmpty)
+        // The runs' members go where the sort put their neighbours (see `QueryRuns`).
+        queryRuns.settle(events: events, preSort: preSort)
     }
 
     /// Stable sort by time, in place: the events are moved, never copied into a second list (a large
     /// capture's events are most of the memory; sorting `enumerated()` held them three times). Events
     /// come nearly in order, so a list already in order costs one pass.
     public static func sortByTime(_ events: inout [PeerEvent]) {
+        _ = sortByTimeKeepingOrder(&events, wanted: false)
+    }
+
+    /// `sortByTime`, returning (when `wanted` and the sort moved anything) each sorted event's index
+    /// before the sort.
+    static func sortByTimeKeepingOrder(_ events: inout [PeerEvent], wanted: Bool) -> [Int]? {
         var sorted = true
         for i in events.indices.dropFirst() where events[i - 1].t > events[i].t {
             sorted = false
             break
         }
-        if sorted { return }
+        if sorted { return nil }
         // The order as positions (stable: ties keep their place), then applied cycle by cycle.
         var order = Array(events.indices)
         order.sort { a, b in
             let ta = events[a].t, tb = events[b].t
             return ta != tb ? ta < tb : a < b
         }
+        let kept = wanted ? order : nil
         for start in order.indices where order[start] != start {
             // Position i takes the event at order[i]; marks a placed position with order[i] == i.
             var i = start
@@ -202,6 +246,7 @@ public final class Engine {
             events[i] = first
             order[i] = i
         }
+        return kept
     }
 }
 

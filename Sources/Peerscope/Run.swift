@@ -7,8 +7,11 @@ public struct RunResult {
     public var inputs: [String]
     public var stats: CaptureStats
     public var diagnostics: [Diagnostic]
-    /// Peer events from every plugin (packets) and log plugin, ordered by capture time.
+    /// Peer events from every plugin (packets) and log plugin, ordered by capture time (with
+    /// `queryRuns`, those not held in a run: see `QueryRuns` for the whole list).
     public var events: [PeerEvent]
+    /// Browse queries held compactly (when the engine compacted them).
+    public var queryRuns = QueryRuns()
     /// False when an input was cut short (truncated file, interrupted capture).
     public var complete: Bool
     /// One line per problem reading an input (`FILE: truncated at frame 120 (byte 40960)`).
@@ -105,6 +108,7 @@ public enum PeerscopeRun {
         var result = RunResult(inputs: paths, stats: engine.stats, diagnostics: engine.diagnostics, events: engine.takeEvents(),
                                complete: problems.isEmpty, inputProblems: problems, directory: engine.directory,
                                diagnosticCounts: engine.diagnosticCounts)
+        result.queryRuns = engine.takeQueryRuns()
         result.losses = reader.losses + engine.snaplenLosses(paths: paths) + engine.unseenDataLosses + engine.oneSidedLosses
         return result
     }

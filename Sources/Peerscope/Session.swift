@@ -166,7 +166,7 @@ public final class AnalysisSession {
             return Analysis(report: report, run: RunResult(inputs: report.inputs, stats: report.stats, complete: report.complete,
                                                            inputProblems: report.inputProblems), logs: nil)
         }
-        var decoded = try decode()
+        var decoded = try decode(compactQueries: true)
         // Decoding is over: its state (trackers, streams, the slices of read buffers they keep) goes
         // before the timelines are built, not when the session goes.
         engine = Engine(options: engine.options)
@@ -175,6 +175,7 @@ public final class AnalysisSession {
         // list held once (the timeline builder adopts it instead of copying it).
         let trace = decoded.trace
         decoded.trace.events = []
+        decoded.trace.queryRuns = QueryRuns()
         let report = Self.report(consume trace, detectors: configuration.detectors, onStage: onStage)
         return Analysis(report: report, run: decoded.run, logs: decoded.logs)
     }
@@ -189,10 +190,14 @@ public final class AnalysisSession {
     }
 
     /// Reads the inputs (captures, live frames fed so far, logs) up to the event trace, without
-    /// timelines or detectors: what `peerscope decode --events` writes.
-    public func decode() throws(InputError) -> Decoded {
+    /// timelines or detectors: what `peerscope decode --events` writes. `compactQueries`: the capture
+    /// files' browse queries are held in `trace.queryRuns` (the events the trace stands for are the
+    /// same: see `QueryRuns`); false keeps every event in `trace.events`. Logs, and live inputs, keep
+    /// every event in `trace.events` either way.
+    public func decode(compactQueries: Bool = false) throws(InputError) -> Decoded {
         precondition(!finished, "an AnalysisSession finishes once")
         finished = true
+        if liveInputs.isEmpty { engine.compactQueries = compactQueries }
         var run: RunResult
         if !liveInputs.isEmpty {
             engine.finish()
@@ -218,7 +223,7 @@ public final class AnalysisSession {
                                 directory: engine.directory)
             }
         }
-        onStage?(.decoded(frames: run.stats.frames, events: run.events.count, folded: engine.foldedEvents))
+        onStage?(.decoded(frames: run.stats.frames, events: run.events.count + run.queryRuns.count, folded: engine.foldedEvents))
         return try Self.readLogs(run, captureNames: liveInputs.isEmpty ? captures : liveInputs, logs: logs,
                                  configuration: configuration, onStage: onStage)
     }
@@ -261,16 +266,17 @@ public final class AnalysisSession {
     public static func report(_ trace: consuming EventTrace, detectors: DetectorConfig = .defaults,
                               onStage: ((AnalysisStage) -> Void)? = nil, foldBrowseQueries: Bool = true) -> Report {
         var t = trace
-        let last = max(t.stats.lastT ?? Int64.min, t.events.last?.t ?? Int64.min)
+        let last = max(t.stats.lastT ?? Int64.min, t.lastEventT ?? Int64.min)
         let endT = last == Int64.min ? t.stats.lastT : last
         let builder = TimelineBuilder(detectors: detectors)
         if !foldBrowseQueries || ProcessInfo.processInfo.environment["PEERSCOPE_NO_FOLDING"] == "1" {
             builder.foldBrowseQueries = false
         }
-        builder.add(contentsOf: t.events)
+        builder.add(contentsOf: t.events, queryRuns: t.queryRuns)
         // The builder holds the events now: the trace letting go keeps them held once (the builder
         // edits them in place instead of copying a large capture's list).
         t.events = []
+        t.queryRuns = QueryRuns()
         let timelines = builder.finish(at: endT)
         // The builder's working state (per peer and session) is gone: its pages go back before the
         // detectors allocate.
@@ -327,6 +333,8 @@ public final class AnalysisSession {
         run.inputs = captureNames + logs
         var events = run.events
         run.events = []     // one reference: the timeline builder adopts the list without copying it
+        var queryRuns = run.queryRuns
+        run.queryRuns = QueryRuns()
         var logResult: LogReadResult?
         var logPaths: [(Int, String)] = []
         for (i, p) in logs.enumerated() {
@@ -395,6 +403,12 @@ public final class AnalysisSession {
                 run.diagnosticCounts = collector.totals
                 onStage?(.logsRead(lines: all.lines, events: all.events.count))
                 logResult = all
+                // Log lines go between the capture's events by time and evidence: the runs' members
+                // are put back in the list first (a capture read with logs holds its queries in full).
+                if !queryRuns.isEmpty {
+                    events = queryRuns.merged(events)
+                    queryRuns = QueryRuns()
+                }
                 events += all.allEvents
                 events.sort { a, b in a.t != b.t ? a.t < b.t : a.evidence < b.evidence }
             } catch {
@@ -404,6 +418,7 @@ public final class AnalysisSession {
         var trace = EventTrace(inputs: run.inputs, complete: run.complete, inputProblems: run.inputProblems, stats: run.stats,
                                diagnostics: run.diagnostics, diagnosticTotals: run.diagnosticCounts,
                                events: consume events)
+        trace.queryRuns = queryRuns
         trace.losses = run.losses
         return Decoded(trace: trace, run: run, logs: logResult)
     }

@@ -119,7 +119,7 @@ struct Decode: ParsableCommand {
         session.progress = progress?.callback
         let decoded: AnalysisSession.Decoded
         defer { progress?.finish() }
-        do { decoded = try session.decode() } catch {
+        do { decoded = try session.decode(compactQueries: true) } catch {
             throw CommandFailure(message: error.description, status: ExitStatus.input)
         }
         let out = try OutputSink(path: output)

@@ -248,3 +248,41 @@ extension EventAttrs {
         return out
     }
 }
+
+/// Attribute buffers kept recently, so that an event whose attributes repeat the bytes of one kept
+/// before shares that buffer instead of holding its own copy. On the group file half of the kept
+/// events repeat another's attributes exactly (a GCK heartbeat's `length=20 sn=0`, a Hello's flags):
+/// each copy cost a heap block of 48 to 112 bytes. Sharing is invisible: `EventAttrs` is a value
+/// (equal bytes are equal attributes; a change to one copies it first).
+///
+/// A direct-mapped table of `slotCount` buffers by a hash of their bytes: bounded (a slot holds the
+/// latest buffer that hashed to it), and a miss only means a copy is kept, as before. Buffers longer
+/// than `maxBytes` (unique more often than not: names, transaction IDs) are left alone.
+public struct EventAttrsSharing {
+    public static let slotCount = 4096
+    public static let maxBytes = 256
+    private var slots: [EventAttrs]
+    /// Buffers replaced by one already held.
+    public private(set) var shared = 0
+
+    public init() { slots = Array(repeating: EventAttrs(), count: EventAttrsSharing.slotCount) }
+
+    /// Gives `attrs` the buffer of an equal set kept before, when the table has one; else remembers it.
+    public mutating func share(_ attrs: inout EventAttrs) {
+        let n = attrs.bytes.count
+        guard n > 0, n <= EventAttrsSharing.maxBytes else { return }
+        let h = attrs.bytes.withUnsafeBytes { ByteHash.hash($0) }
+        let i = Int(truncatingIfNeeded: h) & (EventAttrsSharing.slotCount - 1)
+        if slots[i].bytes == attrs.bytes {
+            attrs = slots[i]
+            shared &+= 1
+        } else {
+            slots[i] = attrs
+        }
+    }
+
+    /// True when `a` and `b` hold one buffer (tests: sharing happened).
+    public static func sameBuffer(_ a: EventAttrs, _ b: EventAttrs) -> Bool {
+        a.bytes.withUnsafeBufferPointer { x in b.bytes.withUnsafeBufferPointer { y in x.baseAddress == y.baseAddress } }
+    }
+}

@@ -15,8 +15,11 @@ public struct EventTrace: Sendable {
     /// The first few diagnostics of each id; `diagnosticTotals` counts them all.
     public var diagnostics: [Diagnostic]
     public var diagnosticTotals: [String: Int]
-    /// In capture-time order.
+    /// In capture-time order. With `queryRuns`, only the events not held in a run: the trace's events
+    /// are then `events` with the runs' members in their places (`allEvents`, `forEachEvent`).
     public var events: [PeerEvent]
+    /// Browse queries held compactly (analysis of captures; see `QueryRuns` for where each goes).
+    public var queryRuns = QueryRuns()
     /// Known packet loss of the captures (see `CaptureLoss`).
     public var losses: [CaptureLoss] = []
 
@@ -46,7 +49,31 @@ public struct EventTrace: Sendable {
             ("diagnostics", .array(diagnostics.map(Self.json))),
             ("diagnosticTotals", Self.counts(diagnosticTotals.mapValues { UInt64(max(0, $0)) })),
         ] + (losses.isEmpty ? [] : [("captureLosses", .array(losses.map(Self.json)))])))
-        for e in events { line(.object([("event", Self.json(e, payloads: payloads))])) }
+        forEachEvent { e in line(.object([("event", Self.json(e, payloads: payloads))])) }
+    }
+
+    /// Every event of the trace in order: `events` with the query runs' members in their places.
+    public func forEachEvent(_ body: (PeerEvent) -> Void) {
+        if queryRuns.isEmpty { for e in events { body(e) } } else { queryRuns.forEachMerged(events, body) }
+    }
+
+    /// Every event of the trace as one list (the query runs' members in their places).
+    public var allEvents: [PeerEvent] { queryRuns.merged(events) }
+
+    /// The time of the trace's last event (the list is in time order).
+    public var lastEventT: Nanos? {
+        guard let r = queryRuns.lastT else { return events.last?.t }
+        return max(r, events.last?.t ?? r)
+    }
+
+    /// How many events the trace stands for (members of query runs included).
+    public var eventCount: Int { events.count + queryRuns.count }
+
+    /// Puts the query runs' members into `events` (a reader that edits the list as a whole).
+    public mutating func expandQueryRuns() {
+        guard !queryRuns.isEmpty else { return }
+        events = queryRuns.merged(events)
+        queryRuns = QueryRuns()
     }
 
     static func json(_ l: CaptureLoss) -> JSONValue {

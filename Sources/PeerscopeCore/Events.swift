@@ -213,6 +213,13 @@ public struct EventCoalescer {
         if open.updateValue(events.count - 1, forKey: sig) == nil { byFlow[canon, default: []].append(sig) }
     }
 
+    /// What `add` does with an event on `flow` of a kind it never folds, without keeping it: closes the
+    /// flow's runs (the collector kept the event elsewhere, see `QueryRuns`).
+    public mutating func closeRuns(on flow: FlowKey) {
+        guard longest > 0, let sigs = byFlow.removeValue(forKey: flow.canonical) else { return }
+        for s in sigs { open.removeValue(forKey: s) }
+    }
+
     /// Folds `e` into the open run of `sig` when it continues it (in place: count and last time);
     /// else appends it, returning true (the caller opens its run).
     private mutating func appendUnlessFolded(_ e: PeerEvent, _ sig: Signature, gap: Nanos, to events: inout [PeerEvent]) -> Bool {

@@ -12,6 +12,12 @@ public final class Shared<Value: Hashable & Sendable>: Hashable, @unchecked Send
         cachedHash = value.hashValue
     }
 
+    /// A box of `value` whose `hashValue` is `hash` (already computed by the caller).
+    init(_ value: Value, hash: Int) {
+        self.value = value
+        cachedHash = hash
+    }
+
     @inlinable public static func == (a: Shared, b: Shared) -> Bool {
         a === b || (a.cachedHash == b.cachedHash && a.value == b.value)
     }
@@ -57,8 +63,8 @@ final class InternTable<Value: Hashable & Sendable>: Sendable {
 /// process-wide one (a library embedded in a long-lived process, fleets). Equal values from
 /// different tables still compare equal (`Shared` falls back to the value).
 public final class EventInterner {
-    private var hints: [PeerHint: Shared<PeerHint>] = [:]
-    private var flows: [FlowKey: Shared<FlowKey>] = [:]
+    private var hints = BoxTable<PeerHint>()
+    private var flows = BoxTable<FlowKey>()
     /// The last flow interned and its box: consecutive events of one packet or flow skip the hash.
     private var lastFlow: Shared<FlowKey>?
 
@@ -74,7 +80,7 @@ public final class EventInterner {
             ^ UInt64(h.displayName?.utf8.count ?? 0) &* 0x1656_67B1_9E37_79F9
         let slot = Int(truncatingIfNeeded: key >> 58)
         if let r = recentHints[slot], r.value == h { return r }
-        let b = InternTable.box(h, in: &hints)
+        let b = hints.box(h)
         recentHints[slot] = b
         return b
     }
@@ -92,7 +98,7 @@ public final class EventInterner {
             lastFlow = r
             return r
         }
-        let b = InternTable.box(f, in: &flows)
+        let b = flows.box(f)
         recentFlows[slot] = b
         lastFlow = b
         return b
@@ -100,4 +106,30 @@ public final class EventInterner {
 
     /// Distinct hints and flows held (for tests).
     public var counts: (hints: Int, flows: Int) { (hints.count, flows.count) }
+}
+
+/// One box per distinct value, as `InternTable.box` gives (the same box for equal values while under
+/// `InternTable.limit`), stored by the value's hash: a table entry is the box alone (8 bytes and the
+/// box), not a second copy of the value as the key (a `PeerHint` key is 100 bytes: an analysis that
+/// meets a new endpoint with every TCP connection kept tens of MB of keys). Values whose hash another
+/// value holds go to a small table of their own.
+struct BoxTable<Value: Hashable & Sendable> {
+    private var byHash: [Int: Shared<Value>] = [:]
+    private var collided: [Value: Shared<Value>] = [:]
+
+    var count: Int { byHash.count + collided.count }
+
+    mutating func box(_ value: Value) -> Shared<Value> {
+        let h = value.hashValue
+        if let b = byHash[h] {
+            if b.value == value { return b }
+            if let c = collided[value] { return c }
+            let nb = Shared(value, hash: h)
+            if count < InternTable<Value>.limit { collided[value] = nb }
+            return nb
+        }
+        let nb = Shared(value, hash: h)
+        if count < InternTable<Value>.limit { byHash[h] = nb }
+        return nb
+    }
 }

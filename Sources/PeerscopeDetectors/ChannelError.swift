@@ -95,8 +95,13 @@ public struct ChannelErrorDetector: Detector {
             var scope: String { input.scope(e) }
             if case .frame = e.evidence, let f = e.flow, f.proto == .udp, e.kind != .icmpUnreachable {
                 let last = e.lastEvidence ?? e.evidence   // a coalesced run: its last frame
-                let prev = lastUDPFrame[f]
-                lastUDPFrame[f] = (max(prev?.first ?? e.evidence, e.evidence), max(prev?.last ?? last, last))
+                let first = e.evidence
+                // Updated in place (one lookup): the latest first and latest last frame so far.
+                func latest(_ v: inout (first: Evidence, last: Evidence)) {
+                    v.first = max(v.first, first)
+                    v.last = max(v.last, last)
+                }
+                latest(&lastUDPFrame[f, default: (first, last)])
             }
             if case .frame = e.evidence, e.kind != .dtlsAlert,
                ["dtls", "gck", "app"].contains(where: { e.kind.isIn($0) }) {

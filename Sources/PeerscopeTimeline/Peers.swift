@@ -136,7 +136,7 @@ public struct PeerResolver: Sendable {
 
     /// Learns from the identity facts and from every hint that carries a peer ID, so a log line naming
     /// only a participant resolves even when the packet that named the peer ID came later.
-    public init(identities: PeerIdentities, events: [PeerEvent] = []) {
+    public init(identities: PeerIdentities, events: some Sequence<PeerEvent> = [PeerEvent]()) {
         for e in identities.sorted {
             let id = e.peerID
             participants[e.participantID] = id

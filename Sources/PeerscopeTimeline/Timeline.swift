@@ -3,9 +3,12 @@ import PeerscopeCore
 /// One line of a peer's timeline. Repeated traffic (keep-alives, heartbeats, data, ICE checks,
 /// handshake messages) is folded: `t` is the first, `lastT` the last, `count` how many.
 ///
-/// Stored compactly (a long capture keeps millions): the counterpart and session are shared boxes,
-/// the evidence two inline values, and the detail is formatted when read, from the attributes of
-/// the event that gave it (shared with that event, not copied).
+/// Stored compactly (a long capture keeps millions; 88 bytes): the kind and plugin are one shared box
+/// (`Origin`: one per distinct pair in a timeline build), the counterpart and session another
+/// (`Link`: one per distinct pair of a peer's timeline), the evidence two inline values, and the
+/// detail is formatted when read, from the attributes of the event that gave it (shared with that
+/// event, not copied). The properties read and write as plain values (setting one gives the entry a
+/// box of its own).
 public struct TimelineEntry: Sendable, Hashable {
     /// Another input saying the same as the entry (see `corroboration`).
     public struct Corroboration: Sendable, Hashable {
@@ -36,17 +39,44 @@ public struct TimelineEntry: Sendable, Hashable {
         }
     }
 
+    /// An entry's event kind and plugin, shared by the entries that have both the same.
+    struct Origin: Hashable, Sendable {
+        var kind: EventKind
+        var source: String
+    }
+
+    /// An entry's counterpart and session instance (the builder's boxes, one per peer and instance),
+    /// shared by the entries of a timeline that have both the same.
+    struct Link: Hashable, Sendable {
+        var counterpart: Shared<PeerRef>?
+        var session: Shared<SessionKey>?
+    }
+
     public var t: Nanos
     public var lastT: Nanos
     public var count: Int
-    public var kind: EventKind
-    public var source: String
+    var origin: Shared<Origin>
+    var link: Shared<Link>
+    public var kind: EventKind {
+        get { origin.value.kind }
+        set { origin = Shared(Origin(kind: newValue, source: origin.value.source)) }
+    }
+    public var source: String {
+        get { origin.value.source }
+        set { origin = Shared(Origin(kind: origin.value.kind, source: newValue)) }
+    }
     /// Other inputs saying the same thing at about the same time (a device log line beside the frame,
     /// MPC's own line beside the app's print): plugin and evidence, at most `maxCorroboration`.
     public var corroboration: [Corroboration] = []
     public static let maxCorroboration = 4
-    var counterpartBox: Shared<PeerRef>?
-    var sessionBox: Shared<SessionKey>?
+    var counterpartBox: Shared<PeerRef>? {
+        get { link.value.counterpart }
+        set { link = Shared(Link(counterpart: newValue, session: link.value.session)) }
+    }
+    var sessionBox: Shared<SessionKey>? {
+        get { link.value.session }
+        set { link = Shared(Link(counterpart: link.value.counterpart, session: newValue)) }
+    }
     var detailSource: Detail
     /// First and last evidence of the run (`last` nil when `count == 1`), packed (see `EvidencePair`).
     var evidencePair: EvidencePair
@@ -97,24 +127,23 @@ public struct TimelineEntry: Sendable, Hashable {
 
     public init(t: Nanos, state: TimelineState, kind: EventKind, sent: Bool, counterpart: PeerRef?, session: SessionKey?,
                 evidence: [Evidence], source: String, detail: String, letter: Character?) {
-        self.init(t: t, state: state, kind: kind, sent: sent, counterpart: counterpart.map(Shared.init),
-                  session: session.map(Shared.init), evidence: evidence.first ?? .frame(input: 0, frame: 0), source: source,
+        self.init(t: t, state: state, origin: Shared(Origin(kind: kind, source: source)), sent: sent,
+                  link: Shared(Link(counterpart: counterpart.map(Shared.init), session: session.map(Shared.init))),
+                  evidence: evidence.first ?? .frame(input: 0, frame: 0),
                   detail: detail.isEmpty ? .none : .text(Shared(detail)), letter: letter)
         if evidence.count > 1 { lastEvidence = evidence.last }
     }
 
-    init(t: Nanos, state: TimelineState, kind: EventKind, sent: Bool, counterpart: Shared<PeerRef>?,
-         session: Shared<SessionKey>?, evidence: Evidence, source: String, detail: Detail, letter: Character?) {
+    init(t: Nanos, state: TimelineState, origin: Shared<Origin>, sent: Bool, link: Shared<Link>, evidence: Evidence,
+         detail: Detail, letter: Character?) {
         self.t = t
         lastT = t
         count = 1
         self.state = state
-        self.kind = kind
+        self.origin = origin
         self.sent = sent
-        counterpartBox = counterpart
-        sessionBox = session
+        self.link = link
         evidencePair = EvidencePair(evidence)
-        self.source = source
         detailSource = detail
         letterByte = TimelineEntry.byte(letter)
     }

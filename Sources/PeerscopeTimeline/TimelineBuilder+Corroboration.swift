@@ -44,8 +44,7 @@ extension TimelineBuilder {
                     TimelineEntry.Corroboration(source: x.source, evidence: first)
                 w.entries[i].firstEvidence = e.evidence
                 w.entries[i].lastEvidence = nil
-                w.entries[i].source = e.source
-                w.entries[i].kind = e.kind
+                w.entries[i].origin = origin(e)
                 w.entries[i].t = e.t
                 w.entries[i].lastT = e.t
                 if detail.count >= xDetail.count { w.entries[i].detailSource = detailSource }

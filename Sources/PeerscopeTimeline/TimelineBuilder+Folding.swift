@@ -43,8 +43,8 @@ extension TimelineBuilder {
                     w.runs = w.runs.filter { $0.key.counterpart != counterpart }
                 }
             }
-            var entry = TimelineEntry(t: e.t, state: state, kind: e.kind, sent: sent, counterpart: counterpart,
-                                      session: session, evidence: e.evidence, source: e.source,
+            var entry = TimelineEntry(t: e.t, state: state, origin: origin(e), sent: sent,
+                                      link: w.link(counterpart, session), evidence: e.evidence,
                                       detail: TimelineEntry.Detail(e.kind, e.attrs), letter: letter)
             if e.count > 1 {
                 entry.count = e.count
@@ -59,5 +59,32 @@ extension TimelineBuilder {
             w.entries.append(entry)
             if aggregates { w.runs[key] = w.entries.count - 1 }
         }
+    }
+
+    /// The shared box of `e`'s kind and plugin (one per distinct pair in this build; see
+    /// `TimelineEntry.Origin`).
+    func origin(_ e: PeerEvent) -> Shared<TimelineEntry.Origin> {
+        if let last = lastOrigin, last.value.kind == e.kind, last.value.source == e.source { return last }
+        let o = TimelineEntry.Origin(kind: e.kind, source: e.source)
+        let box = origins[o] ?? Shared(o)
+        if origins.count < TimelineBuilder.maxSharedOrigins { origins[o] = box }
+        lastOrigin = box
+        return box
+    }
+
+    /// Distinct kind and plugin pairs given a shared box (an event trace may name any number; beyond
+    /// this each entry has its own box, which still reads the same).
+    static let maxSharedOrigins = 4096
+}
+
+extension TimelineBuilder.PeerWork {
+    /// The shared box of a counterpart and session (the builder's own boxes, so their identities are
+    /// the key) for this peer's entries (see `TimelineEntry.Link`).
+    func link(_ counterpart: Shared<PeerRef>?, _ session: Shared<SessionKey>?) -> Shared<TimelineEntry.Link> {
+        let key = LinkKey(counterpart: counterpart.map(ObjectIdentifier.init), session: session.map(ObjectIdentifier.init))
+        if let box = links[key] { return box }
+        let box = Shared(TimelineEntry.Link(counterpart: counterpart, session: session))
+        links[key] = box
+        return box
     }
 }

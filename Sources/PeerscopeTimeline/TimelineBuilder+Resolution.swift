@@ -71,7 +71,7 @@ extension TimelineBuilder {
         if let w = toWork {
             addEntry(w, e, state: state, letter: letter, sent: from == nil, counterpart: fromBox, session: sessionKey)
         }
-        return ResolvedEvent(store: store, index: index, from: fromBox, to: toBox, session: sessionKey, state: state,
+        return ResolvedEvent(store: store, index: index, sides: sides(fromBox, toBox, sessionKey), state: state,
                              establishedBefore: establishedBefore, secureBefore: secureBefore,
                              dtlsStartedBefore: dtlsStartedBefore)
     }
@@ -229,7 +229,7 @@ extension TimelineBuilder {
             return nil
         }
         folds.open[key] = landed.map { BrowseFolds.Fold(target: k, entry: $0, lastT: e.t) }
-        return ResolvedEvent(store: store, index: k, from: w.box, to: nil, session: nil, state: state,
+        return ResolvedEvent(store: store, index: k, sides: sides(w.box, nil, nil), state: state,
                              establishedBefore: false, secureBefore: false, dtlsStartedBefore: false)
     }
 
@@ -266,7 +266,7 @@ extension TimelineBuilder {
     /// Gives back the room folded queries left in the store and the resolved list (most of both on a
     /// crowded network), for the stages after the timeline.
     static func shrink(_ store: EventStore, _ resolved: inout [ResolvedEvent]) {
-        store.events = exactlySized(store.events)
+        store.events.shrink()
         resolved = exactlySized(resolved)
     }
 }

@@ -4,35 +4,121 @@ import PeerscopeCore
 /// are not copied into the resolved list).
 final class EventStore: @unchecked Sendable {
     /// Written only while the timeline is built; read-only once `Timelines` exists.
-    var events: [PeerEvent]
-    init(_ events: [PeerEvent]) { self.events = events }
+    var events: StoreEvents
+    /// The store of `events`, adopted as they are (no copy).
+    init(_ events: [PeerEvent]) { self.events = StoreEvents(events) }
+    /// An empty store grown by appending, in chunks (see `StoreEvents`).
+    init() { events = StoreEvents() }
+}
+
+/// The store's events: a list adopted from the caller (compacted in place), or, for a store built by
+/// appending (the timeline stage reading query runs), fixed-size chunks: growing never copies the
+/// events already kept nor holds an old and a new buffer at once, and the slack is one chunk (a list
+/// grown by doubling held up to three times the events while it grew, and a copy to shrink it).
+struct StoreEvents {
+    static let shift = 12
+    static let chunkSize = 1 << shift
+    private var flat: [PeerEvent]
+    private var chunks: [[PeerEvent]] = []
+    private let chunked: Bool
+    private(set) var count: Int
+
+    init(_ flat: [PeerEvent]) {
+        self.flat = flat
+        chunked = false
+        count = flat.count
+    }
+
+    init() {
+        flat = []
+        chunked = true
+        count = 0
+    }
+
+    subscript(i: Int) -> PeerEvent {
+        _read {
+            if chunked { yield chunks[i >> StoreEvents.shift][i & (StoreEvents.chunkSize - 1)] } else { yield flat[i] }
+        }
+        _modify {
+            if chunked { yield &chunks[i >> StoreEvents.shift][i & (StoreEvents.chunkSize - 1)] } else { yield &flat[i] }
+        }
+    }
+
+    var indices: Range<Int> { 0 ..< count }
+    var first: PeerEvent? { count > 0 ? self[0] : nil }
+    var last: PeerEvent? { count > 0 ? self[count - 1] : nil }
+
+    mutating func append(_ e: PeerEvent) {
+        count += 1
+        guard chunked else { flat.append(e); return }
+        if chunks.isEmpty || chunks[chunks.count - 1].count == StoreEvents.chunkSize {
+            var c: [PeerEvent] = []
+            c.reserveCapacity(StoreEvents.chunkSize)
+            chunks.append(c)
+        }
+        chunks[chunks.count - 1].append(e)
+    }
+
+    mutating func removeLast() {
+        count -= 1
+        guard chunked else { flat.removeLast(); return }
+        chunks[chunks.count - 1].removeLast()
+        if chunks[chunks.count - 1].isEmpty { chunks.removeLast() }
+    }
+
+    /// Keeps the first `n` events.
+    mutating func keepFirst(_ n: Int) {
+        guard chunked else {
+            flat.removeSubrange(n...)
+            count = n
+            return
+        }
+        while count > n { removeLast() }
+    }
+
+    /// Gives back unused room (a list grown by doubling; a last chunk not filled).
+    mutating func shrink() {
+        if chunked {
+            if let l = chunks.indices.last { chunks[l] = exactlySized(chunks[l]) }
+        } else {
+            flat = exactlySized(flat)
+        }
+    }
 }
 
 /// An event with its sides resolved to peers and its session instance, and what that instance had
 /// reached just before the event (detectors judge events against it).
+///
+/// Stored compactly (24 bytes; a long capture keeps millions): the sides and session are one box
+/// (`Sides`, one per distinct triple in a build), the three flags one byte.
 public struct ResolvedEvent: Sendable {
+    /// The builder's boxes of the two peers and the instance, shared by the events naming all three.
+    struct Sides: Hashable, Sendable {
+        var from: Shared<PeerRef>?
+        var to: Shared<PeerRef>?
+        var session: Shared<SessionKey>?
+    }
+
     let store: EventStore
     let index: Int32
     /// The state the timeline gave the event (after upgrades such as `gck-connected`).
     public let state: TimelineState
-    public let establishedBefore: Bool
-    public let secureBefore: Bool
-    public let dtlsStartedBefore: Bool
-    let fromBox: Shared<PeerRef>?
-    let toBox: Shared<PeerRef>?
-    let sessionBox: Shared<SessionKey>?
+    let flags: UInt8
+    let sides: Shared<Sides>
+    public var establishedBefore: Bool { flags & 1 != 0 }
+    public var secureBefore: Bool { flags & 2 != 0 }
+    public var dtlsStartedBefore: Bool { flags & 4 != 0 }
+    var fromBox: Shared<PeerRef>? { sides.value.from }
+    var toBox: Shared<PeerRef>? { sides.value.to }
+    var sessionBox: Shared<SessionKey>? { sides.value.session }
 
-    init(store: EventStore, index: Int, from: Shared<PeerRef>?, to: Shared<PeerRef>?, session: Shared<SessionKey>?,
-         state: TimelineState, establishedBefore: Bool, secureBefore: Bool, dtlsStartedBefore: Bool) {
+    init(store: EventStore, index: Int, sides: Shared<Sides>, state: TimelineState, establishedBefore: Bool,
+         secureBefore: Bool, dtlsStartedBefore: Bool) {
         self.store = store
         self.index = Int32(truncatingIfNeeded: index)
-        fromBox = from
-        toBox = to
-        sessionBox = session
+        self.sides = sides
         self.state = state
-        self.establishedBefore = establishedBefore
-        self.secureBefore = secureBefore
-        self.dtlsStartedBefore = dtlsStartedBefore
+        flags = (establishedBefore ? 1 : 0) | (secureBefore ? 2 : 0) | (dtlsStartedBefore ? 4 : 0)
     }
 
     /// The event, borrowed from the store (`e.event.attrs`, `e.event[.key]` copy no whole event).
@@ -160,6 +246,8 @@ public final class TimelineBuilder {
     /// What decoding learnt about peers: folded from the `identity.*` events added (and any given).
     var identities: PeerIdentities
     var pending: [PeerEvent] = []
+    /// Browse queries held compactly beside `pending` (see `QueryRuns`: they stand for events in it).
+    var pendingRuns = QueryRuns()
 
     /// A builder whose identity facts come with the events (`identity.*`), as decoding emits them.
     public init() { identities = PeerIdentities() }
@@ -174,6 +262,20 @@ public final class TimelineBuilder {
         // Adopting the caller's buffer (no copy) when nothing is pending: analysis hands over all
         // its events at once and keeps no other reference.
         if pending.isEmpty { pending = es } else { pending.append(contentsOf: es) }
+    }
+
+    /// Adds a decoded list held partly in query runs (`EventTrace.events` and `queryRuns`): the events
+    /// the runs stand for are resolved one by one in their places, as if `es` held them all.
+    public func add(contentsOf es: [PeerEvent], queryRuns: QueryRuns) {
+        guard !queryRuns.isEmpty else { add(contentsOf: es); return }
+        if !pendingRuns.isEmpty || !pending.isEmpty {
+            // A second list: both as plain events (the runs' places are in their own list).
+            pending = pendingRuns.merged(pending) + queryRuns.merged(es)
+            pendingRuns = QueryRuns()
+            return
+        }
+        pending = es
+        pendingRuns = queryRuns
     }
 
     // MARK: working state
@@ -198,6 +300,12 @@ public final class TimelineBuilder {
         /// The peer as entries and resolved events name it (one box per peer).
         let box: Shared<PeerRef>
         var entries: [TimelineEntry] = []
+        /// The entries' shared counterpart-and-session boxes, by the identities of the two boxes.
+        var links: [LinkKey: Shared<TimelineEntry.Link>] = [:]
+        struct LinkKey: Hashable {
+            var counterpart: ObjectIdentifier?
+            var session: ObjectIdentifier?
+        }
         var history = HistoryBuilder()
         var runs: [RunKey: Int] = [:]
         var sessions: [SessionKey] = []
@@ -239,6 +347,27 @@ public final class TimelineBuilder {
     }
 
     var peers: [PeerRef: PeerWork] = [:]
+    /// The resolved events' shared sides boxes, by the identities of the three boxes (see `sides`).
+    var sidesBoxes: [SidesKey: Shared<ResolvedEvent.Sides>] = [:]
+    struct SidesKey: Hashable {
+        var from: ObjectIdentifier?
+        var to: ObjectIdentifier?
+        var session: ObjectIdentifier?
+    }
+
+    /// The shared box of a resolved event's sides (the builder's own peer and instance boxes).
+    func sides(_ from: Shared<PeerRef>?, _ to: Shared<PeerRef>?, _ session: Shared<SessionKey>?) -> Shared<ResolvedEvent.Sides> {
+        let key = SidesKey(from: from.map(ObjectIdentifier.init), to: to.map(ObjectIdentifier.init),
+                           session: session.map(ObjectIdentifier.init))
+        if let box = sidesBoxes[key] { return box }
+        let box = Shared(ResolvedEvent.Sides(from: from, to: to, session: session))
+        sidesBoxes[key] = box
+        return box
+    }
+
+    /// The entries' shared kind-and-plugin boxes (see `origin(_:)`).
+    var origins: [TimelineEntry.Origin: Shared<TimelineEntry.Origin>] = [:]
+    var lastOrigin: Shared<TimelineEntry.Origin>?
     var sessions: [SessionWork] = []
     var latest: [PeerPair: Int] = [:]
     var counts: [PeerPair: Int] = [:]
@@ -252,8 +381,12 @@ public final class TimelineBuilder {
         // Normalised in place (the list can be large: no second copy).
         var events = pending
         pending = []
+        // Browse queries held in runs (`QueryRuns`) stand for events in the list: every step below
+        // sees them in their places, through the runs (a run's members share all but time and frame).
+        var runs = pendingRuns
+        pendingRuns = QueryRuns()
         // Identity facts are folded into the one identity model, not timeline steps (in place: the
-        // list can be large).
+        // list can be large). The runs hold none (they are browse queries).
         var facts = 0
         for i in events.indices where identities.add(events[i]) { facts += 1 }
         // The list the decoders grew by doubling is copied once, exactly sized and without the facts,
@@ -261,36 +394,91 @@ public final class TimelineBuilder {
         if facts > 0 || events.capacity - events.count > events.count / 8 {
             var exact: [PeerEvent] = []
             exact.reserveCapacity(events.count - facts)
-            for i in events.indices where facts == 0 || !events[i].kind.isIn("identity") { exact.append(events[i]) }
+            var removed: [Int] = []
+            for i in events.indices {
+                if facts == 0 || !events[i].kind.isIn("identity") { exact.append(events[i]) } else if !runs.isEmpty { removed.append(i) }
+            }
             events = consume exact
+            runs.removeEvents(at: removed)
         }
-        for i in events.indices {
-            let from = events[i].from, to = events[i].to
+        func normalize(_ e: inout PeerEvent) {
+            let from = e.from, to = e.to
             let nf = PeerResolver.normalized(from), nt = PeerResolver.normalized(to)
-            if nf != from { events[i].from = nf }
-            if nt != to { events[i].to = nt }
+            if nf != from { e.from = nf }
+            if nt != to { e.to = nt }
         }
+        for i in events.indices { normalize(&events[i]) }
+        runs.updateTemplates(normalize)
         if !zip(events, events.dropFirst()).allSatisfy({ $0.t <= $1.t }) {
+            // Not from the engine (its list is sorted, the runs placed in it): the list as a whole.
+            if !runs.isEmpty {
+                events = runs.merged(events)
+                runs = QueryRuns()
+            }
             // Stable: events with equal times keep their input order.
             let order = events.indices.sorted { events[$0].t != events[$1].t ? events[$0].t < events[$1].t : $0 < $1 }
             events = order.map { events[$0] }
         }
-        var resolver = PeerResolver(identities: identities, events: events)
+        var resolver = runs.isEmpty ? PeerResolver(identities: identities, events: events)
+            : PeerResolver(identities: identities, events: runs.mergedSequence(events))
+        // Log owners are read from log lines and non-discovery events: never a run's members.
         resolver.identifyLogOwners(events)
         if inferLogOwners { resolver.inferLogOwners(events) }
-        // The events move into the store; resolving may annotate one in place (a `note`).
-        let store = EventStore(events)
-        events = []
         var resolved: [ResolvedEvent] = []
-        resolved.reserveCapacity(store.events.count)
-        let endT = max(end ?? Nanos.min, store.events.last?.t ?? 0)
-        var folds = BrowseFolds(enabled: foldBrowseQueries, gap: browseFoldGap, events: store.events)
-        for i in store.events.indices {
-            // The store is compacted in place: kept event `resolved.count` is the next slot.
-            if let r = resolveStep(i, into: resolved.count, store, resolver, &folds) { resolved.append(r) }
+        let endT = max(end ?? Nanos.min, runs.lastT.map { max($0, events.last?.t ?? $0) } ?? events.last?.t ?? 0)
+        // The folds' scan looks for log lines and ICMP errors: never a run's members.
+        var folds = BrowseFolds(enabled: foldBrowseQueries, gap: browseFoldGap, events: events)
+        let store: EventStore
+        let foldedMost: Bool
+        if runs.isEmpty {
+            // The events move into the store; resolving may annotate one in place (a `note`).
+            store = EventStore(events)
+            events = []
+            resolved.reserveCapacity(store.events.count)
+            for i in store.events.indices {
+                // The store is compacted in place: kept event `resolved.count` is the next slot.
+                if let r = resolveStep(i, into: resolved.count, store, resolver, &folds) { resolved.append(r) }
+            }
+            store.events.keepFirst(resolved.count)
+            foldedMost = folds.folded > resolved.count
+        } else {
+            // The merged list, one event at a time, into a store that keeps only what is not folded.
+            store = EventStore()
+            runs.forEachMerged(events) { e in
+                let k = resolved.count
+                store.events.append(e)
+                if let r = resolveStep(k, into: k, store, resolver, &folds) { resolved.append(r) } else { store.events.removeLast() }
+            }
+            events = []
+            runs = QueryRuns()
+            foldedMost = true
         }
-        store.events.removeSubrange(resolved.count...)
-        if folds.folded > resolved.count { TimelineBuilder.shrink(store, &resolved) }
+        folds.open = [:]
+        settleSuperseded()
+        let instances = sessions.map { w -> SessionInstance in
+            var s = w.instance
+            TimelineBuilder.classifyPlane(w, &s)
+            s.history = w.history.text
+            // Grown one by one (by doubling): a long capture has tens of thousands of instances.
+            s.milestones = exactlySized(s.milestones)
+            return s
+        }
+        // The working state goes before the timelines are copied out exactly sized: the copies then
+        // take the room it leaves instead of growing the heap past it (its freed pieces, left between
+        // the pieces that stay, would stay resident). Nothing below reads it.
+        sessions = []
+        latest = [:]
+        counts = [:]
+        pairsOf = [:]
+        sidesBoxes = [:]
+        origins = [:]
+        lastOrigin = nil
+        for w in peers.values {
+            w.runs = [:]
+            w.links = [:]
+            w.sessionSet = []
+        }
+        if foldedMost { TimelineBuilder.shrink(store, &resolved) }
         let peerTimelines = peers.values.map { w -> PeerTimeline in
             if case .id(let id) = w.info.ref, let entry = identities.entries[id] {
                 if w.info.displayName == nil, let n = entry.displayName, !n.isEmpty { w.info.displayName = n }
@@ -305,22 +493,10 @@ public final class TimelineBuilder {
             // The peer is finished: its entries are kept exactly sized (they grew by doubling).
             let entries = exactlySized(w.entries)
             w.entries = []
-            return PeerTimeline(peer: info, entries: entries, history: w.history.text, sessions: w.sessions)
+            return PeerTimeline(peer: info, entries: entries, history: w.history.text, sessions: exactlySized(w.sessions))
         }
-        settleSuperseded()
-        let instances = sessions.map { w -> SessionInstance in
-            var s = w.instance
-            TimelineBuilder.classifyPlane(w, &s)
-            s.history = w.history.text
-            return s
-        }
-        let result = Timelines(peers: peerTimelines, sessions: instances, events: resolved, start: store.events.first?.t,
-                               end: endT, resolver: resolver, identities: identities)
         peers = [:]
-        sessions = []
-        latest = [:]
-        counts = [:]
-        pairsOf = [:]
-        return result
+        return Timelines(peers: peerTimelines, sessions: instances, events: resolved, start: store.events.first?.t,
+                         end: endT, resolver: resolver, identities: identities)
     }
 }

@@ -1,6 +1,6 @@
 import PeerscopeCore
 import PeerscopeDetectors
-import PeerscopeTimeline
+@testable import PeerscopeTimeline
 import XCTest
 
 /// Timeline entries and the resolver's bindings in their compact, scalable forms.
@@ -24,8 +24,92 @@ final class CompactTimelineTests: XCTestCase {
         XCTAssertEqual(e.detail, "state=Connected")
         XCTAssertNil(e.letter)
         XCTAssertNil(e.counterpart)
-        XCTAssertLessThanOrEqual(MemoryLayout<TimelineEntry>.stride, 120, "evidence packed: see EvidencePair")
-        XCTAssertLessThanOrEqual(MemoryLayout<ResolvedEvent>.stride, 48)
+        XCTAssertLessThanOrEqual(MemoryLayout<TimelineEntry>.stride, 88, "evidence packed; kind and source, counterpart and session shared")
+        XCTAssertLessThanOrEqual(MemoryLayout<ResolvedEvent>.stride, 24, "sides shared, flags in a byte")
+        // The shared parts read and write as plain values: setting one gives this entry a box of its own.
+        let f = e
+        e.kind = .gckData
+        e.source = "gck-data"
+        e.session = nil
+        XCTAssertEqual(e.kind, .gckData)
+        XCTAssertEqual(e.source, "gck-data")
+        XCTAssertNil(e.session)
+        XCTAssertEqual(f.kind, .gckHeartbeat, "the copy keeps its own")
+        XCTAssertEqual(f.source, "gck-heartbeat")
+        XCTAssertEqual(f.session?.number, 2)
+        XCTAssertNil(f.counterpart)
+        e.counterpart = .id(9)
+        XCTAssertNotEqual(e, f)
+        XCTAssertEqual(f.session?.number, 2, "the copy's session is not the new box's")
+        e.counterpart = nil
+        e.session = SessionKey(pair: PeerPair(.id(7), .id(9)), number: 2)
+        e.kind = .gckHeartbeat
+        e.source = "gck-heartbeat"
+        e.evidence = f.evidence
+        e.detail = f.detail
+        e.letter = f.letter
+        XCTAssertEqual(e, f, "equal by value, whatever boxes hold the values")
+    }
+
+    /// Entries and resolved events share their boxes (kind and plugin per build, counterpart and
+    /// session per peer, sides per build), and every entry and event still reads exactly what its
+    /// event and peer say: the values the unshared fields held.
+    func testEntriesAndResolvedEventsShareTheirBoxesAndReadTheirOwnValues() throws {
+        let s = Script.fullSession()
+        s.connect(Script.alice, Script.carol, at: 40)
+        s.repeating(.gckHeartbeat, from: 41, to: 50, every: 4, Script.alice, Script.carol)
+        s.log(.lost, 51, Script.carol)
+        s.packet(.gckData, 52, Script.alice, Script.carol, source: "gck-data")
+        s.packet(.gckData, 52.5, Script.carol, Script.alice, source: "gck-data-other")
+        let tl = s.timelines()
+        let all = tl.peers.flatMap { p in p.entries.map { (p, $0) } }
+        XCTAssertGreaterThan(all.count, 20)
+        // Each entry's kind and source are those of an event it stands for, and its counterpart and
+        // session those of the resolved events of its kind on that peer.
+        for (p, x) in all {
+            let evs = tl.events.filter { r in
+                r.kind == x.kind && r.source == x.source && (r.from == p.peer.ref || r.to == p.peer.ref)
+                    && r.t <= x.t + CaptureTime.second && x.t <= r.lastT + CaptureTime.second
+            }
+            XCTAssertFalse(evs.isEmpty, "\(p.peer.label) \(x.kind) \(x.source)")
+            XCTAssertTrue(evs.contains { r in
+                r.session == x.session && (r.from == p.peer.ref ? r.to : r.from) == x.counterpart
+            }, "\(p.peer.label) \(x.kind): counterpart \(String(describing: x.counterpart)) session \(String(describing: x.session))")
+        }
+        // Sharing: one origin box per kind and source, one link box per peer, counterpart and session,
+        // one sides box per from, to and session.
+        var origins: [TimelineEntry.Origin: ObjectIdentifier] = [:]
+        for (_, x) in all {
+            let id = ObjectIdentifier(x.origin)
+            XCTAssertEqual(origins[x.origin.value, default: id], id, "\(x.kind) \(x.source): one box")
+            origins[x.origin.value] = id
+        }
+        XCTAssertTrue(origins.keys.contains(TimelineEntry.Origin(kind: .gckData, source: "gck-data")))
+        XCTAssertTrue(origins.keys.contains(TimelineEntry.Origin(kind: .gckData, source: "gck-data-other")), "sources kept apart")
+        for p in tl.peers {
+            var links: [String: ObjectIdentifier] = [:]
+            for x in p.entries {
+                let k = "\(String(describing: x.counterpart))|\(String(describing: x.session))"
+                let id = ObjectIdentifier(x.link)
+                XCTAssertEqual(links[k, default: id], id, "\(p.peer.label) \(k): one box")
+                links[k] = id
+            }
+        }
+        var sides: [String: ObjectIdentifier] = [:]
+        for r in tl.events {
+            let k = "\(String(describing: r.from))|\(String(describing: r.to))|\(String(describing: r.session))"
+            let id = ObjectIdentifier(r.sides)
+            XCTAssertEqual(sides[k, default: id], id, "\(k): one box")
+            sides[k] = id
+        }
+        XCTAssertLessThan(sides.count, tl.events.count / 2, "far fewer boxes than events")
+        let alice = try XCTUnwrap(tl.timeline(.id(try XCTUnwrap(Script.alice.peerID))))
+        XCTAssertEqual(alice.sessions.count, 2)
+        XCTAssertTrue(tl.events.contains { $0.establishedBefore && $0.secureBefore && $0.dtlsStartedBefore }, "flags read back")
+        XCTAssertTrue(tl.events.contains { $0.establishedBefore && !$0.secureBefore })
+        for si in tl.sessions {
+            XCTAssertLessThanOrEqual(si.milestones.capacity - si.milestones.count, si.milestones.count / 16, "milestones without slack")
+        }
     }
 
     /// A finding's details are stored packed: read and written like the dictionary they were, the

@@ -49,4 +49,37 @@ final class HotPathTests: XCTestCase {
         XCTAssertLessThanOrEqual(hints, distinctHints.count)
         XCTAssertLessThanOrEqual(flows, distinctFlows.count)
     }
+
+    /// Kept events repeating another's attributes share its buffer: the events are those of the
+    /// unshared path on every sample, and on the group sample most repeats do share.
+    func testKeptEventsShareRepeatedAttributesAndAreTheSameEvents() throws {
+        let paths = try FileManager.default.contentsOfDirectory(atPath: Place.samples.path)
+            .filter { $0.hasSuffix(".pcapng") || $0.hasSuffix(".pcap") }.sorted().map { Place.samples.appendingPathComponent($0).path }
+        XCTAssertGreaterThan(paths.count, 10)
+        var unshared = AnalysisSession.engineOptions(AnalysisSession.Configuration())
+        unshared.shareAttributes = false
+        for path in paths {
+            let plain = try PeerscopeRun.run(paths: [path], engine: Engine(options: unshared)).events
+            let engine = Engine(options: AnalysisSession.engineOptions(AnalysisSession.Configuration()))
+            let shared = try PeerscopeRun.run(paths: [path], engine: engine).events
+            XCTAssertEqual(shared, plain, path)
+            guard path.hasSuffix("group-8.pcapng") else { continue }
+            // Among events with equal (non-empty, short) attributes, how many hold a buffer of their own.
+            var first: [EventAttrs: EventAttrs] = [:]
+            var repeats = 0, sharing = 0, ownInPlain = 0
+            for (e, p) in zip(shared, plain) where !e.attrs.isEmpty && e.attrs.map({ $0.key.utf8.count + $0.value.utf8.count + 2 }).reduce(0, +) <= 200 {
+                if let f = first[e.attrs] {
+                    repeats += 1
+                    if EventAttrsSharing.sameBuffer(f, e.attrs) { sharing += 1 }
+                    if !EventAttrsSharing.sameBuffer(f, p.attrs) { ownInPlain += 1 }
+                } else {
+                    first[e.attrs] = e.attrs
+                }
+            }
+            XCTAssertGreaterThan(repeats, 100, "the group sample repeats attributes (heartbeats, Hellos)")
+            XCTAssertGreaterThan(sharing, repeats * 3 / 4, "most repeats share a buffer (\(sharing) of \(repeats))")
+            XCTAssertEqual(ownInPlain, repeats, "without sharing each repeat has its own buffer")
+            XCTAssertGreaterThanOrEqual(engine.sharedAttributes, sharing, "the engine counted them")
+        }
+    }
 }

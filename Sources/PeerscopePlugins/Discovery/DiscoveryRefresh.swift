@@ -53,34 +53,43 @@ extension DiscoveryTracker {
               p.same(as: r.bytes) else { return false }
         // Nothing written since: every instance still in its slot, alive, with the stamp it had (stamps
         // are unique to one write, so the same stamp is the same instance), every host likewise.
-        for i in r.instances {
-            guard instances.holds(i.slot, i.key), withInstance(i.slot, { $0.stamp == i.stamp && $0.state == .alive })
+        // Read by index, field by field: a copy of each remembered entry would retain its key and arrays.
+        let ri = r.instances, rh = r.hosts
+        for k in ri.indices {
+            let slot = ri[k].slot, stamp = ri[k].stamp
+            guard instances.holds(slot, ri[k].key), withInstance(slot, { $0.stamp == stamp && $0.state == .alive })
             else { return false }
         }
-        for h in r.hosts {
-            guard hosts.holds(h.slot, h.key), withHost(h.slot, { $0.stamp == h.stamp }) else { return false }
+        for k in rh.indices {
+            let slot = rh[k].slot, stamp = rh[k].stamp
+            guard hosts.holds(slot, rh[k].key), withHost(slot, { $0.stamp == stamp }) else { return false }
         }
         // Only times move (no entry comes or goes below, so the slots stay theirs).
         let t = input.t
-        for h in r.hosts {
-            withHost(h.slot) { host in
+        for k in rh.indices {
+            let slot = rh[k].slot, addresses = rh[k].addresses
+            withHost(slot) { host in
                 host.lastSeen = t
-                for (a, ttl) in h.addresses {
+                for (a, ttl) in addresses {
                     let expiry = t &+ Nanos(ttl) &* CaptureTime.second
                     host.addresses[a] = (t, expiry)
-                    schedule(&host, h.key, slot: h.slot, expiry)
+                    schedule(&host, rh[k].key, slot: slot, expiry)
                 }
             }
         }
-        for i in r.instances {
-            let x = i.slot
+        // What `touch` would write, the same for every instance of the message.
+        let evidence = input.evidence, flow = input.flow
+        for k in ri.indices {
+            let x = ri[k].slot, ptr = ri[k].ptr, srv = ri[k].srv, txt = ri[k].txt
             let deadline = withInstance(x) { inst in
-                if let ttl = i.ptr { inst.ptrExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
-                if let ttl = i.srv { inst.srvExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
-                if let ttl = i.txt { inst.txtExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
-                // `src` is among its sources already (the full path noted it when it remembered this
-                // response, or found the set full), so the set is not hashed again.
-                touch(&inst, t, nil, input)
+                if let ttl = ptr { inst.ptrExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
+                if let ttl = srv { inst.srvExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
+                if let ttl = txt { inst.txtExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
+                // `touch(&inst, t, nil, input)`: `src` is among its sources already (the full path noted
+                // it when it remembered this response, or found the set full), so the set is not hashed again.
+                inst.lastSeen = t
+                inst.lastEvidence = evidence
+                inst.lastFlow = flow
                 teach(inst, src: src, ctx)
                 return inst.deadline
             }

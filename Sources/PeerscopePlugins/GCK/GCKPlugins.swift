@@ -211,10 +211,13 @@ public final class GCKDataPlugin: DecoderPlugin {
         }
         let handOn = GCKDecoding.carriesAppPayload(kind: inner.kind, inner.rest)
         let type = inner.kind == 5 || handOn ? "data" : inner.kind == 7 ? "ack" : "control"
-        attrs[.kind] = inner.kindName
-        attrs[.seq] = Int(inner.seq)
-        if let a = inner.ackHint { attrs[.ack] = Int(a) }
-        attrs[.payloadSize] = inner.rest.count
+        // The attributes are the event's only (`peerscope decode` without `--events` makes none).
+        if ctx.wantsEvents {
+            attrs[.kind] = inner.kindName
+            attrs[.seq] = Int(inner.seq)
+            if let a = inner.ackHint { attrs[.ack] = Int(a) }
+            attrs[.payloadSize] = inner.rest.count
+        }
         let checksumSeen = GCKDataInner.checksumMatchesObserved(h.body, given: inner.checksum)
         let showPayloads = ctx.options.showPayloads
         ctx.message(type, deferred: {

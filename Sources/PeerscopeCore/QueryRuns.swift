@@ -1,0 +1,348 @@
+/// Browse queries held compactly between decoding and the timeline stage (issue 13).
+///
+/// On a crowded network most kept events are browse queries (`discovery.browse`: three quarters of
+/// the events of the bench's mDNS files), each host repeating the same few questions for as long as the
+/// capture lasts. As `PeerEvent`s they cost 120 bytes each plus their attributes, and their number
+/// grows with the capture's length. Here a query that repeats an earlier one in everything but its
+/// time and frame (same kind, hints, flow, plugin and attributes, a single occurrence from a frame of
+/// the same input) is stored as a few bytes in that earlier query's **run**: its time, frame and place
+/// in the event list, delta-encoded. Nothing is folded or lost: every query stays its own event.
+///
+/// **The contract.** A trace (or run result) with query runs stands for one event list: `events` with
+/// every member of every run put back in its place (`QueryRuns.merged`, `forEachMerged`):
+/// - a member carries `pos`, an index into `events` (`0 ... events.count`): it comes just before
+///   `events[pos]` (after every event when `pos == events.count`);
+/// - members with the same `pos` come in order of time, then of `seq` (the order they were decoded in).
+/// The engine collects members with `pos` as the number of events kept before them (their place
+/// before the list is sorted by time) and `settle` turns that into the contract's `pos` once `events`
+/// is sorted: the merged list is then exactly the list decoding would have kept without runs, sorted
+/// by time with ties in decoding order (`Engine.sortByTime`). Whoever drops events from `events`
+/// moves the members' places with `removeEvents`.
+///
+/// Readers that want the events one by one read the merged list; `peerscope decode --events` writes
+/// it, so the trace is the same with or without runs. A member's event is the run's first event with
+/// its own `t`, `lastT` and evidence.
+public struct QueryRuns: Sendable {
+    /// One member's place: time, frame (within the run's input), place in `events`, decoding order.
+    public struct Member: Sendable, Equatable {
+        public var t: Nanos
+        public var frame: UInt64
+        public var pos: Int
+        public var seq: Int
+    }
+
+    struct Run: Sendable {
+        /// The first member's event (every member is this with its own time and frame).
+        var template: PeerEvent
+        var input: Int
+        var first: Member
+        var last: Member
+        var count: Int
+        /// Members after the first: per member, LEB128 deltas of time (in microseconds when whole,
+        /// low bit clear; else nanoseconds, low bit set), frame, `pos` and `seq`.
+        var bytes: [UInt8]
+    }
+
+    private struct Key: Hashable {
+        var kind: EventKind
+        var source: String
+        var from: Shared<PeerHint>?
+        var to: Shared<PeerHint>?
+        var flow: Shared<FlowKey>?
+        var attrs: EventAttrs
+        var input: Int
+
+        /// The boxes' hashes (computed once per box) and the attributes' length: cheap per query; a
+        /// querier's few keys that share them are told apart by equality, which compares every field.
+        func hash(into h: inout Hasher) {
+            h.combine(from)
+            h.combine(flow)
+            h.combine(attrs.bytes.count)
+        }
+    }
+
+    var runs: [Run] = []
+    /// Members of all runs.
+    public private(set) var count = 0
+    /// Open runs by what their members share (collection only).
+    private var open: [Key: Int] = [:]
+    private var nextSeq = 0
+    private var lastClose: Nanos = .min
+
+    public init() {}
+
+    public var isEmpty: Bool { count == 0 }
+    /// The latest member's time.
+    public var lastT: Nanos? { runs.lazy.map(\.last.t).max() }
+    /// Runs held (each holds one full event).
+    public var runCount: Int { runs.count }
+
+    /// Keeps `e` as a member of a run when it can be (a single occurrence from a frame); false: the
+    /// caller keeps it as an ordinary event. `kept` is the number of ordinary events kept before it.
+    public mutating func add(_ e: PeerEvent, kept: Int) -> Bool {
+        guard e.count == 1, e.lastT == e.t, e.lastEvidence == nil, case .frame(let input, let frame) = e.evidence else {
+            return false
+        }
+        let m = Member(t: e.t, frame: frame, pos: kept, seq: nextSeq)
+        nextSeq &+= 1
+        count &+= 1
+        let key = Key(kind: e.kind, source: e.source, from: e.fromBox, to: e.toBox, flow: e.flowBox, attrs: e.attrs, input: input)
+        if let r = open[key], QueryRuns.append(m, to: &runs[r]) { return true }
+        open[key] = runs.count
+        runs.append(Run(template: e, input: input, first: m, last: m, count: 1, bytes: []))
+        return true
+    }
+
+    /// Forgets open runs whose last member is older than `t - idle` (the next such query starts a new
+    /// run): the table of open runs stays with the queriers still active. Changes no member.
+    public mutating func closeIdle(at t: Nanos, idle: Nanos) {
+        // Looked at every `idle / 4` of capture time (a run is closed at most that late).
+        guard !open.isEmpty, lastClose == .min || t &- lastClose >= idle / 4 else { return }
+        lastClose = t
+        var dead: [Key] = []
+        for (k, r) in open where t &- runs[r].last.t > idle { dead.append(k) }
+        for k in dead { open.removeValue(forKey: k) }
+    }
+
+    /// Appends `m` to `run` when the deltas are non-negative and small enough to encode.
+    private static func append(_ m: Member, to run: inout Run) -> Bool {
+        let p = run.last
+        guard m.t >= p.t, m.frame >= p.frame, m.pos >= p.pos, m.seq > p.seq else { return false }
+        let dt = UInt64(bitPattern: m.t &- p.t)
+        guard dt < 1 << 62 else { return false }
+        appendDelta(dt % 1000 == 0 ? (dt / 1000) << 1 : dt << 1 | 1, &run.bytes)
+        appendDelta(m.frame &- p.frame, &run.bytes)
+        appendDelta(UInt64(m.pos - p.pos), &run.bytes)
+        appendDelta(UInt64(m.seq - p.seq), &run.bytes)
+        run.last = m
+        run.count += 1
+        return true
+    }
+
+    private static func appendDelta(_ v: UInt64, _ out: inout [UInt8]) {
+        var v = v
+        while v >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        out.append(UInt8(v))
+    }
+
+    /// Reads member after `p` at `offset` in `run.bytes` (advanced past it).
+    @inline(__always) static func next(after p: Member, _ bytes: [UInt8], _ offset: inout Int) -> Member {
+        func delta() -> UInt64 {
+            var v: UInt64 = 0, shift: UInt64 = 0
+            while offset < bytes.count {
+                let b = bytes[offset]
+                offset += 1
+                v |= UInt64(b & 0x7F) << shift
+                if b < 0x80 { break }
+                shift += 7
+            }
+            return v
+        }
+        let d = delta()
+        let dt = d & 1 == 0 ? (d >> 1) &* 1000 : d >> 1
+        let df = delta(), dp = delta(), ds = delta()
+        return Member(t: p.t &+ Int64(bitPattern: dt), frame: p.frame &+ df, pos: p.pos &+ Int(truncatingIfNeeded: dp),
+                      seq: p.seq &+ Int(truncatingIfNeeded: ds))
+    }
+
+    /// Every member of run `r`, in order.
+    func members(_ r: Int) -> [Member] {
+        var out: [Member] = []
+        out.reserveCapacity(runs[r].count)
+        forEachMember(r) { out.append($0) }
+        return out
+    }
+
+    func forEachMember(_ r: Int, _ body: (Member) -> Void) {
+        var m = runs[r].first
+        body(m)
+        var offset = 0
+        for _ in 1 ..< max(1, runs[r].count) {
+            m = QueryRuns.next(after: m, runs[r].bytes, &offset)
+            body(m)
+        }
+    }
+
+    /// Rewrites every member's `pos` with `map` (non-decreasing along a run: the encoding stays valid).
+    mutating func remapPositions(_ map: (Member) -> Int) {
+        for r in runs.indices {
+            let ms = members(r)
+            var run = runs[r]
+            run.bytes = []
+            run.count = 0
+            for (i, var m) in ms.enumerated() {
+                m.pos = map(m)
+                if i == 0 {
+                    run.first = m
+                    run.last = m
+                    run.count = 1
+                } else {
+                    // Time, frame and seq are those already appended once; pos does not decrease.
+                    let ok = QueryRuns.append(m, to: &run)
+                    precondition(ok, "query run positions must not decrease")
+                }
+            }
+            run.bytes = exactlySizedBytes(run.bytes)
+            runs[r] = run
+        }
+    }
+
+    private func exactlySizedBytes(_ b: [UInt8]) -> [UInt8] {
+        guard b.capacity > b.count + b.count / 8 + 16 else { return b }
+        return Array(b)
+    }
+
+    /// Collection is over and `events` (the ordinary events kept) is sorted by time, stably: `preSort`
+    /// gives, for each index of `events`, the index the event had when it was kept (nil: the sort moved
+    /// nothing). Turns each member's count of events kept before it into its place in the sorted list
+    /// (see the contract): after every event of earlier time and every event of its time kept before it.
+    public mutating func settle(events: [PeerEvent], preSort: [Int]?) {
+        open = [:]
+        guard !runs.isEmpty else { return }
+        remapPositions { m in
+            // First index with time >= m.t, first with time > m.t.
+            let lo = QueryRuns.partition(events.count) { events[$0].t >= m.t }
+            let hi = QueryRuns.partition(events.count) { events[$0].t > m.t }
+            guard let preSort else { return min(max(m.pos, lo), hi) }
+            // Within equal times the sorted events keep the order they were kept in.
+            return lo + QueryRuns.partition(hi - lo) { preSort[lo + $0] >= m.pos }
+        }
+    }
+
+    /// The first index in `0 ..< n` where `pred` holds (it holds for all indexes after it), or `n`.
+    static func partition(_ n: Int, _ pred: (Int) -> Bool) -> Int {
+        var lo = 0, hi = n
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2
+            if pred(mid) { hi = mid } else { lo = mid + 1 }
+        }
+        return lo
+    }
+
+    /// `events` lost the events at `removed` (sorted indexes into the list before removal): members
+    /// keep their places among the events that stay.
+    public mutating func removeEvents(at removed: [Int]) {
+        guard !removed.isEmpty, !runs.isEmpty else { return }
+        remapPositions { m in m.pos - QueryRuns.partition(removed.count) { removed[$0] >= m.pos } }
+    }
+
+    /// Members' events with `transform` applied to each run's first event (and so to every member):
+    /// hints normalised once per run instead of once per member.
+    public mutating func updateTemplates(_ transform: (inout PeerEvent) -> Void) {
+        for r in runs.indices { transform(&runs[r].template) }
+    }
+
+    /// The event of member `m` of run `r`.
+    @inline(__always) func event(_ r: Int, _ m: Member) -> PeerEvent {
+        var e = runs[r].template
+        e.t = m.t
+        e.lastT = m.t
+        e.evidence = .frame(input: runs[r].input, frame: m.frame)
+        return e
+    }
+
+    /// Calls `body` with every event of `events` and every member, in the merged order (see the contract).
+    public func forEachMerged(_ events: [PeerEvent], _ body: (PeerEvent) -> Void) {
+        var it = MergedIterator(events: events, runs: self)
+        while let e = it.next() { body(e) }
+    }
+
+    /// `events` with every member in its place: the list the runs stand for.
+    public func merged(_ events: [PeerEvent]) -> [PeerEvent] {
+        guard !isEmpty else { return events }
+        var out: [PeerEvent] = []
+        out.reserveCapacity(events.count + count)
+        forEachMerged(events) { out.append($0) }
+        return out
+    }
+
+    /// The merged list as a sequence (for readers that take one, such as `PeerResolver`).
+    public func mergedSequence(_ events: [PeerEvent]) -> MergedEvents { MergedEvents(events: events, runs: self) }
+}
+
+/// `events` and the members of `runs` in the merged order (see `QueryRuns`).
+public struct MergedEvents: Sequence, Sendable {
+    let events: [PeerEvent]
+    let runs: QueryRuns
+    public func makeIterator() -> MergedIterator { MergedIterator(events: events, runs: runs) }
+    public var underestimatedCount: Int { events.count + runs.count }
+}
+
+/// Walks the events and the runs' members together: a heap of runs by their next member's place.
+public struct MergedIterator: IteratorProtocol {
+    struct Cursor {
+        var run: Int
+        var member: QueryRuns.Member
+        var offset: Int
+        var left: Int
+    }
+
+    let events: [PeerEvent]
+    let runs: QueryRuns
+    var i = 0
+    var heap: [Cursor] = []
+
+    init(events: [PeerEvent], runs: QueryRuns) {
+        self.events = events
+        self.runs = runs
+        heap.reserveCapacity(runs.runs.count)
+        for r in runs.runs.indices {
+            push(Cursor(run: r, member: runs.runs[r].first, offset: 0, left: runs.runs[r].count - 1))
+        }
+    }
+
+    @inline(__always) static func before(_ a: Cursor, _ b: Cursor) -> Bool {
+        let x = a.member, y = b.member
+        if x.pos != y.pos { return x.pos < y.pos }
+        if x.t != y.t { return x.t < y.t }
+        return x.seq < y.seq
+    }
+
+    private mutating func push(_ c: Cursor) {
+        heap.append(c)
+        var k = heap.count - 1
+        while k > 0 {
+            let parent = (k - 1) / 2
+            guard MergedIterator.before(heap[k], heap[parent]) else { break }
+            heap.swapAt(k, parent)
+            k = parent
+        }
+    }
+
+    private mutating func siftDown() {
+        var k = 0
+        let n = heap.count
+        while true {
+            let l = 2 * k + 1, r = l + 1
+            var m = k
+            if l < n, MergedIterator.before(heap[l], heap[m]) { m = l }
+            if r < n, MergedIterator.before(heap[r], heap[m]) { m = r }
+            if m == k { return }
+            heap.swapAt(k, m)
+            k = m
+        }
+    }
+
+    public mutating func next() -> PeerEvent? {
+        if let top = heap.first, top.member.pos <= i {
+            let e = runs.event(top.run, top.member)
+            if top.left > 0 {
+                var c = top
+                c.member = QueryRuns.next(after: top.member, runs.runs[top.run].bytes, &c.offset)
+                c.left -= 1
+                heap[0] = c
+            } else {
+                let last = heap.removeLast()
+                if !heap.isEmpty { heap[0] = last }
+            }
+            if !heap.isEmpty { siftDown() }
+            return e
+        }
+        guard i < events.count else { return nil }
+        defer { i += 1 }
+        return events[i]
+    }
+}
