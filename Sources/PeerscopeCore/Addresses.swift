@@ -93,33 +93,50 @@ public enum IPAddress: Hashable, Sendable, Comparable, CustomStringConvertible {
         case .v4(let v):
             return "\(v >> 24).\((v >> 16) & 0xFF).\((v >> 8) & 0xFF).\(v & 0xFF)"
         case .v6(let hi, let lo, let scope):
-            var g: [UInt16] = []
-            for i in (0 ..< 4).reversed() { g.append(UInt16(truncatingIfNeeded: hi >> (UInt64(i) * 16))) }
-            for i in (0 ..< 4).reversed() { g.append(UInt16(truncatingIfNeeded: lo >> (UInt64(i) * 16))) }
-            // RFC 5952: compress the longest run (>= 2) of zero groups.
-            var bestStart = -1, bestLen = 0, i = 0
-            while i < 8 {
-                if g[i] == 0 {
-                    var j = i
-                    while j < 8 && g[j] == 0 { j += 1 }
-                    if j - i > bestLen && j - i >= 2 { bestStart = i; bestLen = j - i }
-                    i = j
-                } else { i += 1 }
-            }
-            var s = ""
-            var k = 0
-            while k < 8 {
-                if k == bestStart {
-                    s += "::"
-                    k += bestLen
-                    continue
-                }
-                if !s.isEmpty && !s.hasSuffix(":") { s += ":" }
-                s += String(g[k], radix: 16)
-                k += 1
-            }
+            var b: [UInt8] = []
+            b.reserveCapacity(39)
+            Self.appendIPv6Groups(hi, lo, to: &b)
+            var s = String(decoding: b, as: UTF8.self)
             if let scope { s += "%" + scope }
             return s
+        }
+    }
+
+    /// The eight groups of an IPv6 address in lowercase hex, the longest run (at least two, the first
+    /// of equals) of zero groups as `::` (RFC 5952): `description` and `JSONBytes` both write with it.
+    static func appendIPv6Groups(_ hi: UInt64, _ lo: UInt64, to bytes: inout [UInt8]) {
+        @inline(__always) func group(_ k: Int) -> UInt16 {
+            UInt16(truncatingIfNeeded: (k < 4 ? hi : lo) >> (UInt64(3 - (k & 3)) * 16))
+        }
+        var bestStart = -1, bestLen = 0, i = 0
+        while i < 8 {
+            if group(i) == 0 {
+                var j = i
+                while j < 8 && group(j) == 0 { j += 1 }
+                if j - i > bestLen && j - i >= 2 { bestStart = i; bestLen = j - i }
+                i = j
+            } else {
+                i += 1
+            }
+        }
+        let start = bytes.count
+        var k = 0
+        while k < 8 {
+            if k == bestStart {
+                bytes.append(0x3A)
+                bytes.append(0x3A)
+                k += bestLen
+                continue
+            }
+            if bytes.count > start, bytes[bytes.count - 1] != 0x3A { bytes.append(0x3A) }
+            let g = group(k)
+            var shift = 12
+            while shift > 0 && (g >> UInt16(shift)) & 0xF == 0 { shift -= 4 }
+            while shift >= 0 {
+                bytes.append(Bytes.hexDigit(UInt8(truncatingIfNeeded: (g >> UInt16(shift)) & 0xF)))
+                shift -= 4
+            }
+            k += 1
         }
     }
 

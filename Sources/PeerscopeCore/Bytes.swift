@@ -116,6 +116,7 @@ public struct Bytes: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The lowercase hex digit of `v` (0-15): `hex`, JSON's `\u00XX` escapes and IPv6 groups write with it.
     @inline(__always) static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 &+ v : 0x57 &+ v }
 
     public init?(hex: String) {

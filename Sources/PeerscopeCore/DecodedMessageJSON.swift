@@ -27,14 +27,7 @@ public struct DeferredFields: MessageFieldsWriter {
     public var fields: [(String, JSONValue)] { make() }
 
     /// The members as a field list writes them (`DecodedMessage.writeJSONLine`).
-    public func writeMembers(to out: inout JSONBytes) {
-        for (k, v) in make() {
-            out.byte(0x2C)
-            out.string(k)
-            out.byte(0x3A)
-            out.value(v)
-        }
-    }
+    public func writeMembers(to out: inout JSONBytes) { out.members(make()) }
 }
 
 /// `peerscope decode`'s memory of members already written: mDNS refreshes repeat byte for byte, so
@@ -157,6 +150,16 @@ public struct JSONBytes {
     /// `JSONValue.write(to:indent: nil, level: 0)` of any value (the rare members without a writer of their own).
     public mutating func value(_ v: JSONValue) { v.write(to: &bytes, indent: nil, level: 0) }
 
+    /// A field list's members, each as `,"key":value` (a message line's members after its head).
+    public mutating func members(_ fields: [(String, JSONValue)]) {
+        for (k, v) in fields {
+            byte(0x2C)
+            string(k)
+            byte(0x3A)
+            value(v)
+        }
+    }
+
     /// An address as `IPAddress.description` spells it, quoted (without building a string, unless
     /// an IPv6 address has a scope).
     public mutating func address(_ a: IPAddress) {
@@ -193,44 +196,7 @@ public struct JSONBytes {
         bytes.append(0x22)
     }
 
-    /// The eight groups of an IPv6 address in lowercase hex, the longest run (at least two, the first
-    /// of equals) of zero groups as `::` (RFC 5952), as `IPAddress.description` writes them.
-    private mutating func groups(_ hi: UInt64, _ lo: UInt64) {
-        @inline(__always) func group(_ k: Int) -> UInt16 {
-            UInt16(truncatingIfNeeded: (k < 4 ? hi : lo) >> (UInt64(3 - (k & 3)) * 16))
-        }
-        var bestStart = -1, bestLen = 0, i = 0
-        while i < 8 {
-            if group(i) == 0 {
-                var j = i
-                while j < 8 && group(j) == 0 { j += 1 }
-                if j - i > bestLen && j - i >= 2 { bestStart = i; bestLen = j - i }
-                i = j
-            } else {
-                i += 1
-            }
-        }
-        let start = bytes.count
-        var k = 0
-        while k < 8 {
-            if k == bestStart {
-                bytes.append(0x3A)
-                bytes.append(0x3A)
-                k += bestLen
-                continue
-            }
-            if bytes.count > start, bytes[bytes.count - 1] != 0x3A { bytes.append(0x3A) }
-            let g = group(k)
-            var shift = 12
-            while shift > 0 && (g >> UInt16(shift)) & 0xF == 0 { shift -= 4 }
-            while shift >= 0 {
-                let d = UInt8(truncatingIfNeeded: (g >> UInt16(shift)) & 0xF)
-                bytes.append(d < 10 ? 0x30 &+ d : 0x57 &+ d)
-                shift -= 4
-            }
-            k += 1
-        }
-    }
+    private mutating func groups(_ hi: UInt64, _ lo: UInt64) { IPAddress.appendIPv6Groups(hi, lo, to: &bytes) }
 
     private mutating func dottedQuad(_ v: UInt32) {
         uint(UInt64(v >> 24))
@@ -299,14 +265,7 @@ extension DecodedMessage {
         }
     }
 
-    private func writeFieldList(to out: inout JSONBytes) {
-        for (k, v) in fields {
-            out.byte(0x2C)
-            out.string(k)
-            out.byte(0x3A)
-            out.value(v)
-        }
-    }
+    private func writeFieldList(to out: inout JSONBytes) { out.members(fields) }
 
     /// The same line appended to a plain byte array.
     public func writeJSONLine(to out: inout [UInt8], includeInput: Bool) {

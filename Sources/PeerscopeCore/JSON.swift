@@ -228,15 +228,13 @@ public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, 
                 case 0x0D: out.append(0x5C); out.append(0x72)
                 case 0x09: out.append(0x5C); out.append(0x74)
                 case ..<0x20:
-                    out.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hexDigit(b >> 4), hexDigit(b & 0x0F)])
+                    out.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, Bytes.hexDigit(b >> 4), Bytes.hexDigit(b & 0x0F)])
                 default: out.append(b)
                 }
             }
         }
         out.append(0x22)
     }
-
-    @inline(__always) private static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 &+ v : 0x57 &+ v }
 }
 
 /// A minimal, strict JSON parser (RFC 8259) that keeps object key order and never traps.

@@ -44,11 +44,13 @@ public struct DiscoverySection: Sendable {
 
     /// `_name._tcp...` or `_name._udp...` (bytes compared: this runs for every discovery event).
     static func looksLikeService(_ s: String) -> Bool {
-        let u = Array(s.utf8)
-        guard u.first == UInt8(ascii: "_"), u.count >= 5 else { return false }
-        for i in 0 ... u.count - 5 where u[i] == UInt8(ascii: ".") && u[i + 1] == UInt8(ascii: "_") {
-            if (u[i + 2], u[i + 3], u[i + 4]) == (UInt8(ascii: "t"), UInt8(ascii: "c"), UInt8(ascii: "p"))
-                || (u[i + 2], u[i + 3], u[i + 4]) == (UInt8(ascii: "u"), UInt8(ascii: "d"), UInt8(ascii: "p")) { return true }
+        guard s.utf8.first == UInt8(ascii: "_") else { return false }
+        // The last five bytes read, packed big-endian; scanned in place (no array per call).
+        let tcp: UInt64 = 0x2E5F_7463_70, udp: UInt64 = 0x2E5F_7564_70   // "._tcp", "._udp"
+        var window: UInt64 = 0
+        for c in s.utf8 {
+            window = (window << 8 | UInt64(c)) & 0xFF_FFFF_FFFF
+            if window == tcp || window == udp { return true }
         }
         return false
     }

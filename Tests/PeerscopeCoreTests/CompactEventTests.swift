@@ -63,7 +63,6 @@ final class CompactEventTests: XCTestCase {
         a.flow = nil
         XCTAssertNil(a.flow)
         XCTAssertEqual(a[EventAttribute<Int>("seq")], 1)
-        XCTAssertLessThanOrEqual(MemoryLayout<PeerEvent>.stride, 144)
     }
 
     func testCoalescingStillFoldsOnInternedSignatures() {

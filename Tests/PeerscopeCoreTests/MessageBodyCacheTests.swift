@@ -150,7 +150,11 @@ final class JSONBytesAddressTests: XCTestCase {
             }
             addresses.append(.v6(hi: words[0], lo: words[1], scope: nil))
         }
+        let spelled: [IPAddress: String] = [addresses[3]: "::", addresses[4]: "::1", addresses[5]: "fe80::1", addresses[6]: "ff02::fb",
+                                            addresses[7]: "fe80::1%en0", addresses[8]: "2001:db8:0:1::1:0", addresses[9]: "2001:db8::1:0:0:1"]
+        for (a, text) in spelled { XCTAssertEqual(a.description, text) }
         for a in addresses {
+            if case .v6(let hi, let lo, nil) = a { XCTAssertEqual(a.description, Self.rfc5952(hi, lo)) }
             var out = JSONBytes()
             out.address(a)
             XCTAssertEqual(String(decoding: out.bytes, as: UTF8.self), JSONValue.string(a.description).jsonText, a.description)
@@ -161,5 +165,22 @@ final class JSONBytesAddressTests: XCTestCase {
                 XCTAssertEqual(String(decoding: o.bytes, as: UTF8.self), JSONValue.string(e.description).jsonText, e.description)
             }
         }
+    }
+
+    /// RFC 5952 spelled the plain way (groups as strings, the first longest run of two or more zero
+    /// groups as `::`): the reference for the one writer both spellings share.
+    static func rfc5952(_ hi: UInt64, _ lo: UInt64) -> String {
+        let g = (0 ..< 8).map { k in UInt16(truncatingIfNeeded: (k < 4 ? hi : lo) >> (UInt64(3 - k % 4) * 16)) }
+        var best = (start: -1, length: 1)
+        var k = 0
+        while k < 8 {
+            var j = k
+            while j < 8 && g[j] == 0 { j += 1 }
+            if j - k > best.length { best = (k, j - k) }
+            k = max(j, k + 1)
+        }
+        let hex = g.map { String($0, radix: 16) }
+        guard best.start >= 0 else { return hex.joined(separator: ":") }
+        return hex[..<best.start].joined(separator: ":") + "::" + hex[(best.start + best.length)...].joined(separator: ":")
     }
 }

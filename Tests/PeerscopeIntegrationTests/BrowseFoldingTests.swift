@@ -30,9 +30,7 @@ final class BrowseFoldingTests: XCTestCase {
     func compare(_ name: String, _ trace: EventTrace, _ problems: inout [String]) -> (Int, Int) {
         let folded = Self.report(trace, fold: true), plain = Self.report(trace, fold: false)
         for (what, a, b) in [("text", folded.text, plain.text), ("json", folded.json, plain.json)] where a != b {
-            let x = a.split(separator: "\n", omittingEmptySubsequences: false), y = b.split(separator: "\n", omittingEmptySubsequences: false)
-            let i = (0 ..< min(x.count, y.count)).first { x[$0] != y[$0] } ?? min(x.count, y.count)
-            problems.append("\(name) \(what) differs at line \(i + 1):\n  folded:   \(i < x.count ? String(x[i]) : "<end>")\n  unfolded: \(i < y.count ? String(y[i]) : "<end>")")
+            problems.append("\(name) \(what) differs at \(firstDifferingLine(a, b, ("folded", "unfolded")))")
         }
         return (folded.resolvedEvents, plain.resolvedEvents)
     }

@@ -36,10 +36,7 @@ final class DecodeCacheTests: XCTestCase {
     }
 
     func firstDifference(_ a: [UInt8], _ b: [UInt8]) -> String {
-        let x = String(decoding: a, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-        let y = String(decoding: b, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-        let i = (0 ..< min(x.count, y.count)).first { x[$0] != y[$0] } ?? min(x.count, y.count)
-        return "line \(i + 1): \(i < x.count ? String(x[i]) : "<end>") vs \(i < y.count ? String(y[i]) : "<end>")"
+        firstDifferingLine(String(decoding: a, as: UTF8.self), String(decoding: b, as: UTF8.self), ("this", "plain"))
     }
 
     func testCachedDecodeOutputIsByteIdenticalOnEverySampleAndCorpusCapture() throws {

@@ -33,9 +33,7 @@ final class FastPathTests: XCTestCase {
         let fast = try analyze(path, fast: true), slow = try analyze(path, fast: false)
         XCTAssertEqual(slow.fastRefreshes, 0, "\(path): the switch turns the fast path off")
         for (what, a, b) in [("text", fast.text, slow.text), ("json", fast.json, slow.json)] where a != b {
-            let x = a.split(separator: "\n", omittingEmptySubsequences: false), y = b.split(separator: "\n", omittingEmptySubsequences: false)
-            let i = (0 ..< min(x.count, y.count)).first { x[$0] != y[$0] } ?? min(x.count, y.count)
-            problems.append("\(path) \(what) differs at line \(i + 1):\n  fast: \(i < x.count ? String(x[i]) : "<end>")\n  slow: \(i < y.count ? String(y[i]) : "<end>")")
+            problems.append("\(path) \(what) differs at \(firstDifferingLine(a, b, ("fast", "slow")))")
         }
         return fast.fastRefreshes
     }
@@ -109,8 +107,7 @@ final class FastPathTests: XCTestCase {
         let fast = try decodeLines(path, fast: true), slow = try decodeLines(path, fast: false)
         XCTAssertEqual(slow.fastRefreshes, 0, "\(path): the switch turns the fast path off")
         for (what, x, y) in [("messages", fast.lines, slow.lines), ("diagnostics", fast.diagnostics, slow.diagnostics)] where x != y {
-            let i = (0 ..< min(x.count, y.count)).first { x[$0] != y[$0] } ?? min(x.count, y.count)
-            problems.append("\(path) decode \(what) differ at line \(i + 1) (\(x.count) vs \(y.count) lines):\n  fast: \(i < x.count ? x[i] : "<end>")\n  slow: \(i < y.count ? y[i] : "<end>")")
+            problems.append("\(path) decode \(what) differ (\(x.count) vs \(y.count) lines) at \(firstDifferingLine(x, y, ("fast", "slow")))")
         }
         return fast.fastRefreshes
     }

@@ -165,10 +165,7 @@ final class GoldenTests: XCTestCase {
                     continue
                 }
                 if baseline != text {
-                    let a = baseline.split(separator: "\n", omittingEmptySubsequences: false)
-                    let b = text.split(separator: "\n", omittingEmptySubsequences: false)
-                    let i = (0 ..< min(a.count, b.count)).first { a[$0] != b[$0] } ?? min(a.count, b.count)
-                    problems.append("\(url.lastPathComponent) differs at line \(i + 1):\n  baseline: \(i < a.count ? String(a[i]) : "<end>")\n  now:      \(i < b.count ? String(b[i]) : "<end>")")
+                    problems.append("\(url.lastPathComponent) differs at \(firstDifferingLine(baseline, text, ("baseline", "now")))")
                 }
             }
         }

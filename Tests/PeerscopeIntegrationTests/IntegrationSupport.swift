@@ -1,6 +1,21 @@
 import Foundation
 import XCTest
 
+/// Where two texts first differ, for a failure message: `line N:` and that line of each, labelled
+/// (`<end>` past the last line). The tests that compare two runs' outputs share it.
+func firstDifferingLine(_ a: String, _ b: String, _ labels: (String, String)) -> String {
+    firstDifferingLine(a.split(separator: "\n", omittingEmptySubsequences: false).map(String.init),
+                       b.split(separator: "\n", omittingEmptySubsequences: false).map(String.init), labels)
+}
+
+/// The same for texts already cut into lines.
+func firstDifferingLine(_ x: [String], _ y: [String], _ labels: (String, String)) -> String {
+    let i = (0 ..< min(x.count, y.count)).first { x[$0] != y[$0] } ?? min(x.count, y.count)
+    let width = max(labels.0.count, labels.1.count) + 2
+    func head(_ label: String) -> String { (label + ":").padding(toLength: width, withPad: " ", startingAt: 0) }
+    return "line \(i + 1):\n  \(head(labels.0))\(i < x.count ? x[i] : "<end>")\n  \(head(labels.1))\(i < y.count ? y[i] : "<end>")"
+}
+
 /// Where things are for end-to-end tests: the package root, `../shared`, the built `peerscope` binary.
 enum Place {
     static let packageRoot: URL = URL(fileURLWithPath: #filePath)

@@ -73,10 +73,7 @@ final class ParallelReadingTests: XCTestCase {
         for (what, x, y) in [("text", serial.text, parallel.text), ("json", serial.json, parallel.json),
                              ("decode", serial.decode.joined(), parallel.decode.joined()),
                              ("diagnostics", serial.diagnostics.joined(separator: "\n"), parallel.diagnostics.joined(separator: "\n"))] where x != y {
-            let a = x.split(separator: "\n", omittingEmptySubsequences: false), b = y.split(separator: "\n", omittingEmptySubsequences: false)
-            let i = (0 ..< min(a.count, b.count)).first { a[$0] != b[$0] } ?? min(a.count, b.count)
-            XCTFail("\(names): \(what) differs at line \(i + 1)\n serial:   \(i < a.count ? String(a[i]) : "<end>")\n parallel: \(i < b.count ? String(b[i]) : "<end>")",
-                    file: file, line: line)
+            XCTFail("\(names): \(what) differs at \(firstDifferingLine(x, y, ("serial", "parallel")))", file: file, line: line)
         }
         return parallel
     }

@@ -1,5 +1,5 @@
 import PeerscopeCore
-import PeerscopePlugins
+@testable import PeerscopePlugins
 import XCTest
 
 /// The seeds' JSON messages (../shared/seeds 000-003): shapes copied from the apps' code.
@@ -209,5 +209,152 @@ final class AppBroadcastTests: XCTestCase {
         XCTAssertTrue(h.events.isEmpty)
         h.udp(Array(Seeds.handshake.utf8), src, Endpoint(v4(192, 168, 2, 17), 17500))
         XCTAssertEqual(h.events.map(\.kind), [.appHandshake])
+    }
+}
+
+/// A TCP stream is app JSON only on evidence from its first frames (`AppJSONStreamEvidence`), not on
+/// its first byte: ciphertext and random bytes that start with `{` (or a zero byte) stay unclaimed and
+/// silent, while an app stream is still decoded and its malformed frames still diagnosed.
+final class AppStreamEvidenceTests: XCTestCase {
+    let client = Endpoint(v4(10, 6, 0, 1), 50612)
+
+    /// `count` pseudo-random bytes starting with `head`.
+    func random(_ rng: inout SplitMix, _ head: [UInt8], _ count: Int) -> [UInt8] {
+        head + (0 ..< max(0, count - head.count)).map { _ in rng.byte() }
+    }
+
+    /// Sends `bytes` in segments of `mss` bytes.
+    func send(_ h: Harness, _ bytes: [UInt8], _ conn: TCPConnectionInfo, _ dir: TCPDirection, mss: Int = 1448) {
+        var i = 0
+        while i < bytes.count {
+            let n = min(mss, bytes.count - i)
+            h.tcp(Array(bytes[i ..< i + n]), conn, dir)
+            i += n
+        }
+    }
+
+    func testCiphertextStartingWithABraceOrAZeroIsNeitherClaimedNorDiagnosed() {
+        var rng = SplitMix(state: 0xC1F3)
+        // Server data seen from mid-connection (no TLS record header), on 443 and on an ephemeral port.
+        let heads: [[UInt8]] = [[0x7B], [0x7B, 0x22], [0x20, 0x0A, 0x7B], [0x00, 0x00, 0x01, 0x10], [0x00, 0x00, 0x00, 0x40, 0x7B]]
+        for server in [UInt16(443), 51234] {
+            let h = Harness()
+            for k in 0 ..< 300 {
+                let conn = TCPConnectionInfo(id: UInt64(k + 1), client: client, server: Endpoint(v4(10, 6, 0, 2), server), sawSYN: false)
+                send(h, random(&rng, heads[k % heads.count], 6000), conn, .toClient)
+                send(h, random(&rng, [0x7B], 700), conn, .toServer, mss: 100 + k)
+                h.tcpEvent(.closed, conn, .toServer)
+            }
+            h.finish()
+            XCTAssertTrue(h.diagnostics.isEmpty, "port \(server): \(Set(h.diagnostics.map(\.id)))")
+            XCTAssertTrue(h.events.isEmpty, "port \(server)")
+            XCTAssertTrue(h.messages.isEmpty, "port \(server)")
+            XCTAssertGreaterThanOrEqual(h.pipeline.unclaimed["tcp"] ?? 0, 600, "port \(server)")
+        }
+    }
+
+    func testOneUntypedOrUnknownObjectIsNotEvidence() {
+        let server = Endpoint(v4(10, 6, 0, 2), 8080)
+        let streams = [#"{}"# + "\n\u{1}\u{2}binary", #"{"a":1}"# + "\r\n" + "HTTP/1.1 200 OK", #"{"type":"file_offer"}"# + "\nxyz\n",
+                       #"{"type":5,"sender":1}"# + "\n" + Seeds.keepAlive, "{\"type\":\"presence\"}{\"a\":x", "{\"a\":-\u{1}"]
+        for (k, s) in streams.enumerated() {
+            let h = Harness()
+            let conn = TCPConnectionInfo(id: UInt64(k + 1), client: client, server: server, sawSYN: true)
+            h.tcp(Array(s.utf8), conn, .toServer)
+            h.tcpEvent(.closed, conn, .toServer)
+            h.finish()
+            XCTAssertTrue(h.events.isEmpty && h.diagnostics.isEmpty, "\(s): \(h.events.map(\.kind)) \(h.diagnostics.map(\.id))")
+            XCTAssertEqual(h.pipeline.unclaimed["tcp"], 1, s)
+        }
+    }
+
+    func testAKnownTypeFirstOrTwoTypedObjectsClaimTheStream() {
+        let server = Endpoint(v4(10, 6, 0, 2), 8080)
+        let streams: [(String, [EventKind])] = [
+            (Seeds.keepAlive + "\n", [.appKeepAlive]),
+            (Seeds.chat, [.appChat]),
+            (Seeds.other + "\n" + #"{"type":"presence"}"# + "\n", [.appOther, .appOther]),
+            ("\n " + Seeds.other + Seeds.handshake, [.appOther, .appHandshake]),
+        ]
+        for (k, (s, kinds)) in streams.enumerated() {
+            let h = Harness()
+            let conn = TCPConnectionInfo(id: UInt64(k + 1), client: client, server: server, sawSYN: true)
+            for byte in Array(s.utf8) { h.tcp([byte], conn, .toServer) }
+            XCTAssertEqual(h.events.map(\.kind), kinds, s)
+            XCTAssertTrue(h.diagnostics.isEmpty, "\(s): \(h.diagnostics.map(\.id))")
+        }
+        // Length-prefixed: the same evidence.
+        let h = Harness()
+        let conn = TCPConnectionInfo(id: 9, client: client, server: server, sawSYN: true)
+        var stream: [UInt8] = []
+        for m in [Seeds.other, #"{"type":"presence"}"#] {
+            let body = Array(m.utf8)
+            stream += [0, 0, 0, UInt8(body.count)] + body
+        }
+        for byte in stream { h.tcp([byte], conn, .toClient) }
+        XCTAssertEqual(h.events.map(\.kind), [.appOther, .appOther])
+    }
+
+    func testAFirstMessageLongerThanTheProbeWindowIsClaimedOnItsValidPrefix() {
+        let h = Harness()
+        let conn = TCPConnectionInfo(id: 1, client: client, server: Endpoint(v4(10, 6, 0, 2), 8080), sawSYN: true)
+        let long = #"{"sender":"Test iPad","content":""# + String(repeating: "x", count: 2000) + #"","timestamp":1.5}"#
+        send(h, Array((long + "\n" + Seeds.keepAlive + "\n").utf8), conn, .toServer, mss: 100)
+        XCTAssertEqual(h.events.map(\.kind), [.appChat, .appKeepAlive])
+        XCTAssertEqual(h.events(.appChat).first?.attrs["size"], "2000")
+        XCTAssertLessThanOrEqual(h.pipeline.probeLimit, 2 * AppJSONStreamEvidence.longPrefix)
+    }
+
+    func testAMalformedFrameInTheMiddleOfAnAppStreamIsDiagnosedAtItsFrame() {
+        for prefixed in [false, true] {
+            let h = Harness()
+            let conn = TCPConnectionInfo(id: 1, client: client, server: Endpoint(v4(10, 6, 0, 2), 51234), sawSYN: false)
+            let frames = [Seeds.handshake, Seeds.response, #"{"type":"keep_alive","n":1,}"#, Seeds.keepAlive]
+            var bad: UInt64 = 0
+            for (k, m) in frames.enumerated() {
+                let body = Array(m.utf8)
+                h.tcp(prefixed ? [0, 0, 0, UInt8(body.count)] + body : body + [0x0A], conn, .toServer)
+                if k == 2 { bad = h.frameNumber }
+            }
+            XCTAssertEqual(h.events.map(\.kind), [.appHandshake, .appHandshakeResponse, .appKeepAlive], "prefixed \(prefixed)")
+            XCTAssertEqual(h.diagnostics.map(\.id), ["app-json.invalid"], "prefixed \(prefixed)")
+            XCTAssertEqual(h.diagnostics.first?.evidence, .frame(input: 0, frame: bad), "prefixed \(prefixed)")
+            XCTAssertEqual(h.diagnostics.first?.severity, .warning)
+        }
+    }
+
+    func testADatagramIsAppJSONWhenItIsAnObjectOrItsFlowCarriedOne() {
+        var rng = SplitMix(state: 0x0171C)
+        let h = Harness()
+        // QUIC-like datagrams (443 and ephemeral ports) that start with '{' and end with '}'.
+        for k in 0 ..< 500 {
+            let p = random(&rng, [0x7B], 20 + k % 1200) + [0x7D]
+            h.udp(p, Endpoint(v4(10, 7, 0, 1), UInt16(40000 + k)), Endpoint(v4(10, 7, 0, 2), k % 2 == 0 ? 443 : 51000))
+        }
+        XCTAssertTrue(h.diagnostics.isEmpty, "\(Set(h.diagnostics.map(\.id)))")
+        XCTAssertTrue(h.events.isEmpty)
+        XCTAssertEqual(h.pipeline.unclaimed["udp"], 500)
+        // On a flow that carried an object (in either direction), a broken one is diagnosed at its frame.
+        let a = Endpoint(v4(10, 7, 0, 3), 50000), b = Endpoint(v4(10, 7, 0, 4), 50001)
+        h.udp(Array(Seeds.handshake.utf8), a, b)
+        h.udp(Array(#"{"type":"keep_alive",}"#.utf8), b, a)
+        let bad = h.frameNumber
+        h.udp(Array(Seeds.keepAlive.utf8), b, a)
+        XCTAssertEqual(h.events.map(\.kind), [.appHandshake, .appKeepAlive])
+        XCTAssertEqual(h.diagnostics.map(\.id), ["app-json.invalid"])
+        XCTAssertEqual(h.diagnostics.first?.evidence, .frame(input: 0, frame: bad))
+    }
+
+    func testTheKnownKeysAreTheAppPluginsClaims() {
+        XCTAssertEqual(AppJSON.knownKeys, ["handshake", "handshake_response", "keep_alive", "chat"])
+    }
+
+    func testValidPrefix() {
+        for s in [#"{"#, #"{"a"#, #"{"a":"#, #"{"a":-"#, #"{"a":1.5e"#, #"{"a":tr"#, #"{"a":"\u00"#, #"{"a":[1,{"b":null}"#] {
+            XCTAssertTrue(AppJSONStreamEvidence.validPrefix(Bytes(Array(s.utf8))), s)
+        }
+        for s in [#"{a"#, #"{"a"1"#, #"{"a":-x"#, #"{"a":1}}"#, "{\"a\":\"\u{1}", #"{"a":tx"#] {
+            XCTAssertFalse(AppJSONStreamEvidence.validPrefix(Bytes(Array(s.utf8))), s)
+        }
     }
 }

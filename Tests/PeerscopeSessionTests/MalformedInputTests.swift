@@ -238,6 +238,8 @@ final class MalformedInputTests: XCTestCase {
     func testAppJSONBadInputs() {
         let h = Harness()
         let a = Endpoint(v4(10, 4, 0, 1), 50000), b = Endpoint(v4(10, 4, 0, 2), 50001)
+        // A flow is app JSON once it carried an object (either way); its broken datagrams are then diagnosed.
+        h.udp(Array(Seeds.response.utf8), b, a)
         h.udp(Array(#"{"type":"handshake",}"#.utf8), a, b)                                   // syntax
         h.udp(Array(("{\"a\":" + String(repeating: "[", count: 100) + String(repeating: "]", count: 100) + "}").utf8), a, b)  // depth
         h.udp(Array(#"{"type":"handshake" "x":1}"#.utf8), a, b)
@@ -253,14 +255,16 @@ final class MalformedInputTests: XCTestCase {
         let conn2 = TCPConnectionInfo(id: 4, client: a, server: b, sawSYN: true)
         h.tcp(Array((Seeds.handshake + "\nxyz garbage\n" + Seeds.response + "\n").utf8), conn2, .toServer)
         XCTAssertEqual(h.diagnostics.last?.id, "app-json.garbage")
-        XCTAssertEqual(h.events.filter { $0.kind.family == "app" }.map(\.kind), [.appHandshake, .appHandshakeResponse])
+        XCTAssertEqual(h.events.filter { $0.kind.family == "app" }.map(\.kind), [.appHandshakeResponse, .appHandshake, .appHandshakeResponse])
     }
 
     func testAppJSONLengthPrefixResyncAfterOversize() {
         let h = Harness()
         let conn = TCPConnectionInfo(id: 5, client: Endpoint(v4(10, 4, 0, 1), 1), server: Endpoint(v4(10, 4, 0, 2), 2), sawSYN: false)
         let big = AppJSONPlugin.maxMessage + 10
-        var stream: [UInt8] = [0, 0, 0, 2] + Array("{}".utf8)
+        // The first frame is the evidence the stream is app JSON (a known type; `{}` alone would not do).
+        let first = Array(Seeds.response.utf8)
+        var stream: [UInt8] = [0, 0, 0, UInt8(first.count)] + first
         stream += [UInt8(big >> 24), UInt8((big >> 16) & 0xFF), UInt8((big >> 8) & 0xFF), UInt8(big & 0xFF)]
         stream += [UInt8](repeating: 0x7B, count: big)
         let body = Array(Seeds.keepAlive.utf8)
@@ -272,7 +276,7 @@ final class MalformedInputTests: XCTestCase {
             i += n
         }
         XCTAssertEqual(h.diagnostics.map(\.id), ["app-json.oversize"])
-        XCTAssertEqual(h.events.map(\.kind), [.appOther, .appKeepAlive])
+        XCTAssertEqual(h.events.map(\.kind), [.appHandshakeResponse, .appKeepAlive])
     }
 
     // MARK: Random input
