@@ -138,11 +138,10 @@ public struct PeerEvent: Sendable, Hashable {
         return [(t, evidence), (lastT, last)]
     }
 
-    /// The interned `from` hint's and flow's identities (equal values share one box; nil: none): cheap
-    /// table keys for events known to have equal hints and flows exactly when these are equal.
-    public var fromAndFlowIdentity: (from: ObjectIdentifier?, flow: ObjectIdentifier?) {
-        (fromBox.map { ObjectIdentifier($0) }, flowBox.map { ObjectIdentifier($0) })
-    }
+    /// The interned `from` hint's and flow's boxes (nil: none): cheap table keys, since boxes compare by
+    /// identity first and hash by their cached value hash (past the interning bound equal values may
+    /// sit in different boxes; they still compare equal).
+    public var fromAndFlowBoxes: (from: Shared<PeerHint>?, flow: Shared<FlowKey>?) { (fromBox, flowBox) }
 
     /// True when both events name the same hints and flow (cheap: interned boxes compare by identity).
     @inlinable public func samePeersAndFlow(_ o: PeerEvent) -> Bool {

@@ -137,8 +137,9 @@ final class TCPConn {
 
     /// The earliest capture time at which a sweep could find something to do with this connection
     /// (evict it, deliver a held FIN, close it): a lower bound of what `sweepTCP` checks, `.min` when
-    /// it might be due now or a sum overflows. Only packets make it earlier (a new FIN, a close), and
-    /// each of those queues the connection again; traffic only moves it later.
+    /// it might be due now or a sum overflows. Only packets make it earlier (a new FIN, a close, a frame
+    /// stamped earlier than the last), and each of those queues the connection again; other traffic
+    /// only moves it later.
     func sweepDue(_ o: PacketOptions) -> Nanos {
         func plus(_ a: Nanos, _ b: Nanos) -> Nanos {
             let (v, o) = a.addingReportingOverflow(b)
@@ -225,7 +226,14 @@ extension PacketDecoder {
             counters.connectionsOpened += 1
             queueSweep(key, c)
         }
-        c.lastSeen = cur.t
+        if cur.t < c.lastSeen {
+            // A frame stamped earlier than the last (timestamps stepping back, several interfaces):
+            // the idle deadline moves earlier, so the connection is queued again at its new due time.
+            c.lastSeen = cur.t
+            queueSweep(key, c)
+        } else {
+            c.lastSeen = cur.t
+        }
         c.lastFrame = cur
         let dir: TCPDirection = c.info.client == s ? .toServer : .toClient
         c.note(dir, ack: ACK ? ackNumber : nil)

@@ -136,16 +136,18 @@ extension TimelineBuilder {
 /// The event trace (`decode --events`) is not changed: folding happens after it.
 struct BrowseFolds {
     struct Key: Hashable {
-        /// The interned `from` hint and flow (one box per value).
-        var from: ObjectIdentifier?
-        var flow: ObjectIdentifier?
+        /// The interned `from` hint and flow. Boxes compare by identity first, then by value: past the
+        /// interning bound equal values may sit in different boxes, and they are still one key (as query
+        /// runs, which match by value, take them).
+        var from: Shared<PeerHint>?
+        var flow: Shared<FlowKey>?
         var source: String
         var attrs: EventAttrs
         /// The peer the queries resolved to (its work record).
         var peer: ObjectIdentifier
 
-        /// The boxes only (cheap; equality still compares every field): a source's few attribute
-        /// variants share a bucket chain instead of hashing their bytes one by one per query.
+        /// The boxes' cached value hashes only (cheap; equality still compares every field): a source's
+        /// few attribute variants share a bucket chain instead of hashing their bytes one by one per query.
         func hash(into h: inout Hasher) {
             h.combine(from)
             h.combine(flow)
@@ -203,7 +205,7 @@ extension TimelineBuilder {
               !(e.flow.map { folds.quoted.contains($0.canonical) } ?? false),
               let r = resolver.resolve(e.from, evidence: e.evidence, at: e.t)
         else { return process(k, store, resolver) }
-        let ids = e.fromAndFlowIdentity
+        let ids = e.fromAndFlowBoxes
         if let w = peers[r] {
             let key = BrowseFolds.Key(from: ids.from, flow: ids.flow, source: e.source, attrs: e.attrs, peer: ObjectIdentifier(w))
             if let f = folds.open[key], store.events[f.target].samePeersAndFlow(e), join(w, e, f, folds) {

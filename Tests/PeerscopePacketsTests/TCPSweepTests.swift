@@ -47,6 +47,47 @@ final class TCPSweepTests: XCTestCase {
     /// keep-alives that push the idle deadline later, all interleaved over twenty minutes.
     func testSweepByDeadlinesFindsWhatAFullScanFinds() {
         var rng = SplitMix(state: 2026)
+        let frames = crowd(&rng)
+        let end = (frames.last?.1 ?? 0) + 400 * CaptureTime.second
+        let scan = run(frames, byDeadlines: false, end: end), queued = run(frames, byDeadlines: true, end: end)
+        XCTAssertGreaterThan(scan.0.filter { $0.hasPrefix("idle_evicted") }.count, 10)
+        XCTAssertGreaterThan(scan.0.filter { $0.hasPrefix("gap") }.count, 10)
+        XCTAssertGreaterThan(scan.0.filter { $0.hasPrefix("closed") }.count, 40)
+        same(queued, scan)
+    }
+
+    /// Frames stamped earlier than the one before (a pcap whose clock stepped back, interfaces merged
+    /// out of order): a connection's idle deadline moves earlier, and the queued sweep must still
+    /// evict it when the full scan does.
+    func testTimesGoingBackwardsEvictWhenAFullScanDoes() {
+        var rng = SplitMix(state: 77)
+        var frames = crowd(&rng)
+        let second = CaptureTime.second
+        var stepped = 0
+        for i in frames.indices.dropFirst() where i % 5 == 0 {
+            // Stamped up to 250 s before the frame read just before it.
+            frames[i].1 = max(0, frames[i - 1].1 - Nanos(1 + Int(rng.next() % 250)) * second)
+            stepped += 1
+        }
+        let end = (frames.map(\.1).max() ?? 0) + 400 * second
+        let scan = run(frames, byDeadlines: false, end: end), queued = run(frames, byDeadlines: true, end: end)
+        XCTAssertGreaterThan(stepped, 100)
+        XCTAssertGreaterThan(scan.0.filter { $0.hasPrefix("idle_evicted") }.count, 10)
+        same(queued, scan)
+    }
+
+    func same(_ queued: ([String], [Int]), _ scan: ([String], [Int]), file: StaticString = #filePath, line: UInt = #line) {
+        if let i = queued.1.indices.first(where: { $0 >= scan.1.count || queued.1[$0] != scan.1[$0] }) ?? (queued.1.count == scan.1.count ? nil : queued.1.count) {
+            XCTFail("connections tracked differ first after step \(i)", file: file, line: line)
+        }
+        XCTAssertEqual(queued.0.count, scan.0.count, file: file, line: line)
+        if let i = (0 ..< min(queued.0.count, scan.0.count)).first(where: { queued.0[$0] != scan.0[$0] }) {
+            XCTFail("unit \(i) differs: queued \(queued.0[i]), scan \(scan.0[i])", file: file, line: line)
+        }
+    }
+
+    /// A crowd of connections doing everything the sweep acts on (see the first test), sorted by time.
+    func crowd(_ rng: inout SplitMix) -> [([UInt8], Nanos)] {
         func below(_ n: Int) -> Int { Int(rng.next() % UInt64(n)) }
         var frames: [([UInt8], Nanos)] = []
         let second = CaptureTime.second
@@ -92,15 +133,6 @@ final class TCPSweepTests: XCTestCase {
             }
         }
         frames.sort { $0.1 < $1.1 }
-        let end = (frames.last?.1 ?? 0) + 400 * second
-        let scan = run(frames, byDeadlines: false, end: end), queued = run(frames, byDeadlines: true, end: end)
-        XCTAssertGreaterThan(scan.0.filter { $0.hasPrefix("idle_evicted") }.count, 10)
-        XCTAssertGreaterThan(scan.0.filter { $0.hasPrefix("gap") }.count, 10)
-        XCTAssertGreaterThan(scan.0.filter { $0.hasPrefix("closed") }.count, 40)
-        XCTAssertEqual(queued.1, scan.1, "connections tracked after each frame")
-        XCTAssertEqual(queued.0.count, scan.0.count)
-        if let i = (0 ..< min(queued.0.count, scan.0.count)).first(where: { queued.0[$0] != scan.0[$0] }) {
-            XCTFail("unit \(i) differs: queued \(queued.0[i]), scan \(scan.0[i])")
-        }
+        return frames
     }
 }
