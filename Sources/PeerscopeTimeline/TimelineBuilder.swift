@@ -419,6 +419,14 @@ public final class TimelineBuilder {
             let order = events.indices.sorted { events[$0].t != events[$1].t ? events[$0].t < events[$1].t : $0 < $1 }
             events = order.map { events[$0] }
         }
+        if !runs.isEmpty, runs.count <= events.count {
+            // Fewer members than kept events (discovery among much other traffic, as on the group
+            // file): the list the runs stand for is built once, before any timeline entry exists, and
+            // the store adopts it. The chunked store below would hold this input and a second copy of
+            // the events together while the timelines grow; it pays when members outnumber the events.
+            events = runs.merged(events)
+            runs = QueryRuns()
+        }
         var resolver = runs.isEmpty ? PeerResolver(identities: identities, events: events)
             : PeerResolver(identities: identities, events: runs.mergedSequence(events))
         // Log owners are read from log lines and non-discovery events: never a run's members.
