@@ -58,14 +58,7 @@ public struct EventAttrs: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
         }
     }
 
-    static func appendLength(_ n: Int, _ out: inout [UInt8]) {
-        var n = UInt(n)
-        while n >= 0x80 {
-            out.append(UInt8(truncatingIfNeeded: n) | 0x80)
-            n >>= 7
-        }
-        out.append(UInt8(n))
-    }
+    static func appendLength(_ n: Int, _ out: inout [UInt8]) { LEB128.append(UInt64(UInt(n)), to: &out) }
 
     /// One entry's ranges in `bytes`, and where the next begins.
     @usableFromInline struct Slot {
@@ -75,17 +68,7 @@ public struct EventAttrs: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
 
     @usableFromInline func slot(at i: Int) -> Slot {
         var p = i
-        func length() -> Int {
-            var n = 0, shift = 0
-            while p < bytes.count {
-                let b = bytes[p]
-                p += 1
-                n |= Int(b & 0x7F) << shift
-                if b < 0x80 { break }
-                shift += 7
-            }
-            return n
-        }
+        func length() -> Int { Int(truncatingIfNeeded: LEB128.read(bytes, &p)) }
         let kl = length()
         let key = p ..< Swift.min(bytes.count, p + kl)
         p = key.upperBound

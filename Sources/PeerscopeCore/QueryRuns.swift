@@ -119,28 +119,11 @@ public struct QueryRuns: Sendable {
         return true
     }
 
-    private static func appendDelta(_ v: UInt64, _ out: inout [UInt8]) {
-        var v = v
-        while v >= 0x80 {
-            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        out.append(UInt8(v))
-    }
+    private static func appendDelta(_ v: UInt64, _ out: inout [UInt8]) { LEB128.append(v, to: &out) }
 
     /// Reads member after `p` at `offset` in `run.bytes` (advanced past it).
     @inline(__always) static func next(after p: Member, _ bytes: [UInt8], _ offset: inout Int) -> Member {
-        func delta() -> UInt64 {
-            var v: UInt64 = 0, shift: UInt64 = 0
-            while offset < bytes.count {
-                let b = bytes[offset]
-                offset += 1
-                v |= UInt64(b & 0x7F) << shift
-                if b < 0x80 { break }
-                shift += 7
-            }
-            return v
-        }
+        func delta() -> UInt64 { LEB128.read(bytes, &offset) }
         let d = delta()
         let dt = d & 1 == 0 ? (d >> 1) &* 1000 : d >> 1
         let df = delta(), dp = delta(), ds = delta()
