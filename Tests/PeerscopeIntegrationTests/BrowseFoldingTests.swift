@@ -56,15 +56,8 @@ final class BrowseFoldingTests: XCTestCase {
     }
 
     func testFoldingChangesNoReportOnGeneratedCrowdedCaptures() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerscope-fold-\(ProcessInfo.processInfo.processIdentifier)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
         var problems: [String] = []
-        // Many hosts (refreshes, TXT changes, new addresses, goodbyes, expiries), and few hosts over a
-        // long time (each address queries, is re-announced and says goodbye many times).
-        for (packets, hosts, seed) in [(30_000, 600, UInt64(13)), (20_000, 40, UInt64(7))] {
-            let path = dir.appendingPathComponent("crowd-\(hosts).pcap").path
-            _ = try CrowdedMDNS.write(path: path, packets: packets, hostCount: hosts, seed: seed)
+        try withGeneratedCrowds("fold") { path, hosts in
             let (f, p) = compare(path, try decode([path]), &problems)
             print("\(path): \(p) resolved events unfolded, \(f) folded")
             XCTAssertLessThan(f * (hosts < 100 ? 2 : 4), p * 3, "\(path): browse queries continue runs (\(f) resolved events folded, \(p) not)")

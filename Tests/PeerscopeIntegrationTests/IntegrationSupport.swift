@@ -1,4 +1,5 @@
 import Foundation
+import PeerscopeSimulator
 import XCTest
 
 /// Where two texts first differ, for a failure message: `line N:` and that line of each, labelled
@@ -49,5 +50,20 @@ enum Place {
             rows[name] = (packets, bytes)
         }
         return rows
+    }
+}
+
+/// The two crowded mDNS captures the browse-folding and query-run tests read, written into a temporary
+/// directory removed afterwards: many hosts (refreshes, TXT changes, new addresses, goodbyes,
+/// expiries), and few hosts over a long time (each address queries, is re-announced and says goodbye
+/// many times). `body` gets each capture's path and host count.
+func withGeneratedCrowds(_ tag: String, _ body: (String, Int) throws -> Void) throws {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerscope-\(tag)-\(ProcessInfo.processInfo.processIdentifier)")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: dir) }
+    for (packets, hosts, seed) in [(30_000, 600, UInt64(13)), (20_000, 40, UInt64(7))] {
+        let path = dir.appendingPathComponent("crowd-\(hosts).pcap").path
+        _ = try CrowdedMDNS.write(path: path, packets: packets, hostCount: hosts, seed: seed)
+        try body(path, hosts)
     }
 }

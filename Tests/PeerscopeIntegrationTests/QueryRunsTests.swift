@@ -56,13 +56,8 @@ final class QueryRunsTests: XCTestCase {
     }
 
     func testCompactTraceStandsForThePlainOneOnGeneratedCrowds() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerscope-qruns-\(ProcessInfo.processInfo.processIdentifier)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
         var problems: [String] = []
-        for (packets, hosts, seed) in [(30_000, 600, UInt64(13)), (20_000, 40, UInt64(7))] {
-            let path = dir.appendingPathComponent("crowd-\(hosts).pcap").path
-            _ = try CrowdedMDNS.write(path: path, packets: packets, hostCount: hosts, seed: seed)
+        try withGeneratedCrowds("qruns") { path, _ in
             let (members, runs) = try check(path, [path], &problems)
             XCTAssertGreaterThan(members, 2 * runs, "\(path): queries repeat within runs (\(members) members in \(runs) runs)")
         }
