@@ -200,7 +200,8 @@ public enum JSONReportWriter {
         return .object(members)
     }
 
-    /// `stats.capture`: per interface what was received and lost, the loss windows, why it stopped.
+    /// `stats.capture`: per interface what was received and lost, and why it stopped. The loss windows
+    /// are in the report's `captureLosses` (with every other kind of loss), not repeated here.
     static func capture(_ c: LiveCaptureStats) -> JSONValue {
         .object([
             ("stopReason", .string(c.stopReason)),
@@ -217,15 +218,6 @@ public enum JSONReportWriter {
                     ("queueDropped", .uint(i.queueDropped)),
                     ("pcapReceived", .uint(i.pcapReceived)),
                     ("ended", str(i.ended)),
-                ])
-            })),
-            ("losses", .array(c.losses.map { l in
-                .object([
-                    ("reason", .string(l.reason.rawValue)),
-                    ("startT", .int(l.start)),
-                    ("endT", .int(l.end)),
-                    ("count", .int(Int64(l.count))),
-                    ("source", str(l.source)),
                 ])
             })),
         ])

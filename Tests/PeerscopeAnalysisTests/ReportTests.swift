@@ -123,6 +123,29 @@ final class ReportTests: XCTestCase {
         XCTAssertNotEqual(rc, 0)
     }
 
+    /// A live report gives each loss window once, in `captureLosses` (the documented member, in every
+    /// report); `stats.capture` keeps the per-interface counts and no second copy of the windows.
+    func testLiveLossWindowsAreInCaptureLossesOnly() throws {
+        var r = try everyKind().report(end: 40)
+        let drop = CaptureLoss(reason: .kernelDrop, start: Script.at(14), end: Script.at(15), count: 33, source: "vB")
+        let queue = CaptureLoss(reason: .queueDrop, start: Script.at(16), end: Script.at(17), count: 5, source: "vB")
+        r.stats.capture = LiveCaptureStats(interfaces: [InterfaceCaptureStats(interface: "vB", linkType: 1, received: 100,
+                                                                              kernelDropped: 33, queueDropped: 5, pcapReceived: 100)],
+                                           stopReason: "interrupt", losses: [drop, queue])
+        r.captureLosses = [drop, queue]
+        let text = JSONReportWriter.render(r)
+        let v = try JSONParser.parse(text)
+        let capture = try XCTUnwrap(v["stats"]?["capture"])
+        XCTAssertEqual(capture.objectValue?.map(\.0), ["stopReason", "complete", "lost", "interfaces"])
+        XCTAssertEqual(capture["lost"]?.int64Value, 38)
+        let windows = v["captureLosses"]?.arrayValue ?? []
+        XCTAssertEqual(windows.map { $0["reason"]?.stringValue ?? "" }, ["kernel-drop", "queue-drop"])
+        XCTAssertEqual(windows.map { $0["count"]?.int64Value ?? -1 }, [33, 5])
+        XCTAssertEqual(windows.map { $0["source"]?.stringValue ?? "" }, ["vB", "vB"])
+        XCTAssertEqual(text.components(separatedBy: "\"startT\": \(Script.at(14))").count - 1, 1, "the window is written once")
+        try validate(text, name: "live")
+    }
+
     func testStreamedJSONIsTheRenderedDocumentInPieces() throws {
         let r = try everyKind().report(end: 40)
         var pieces: [[UInt8]] = []
