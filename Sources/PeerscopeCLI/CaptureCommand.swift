@@ -257,7 +257,10 @@ struct Capture: ParsableCommand {
         printError(summary.line)
         // Counts, loss windows (the verdicts judge findings resting on silence inside one) and why it stopped.
         session.noteLiveCapture(summary.stats)
-        for i in summary.stats.interfaces where i.lost > 0 || i.ended != nil { session.noteInputProblem("live:" + i.line) }
+        // Each lossy (or ended) interface is an input problem of the report; on standard error the
+        // final line above already gave its counts, so the side notes do not print it again.
+        let liveProblems = summary.stats.interfaces.filter { $0.lost > 0 || $0.ended != nil }.map { "live:" + $0.line }
+        for p in liveProblems { session.noteInputProblem(p) }
         if let writeError { session.noteInputProblem(writeError) }
         let result: Analysis
         do { result = try session.finish() } catch {
@@ -269,7 +272,7 @@ struct Capture: ParsableCommand {
         } else {
             try report.write(result.report)
         }
-        reportSideNotes(result, showUnknown: analysis.showUnknown, showPayloads: analysis.showPayloads)
+        reportSideNotes(result, showUnknown: analysis.showUnknown, showPayloads: analysis.showPayloads, alreadyPrinted: Set(liveProblems))
         if writeError != nil || summary.stopReason == .interfaceGone { throw ExitCode(ExitStatus.input) }
     }
 }

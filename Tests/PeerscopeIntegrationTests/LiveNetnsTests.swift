@@ -267,6 +267,8 @@ final class LiveNetnsTests: XCTestCase {
         XCTAssertTrue(losses.allSatisfy { $0["reason"] == .string("kernel-drop") && $0["source"] == .string(lab.receiver(0)) }, "\(losses)")
         XCTAssertTrue(run.stderr.contains("\(dropped) dropped by the kernel"), run.stderr)
         XCTAssertTrue((report["inputProblems"]?.arrayValue ?? []).contains { $0.stringValue?.contains("dropped by the kernel") == true })
+        // The lossy interface is printed once on standard error (the final line), not again as a note.
+        XCTAssertEqual(run.stderr.components(separatedBy: "\(lab.receiver(0)): \(received) received").count - 1, 1, run.stderr)
     }
 
     func testFullQueueDropsAreCountedAndLocated() throws {
@@ -295,6 +297,7 @@ final class LiveNetnsTests: XCTestCase {
         XCTAssertFalse(losses.isEmpty)
         XCTAssertEqual(losses.compactMap { $0["count"]?.int64Value }.reduce(0, +), queued)
         XCTAssertTrue(losses.allSatisfy { $0["reason"] == .string("queue-drop") })
+        XCTAssertEqual(run.stderr.components(separatedBy: "\(queued) at the queue").count - 1, 1, run.stderr)
     }
 
     func testFindingsDuringALossAreUncertain() throws {
