@@ -456,6 +456,49 @@ final class LiveNetnsTests: XCTestCase {
         XCTAssertEqual(interfaces(try run.json()).first?["ended"]?.stringValue?.hasPrefix("interface went down"), true, run.stderr)
     }
 
+    /// SIGKILL cannot be caught: a capture killed mid-write leaves its `.NAME.peerscope-XXXXXX` file.
+    /// The next run onto the same output removes it (its writer is provably gone: no lock held), and
+    /// leaves the user's files alone.
+    func testTheNextRunRemovesTheTemporaryFileOfASIGKILLedCapture() throws {
+        let lab = try NetnsLab()
+        let dir = try CLI.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (file, _) = try replayFile([Place.samples.appendingPathComponent("healthy-pair.pcapng").path], copies: 1, in: dir)
+        let killed = try LiveRun(lab: lab, interfaces: [lab.receiver(0)], extra: ["--duration", "60"])
+        // The user's own files beside the output, including one whose name only resembles a temporary file.
+        let userFiles = ["notes.txt", "live.pcapng.bak", ".live.pcapng.peerscope-old.txt", ".other.pcapng.peerscope-Ab12Cd"]
+        for (i, name) in userFiles.enumerated() {
+            try Data("user file \(i)\n".utf8).write(to: killed.dir.appendingPathComponent(name))
+        }
+        func temporaries() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: killed.dir.path)) ?? []).filter { $0.hasPrefix(".live.pcapng.peerscope-") && $0.count == 29 }
+        }
+        _ = try lab.replay(file)
+        // Mid-write: frames are in the temporary file (flushed about every second).
+        let until = Date().addingTimeInterval(10)
+        var size = 0
+        while Date() < until, size < 1000 {
+            usleep(100_000)
+            size = temporaries().first.flatMap { try? FileManager.default.attributesOfItem(atPath: killed.dir.appendingPathComponent($0).path)[.size] as? Int } ?? 0
+        }
+        XCTAssertGreaterThan(size, 1000, "frames reached the temporary file")
+        killed.signal(SIGKILL)
+        XCTAssertEqual(killed.wait(timeout: 30), SIGKILL, killed.stderr)
+        XCTAssertEqual(temporaries().count, 1, "a SIGKILLed run leaves its temporary file")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: killed.pcapng.path))
+
+        // The next run onto the same output.
+        let next = try LiveRun(lab: lab, interfaces: [lab.receiver(0)], extra: ["--duration", "1"], write: killed.pcapng.path)
+        XCTAssertEqual(next.wait(timeout: 30), 0, next.stderr)
+        XCTAssertEqual(temporaries(), [], "the dead run's temporary file is gone")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: killed.pcapng.path), "the next run's capture is in place")
+        for (i, name) in userFiles.enumerated() {
+            XCTAssertEqual(try String(contentsOf: killed.dir.appendingPathComponent(name), encoding: .utf8), "user file \(i)\n", name)
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: killed.dir.path).sorted()
+        XCTAssertEqual(left, (userFiles + ["live.pcapng", "stderr", "stdout"]).sorted())
+    }
+
     func testAnyInterfaceOnLinux() throws {
         let lab = try NetnsLab()
         let dir = try CLI.tempDir()
