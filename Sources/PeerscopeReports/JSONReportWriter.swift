@@ -200,8 +200,9 @@ public enum JSONReportWriter {
         return .object(members)
     }
 
-    /// `stats.capture`: per interface what was received and lost, and why it stopped. The loss windows
-    /// are in the report's `captureLosses` (with every other kind of loss), not repeated here.
+    /// `stats.capture`: per interface what was received and lost, why it stopped. `losses` repeats the
+    /// live windows the report's `captureLosses` gives (where readers should take them): schema 1 is
+    /// additive only, so the copy stays until schema 2.
     static func capture(_ c: LiveCaptureStats) -> JSONValue {
         .object([
             ("stopReason", .string(c.stopReason)),
@@ -218,6 +219,15 @@ public enum JSONReportWriter {
                     ("queueDropped", .uint(i.queueDropped)),
                     ("pcapReceived", .uint(i.pcapReceived)),
                     ("ended", str(i.ended)),
+                ])
+            })),
+            ("losses", .array(c.losses.map { l in
+                .object([
+                    ("reason", .string(l.reason.rawValue)),
+                    ("startT", .int(l.start)),
+                    ("endT", .int(l.end)),
+                    ("count", .int(Int64(l.count))),
+                    ("source", str(l.source)),
                 ])
             })),
         ])
