@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 import Peerscope
-import PeerscopeCore
+@testable import PeerscopeCore
 import PeerscopeReports
 import PeerscopeTimeline
 
@@ -157,5 +157,40 @@ final class PackedEventsTests: XCTestCase {
         plain.append(Self.script(1)[0])
         packed.append(Self.script(1)[0])
         XCTAssertEqual(Self.differences(plain, packed, "big cut"), [])
+    }
+
+    /// The engine gives a browse query the attribute buffer of an equal query held before, so the runs
+    /// a querier opens again (after each pause) and the runs of queriers asking the same question
+    /// share one buffer; the events the trace stands for are the same with and without.
+    func testQueryRunsShareTheirQueriesAttributeBuffersAndStandForTheSameEvents() throws {
+        func stats(_ q: QueryRuns) -> (repeats: Int, sharing: Int) {
+            var first: [EventAttrs: EventAttrs] = [:]
+            var repeats = 0, sharing = 0
+            for r in q.runs where !r.template.attrs.isEmpty {
+                let a = r.template.attrs
+                if let f = first[a] {
+                    repeats += 1
+                    if EventAttrsSharing.sameBuffer(f, a) { sharing += 1 }
+                } else {
+                    first[a] = a
+                }
+            }
+            return (repeats, sharing)
+        }
+        try withGeneratedCrowds("qshare") { path, _ in
+            var unshared = AnalysisSession.engineOptions(AnalysisSession.Configuration())
+            unshared.shareAttributes = false
+            let sharingEngine = Engine(options: AnalysisSession.engineOptions(AnalysisSession.Configuration()))
+            sharingEngine.compactQueries = true
+            let plainEngine = Engine(options: unshared)
+            plainEngine.compactQueries = true
+            let shared = try PeerscopeRun.run(paths: [path], engine: sharingEngine)
+            let plain = try PeerscopeRun.run(paths: [path], engine: plainEngine)
+            XCTAssertEqual(shared.queryRuns.merged(shared.events), plain.queryRuns.merged(plain.events), path)
+            let s = stats(shared.queryRuns), p = stats(plain.queryRuns)
+            XCTAssertGreaterThan(s.repeats, 50, "\(path): runs repeat their queries' attributes")
+            XCTAssertGreaterThan(s.sharing, s.repeats * 3 / 4, "\(path): most share a buffer (\(s.sharing) of \(s.repeats))")
+            XCTAssertEqual(p.sharing, 0, "\(path): without sharing each run has its own buffer")
+        }
     }
 }
