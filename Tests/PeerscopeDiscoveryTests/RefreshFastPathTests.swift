@@ -263,4 +263,67 @@ final class RefreshFastPathTests: XCTestCase {
             XCTAssertEqual(k.fastRefreshes, d.fastRefreshes)
         }
     }
+
+    /// Hosts that come, repeat their announcement twice and go, one every 2 s for 20 minutes of capture
+    /// time (each from its own address, with its own instance and host name): the remembered responses
+    /// are those repeated in the last `refreshIdle` (plus a sweep interval), not all 600 said since the
+    /// start; every repeat still takes the fast path, and the events equal the full path's.
+    func testRememberedResponsesAreForgottenWhenTheirHostsStopRepeatingThem() throws {
+        var packets: [(Int64, [UInt8], String)] = []
+        for i in 0 ..< 600 {
+            let inst = ["printer-\(i)", "_ipp", "_tcp", "local"]
+            var b = DNSBuilder(an: 1, ar: 3)
+            b.ptr("_ipp._tcp.local", inst, ttl: 4500)
+            b.srv(inst, target: "h\(i).local", port: 631, ttl: 120)
+            b.txt(inst, ["rp=printers/\(i)"], ttl: 4500)
+            let addr: [UInt8] = [10, 0, UInt8(i / 250), UInt8(i % 250 + 1)]
+            b.a("h\(i).local", addr, ttl: 120)
+            let src = addr.map(String.init).joined(separator: ".")
+            for dt: Int64 in [0, 30, 60] { packets.append((Int64(i) * 2 + dt, b.bytes, src)) }
+        }
+        packets.sort { $0.0 < $1.0 }
+        let fast = Harness(fast: true), slow = Harness(fast: false)
+        var most = 0
+        for h in [fast, slow] {
+            for (dt, b, src) in packets {
+                h.send(b, at: t0 + dt * s, from: src)
+                if h === fast { most = max(most, try XCTUnwrap(h.plugin).tracker.refreshes.count) }
+            }
+            h.finish(t0 + 1600 * s)
+        }
+        let idle = Int(DiscoveryTracker.refreshIdle / s), sweep = Int(DiscoveryTracker.memoSweepEvery / s)
+        // One host starts every 2 s and its entry is last used 60 s later: those started within the idle
+        // time, the sweep interval and those 60 s (185; all 600 without forgetting).
+        XCTAssertLessThanOrEqual(most, (idle + sweep + 60) / 2 + 2, "the table holds the hosts heard lately")
+        XCTAssertGreaterThan(most, 100, "and the hosts still repeating keep their entries")
+        XCTAssertEqual(fast.plugin?.fastRefreshes, 1200, "every repeat takes the fast path")
+        XCTAssertEqual(fast.plugin?.tracker.refreshes.count, 0, "all forgotten once nobody repeats")
+        XCTAssertEqual(fast.lines, slow.lines)
+        XCTAssertEqual(fast.directory.entries, slow.directory.entries)
+    }
+
+    /// Queriers that ask once and repeat within the browse window, one every 2 s for 20 minutes: the
+    /// remembered queries are those of the last `queryRepeatIdle`, every repeat is still skipped, and
+    /// the events equal the full path's.
+    func testRememberedQueriesAreForgottenAfterTheirWindow() throws {
+        let fast = Harness(fast: true), slow = Harness(fast: false)
+        var most = 0
+        for h in [fast, slow] {
+            for i in 0 ..< 600 {
+                var q = DNSBuilder(flags: 0, qd: 1)
+                q.question("_svc\(i % 7)._tcp.local", type: DNSType.ptr)
+                let src = "10.1.\(i / 250).\(i % 250 + 1)"
+                for dt: Int64 in [0, 4] {
+                    h.send(q.bytes, at: t0 + (Int64(i) * 2 + dt) * s, from: src)
+                    if h === fast { most = max(most, try XCTUnwrap(h.plugin).tracker.queryRepeats.count) }
+                }
+            }
+            h.finish(t0 + 1300 * s)
+        }
+        let idle = Int(DiscoveryTracker.queryRepeatIdle / s), sweep = Int(DiscoveryTracker.memoSweepEvery / s)
+        XCTAssertLessThanOrEqual(most, (idle + sweep + 4) / 2 + 2, "the table holds the queriers heard lately")
+        XCTAssertEqual(fast.plugin?.fastQueries, 600, "every repeat within the window is skipped")
+        XCTAssertEqual(fast.plugin?.tracker.queryRepeats.count, 0)
+        XCTAssertEqual(fast.lines, slow.lines)
+    }
 }

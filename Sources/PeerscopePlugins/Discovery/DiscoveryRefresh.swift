@@ -23,6 +23,8 @@ struct RefreshKey: Hashable {
 struct Refresh {
     var bytes: [UInt8]
     var interface: String?
+    /// Capture time it was remembered or last taken by the fast path (see `sweepMemos`).
+    var lastUsed: Nanos
     struct InstanceTTLs {
         /// The table's own key string, and the slot it had.
         var key: String
@@ -44,13 +46,49 @@ struct Refresh {
 }
 
 extension DiscoveryTracker {
+    /// A safety net: the table is cleared when it reaches this many entries (see `sweepMemos` for what
+    /// keeps it near the working set).
     static let maxRefreshes = 16384
+    /// A remembered response not repeated for this long is forgotten. Hosts re-announce well within
+    /// it (RFC 6762 refreshes at 80 % of a TTL, 120 s for address and SRV records); a response not
+    /// heard for so long belongs to a host that left or changed (a new address, a new TXT: new bytes,
+    /// another entry), and its entry would stay until the table filled.
+    static let refreshIdle: Nanos = 300 * CaptureTime.second
+    /// A remembered query not repeated for this long is forgotten: a repeat is skipped only while its
+    /// browse questions are within their window (`browseWindow`), so an older one is rarely of use.
+    static let queryRepeatIdle: Nanos = 2 * browseWindow
+    /// How often (capture time) `sweepMemos` looks for entries to forget.
+    static let memoSweepEvery: Nanos = 10 * CaptureTime.second
+
+    /// Forgets remembered responses and queries not used for `refreshIdle` / `queryRepeatIdle`, so both
+    /// tables hold what the hosts heard lately say, not everything said since the capture began: a
+    /// long capture of churning hosts (new addresses, changed TXT records, hosts gone) would otherwise
+    /// fill them to `maxRefreshes`. They are caches of the full path's result: forgetting an entry
+    /// only sends its next copy through the full path, which remembers it again (reports never change).
+    /// Entries stamped later than `t` (inputs merged out of order) are kept.
+    func sweepMemos(_ t: Nanos) {
+        guard t >= nextMemoSweep else { return }
+        nextMemoSweep = t &+ Self.memoSweepEvery
+        var stale: [RefreshKey] = []
+        for i in refreshes.indices {
+            let used = refreshes.values[i].lastUsed
+            if used <= t, t &- used >= Self.refreshIdle { stale.append(refreshes.keys[i]) }
+        }
+        for k in stale { refreshes.removeValue(forKey: k) }
+        stale.removeAll(keepingCapacity: true)
+        for i in queryRepeats.indices {
+            let used = queryRepeats.values[i].lastUsed
+            if used <= t, t &- used >= Self.queryRepeatIdle { stale.append(queryRepeats.keys[i]) }
+        }
+        for k in stale { queryRepeats.removeValue(forKey: k) }
+    }
 
     /// Takes `p` by the fast path when it repeats a remembered response and nothing it touches changed;
     /// false sends it through the full path.
     func refresh(_ p: Bytes, hash: UInt64, src: IPAddress, _ input: PluginInput, _ ctx: PluginContext) -> Bool {
-        guard let r = refreshes[RefreshKey(source: src, hash: hash)], r.interface == input.frame.interfaceName,
-              p.same(as: r.bytes) else { return false }
+        guard let entry = refreshes.index(forKey: RefreshKey(source: src, hash: hash)) else { return false }
+        let r = refreshes.values[entry]
+        guard r.interface == input.frame.interfaceName, p.same(as: r.bytes) else { return false }
         // Nothing written since: every instance still in its slot, alive, with the stamp it had (stamps
         // are unique to one write, so the same stamp is the same instance), every host likewise.
         // Read by index, field by field: a copy of each remembered entry would retain its key and arrays.
@@ -95,6 +133,8 @@ extension DiscoveryTracker {
             }
             if let deadline { schedule(at: x, deadline) }
         }
+        // Nothing above adds or removes entries of `refreshes`: `entry` is still this response's.
+        refreshes.values[entry].lastUsed = t
         fastRefreshes &+= 1
         return true
     }
@@ -176,7 +216,7 @@ extension DiscoveryTracker {
         }
         if refreshes.count >= Self.maxRefreshes { refreshes.removeAll(keepingCapacity: true) }
         refreshes[RefreshKey(source: src, hash: hash)] = Refresh(
-            bytes: p.array, interface: input.frame.interfaceName,
+            bytes: p.array, interface: input.frame.interfaceName, lastUsed: input.t,
             instances: order.compactMap { ttls[$0] }, hosts: hostTTLs)
     }
 }
@@ -190,30 +230,35 @@ struct QueryRepeat {
     var bytes: [UInt8]
     /// The throttle keys of its browse questions (none: a query that never does anything).
     var keys: [DiscoveryTracker.BrowseKey]
+    /// Capture time it was remembered or last skipped (see `DiscoveryTracker.sweepMemos`).
+    var lastUsed: Nanos
 }
 
 extension DiscoveryTracker {
     /// True when query `p` from `src` repeats a remembered one and each of its browse questions is
     /// within its window at `t` (the full path would skip every one).
     func repeatedQuery(_ p: Bytes, hash: UInt64, src: IPAddress, t: Nanos) -> Bool {
-        guard let r = queryRepeats[RefreshKey(source: src, hash: hash)], p.same(as: r.bytes) else { return false }
+        guard let entry = queryRepeats.index(forKey: RefreshKey(source: src, hash: hash)) else { return false }
+        let r = queryRepeats.values[entry]
+        guard p.same(as: r.bytes) else { return false }
         for k in r.keys {
             guard let last = browseLast[k], t &- last < Self.browseWindow, t >= last else { return false }
         }
+        queryRepeats.values[entry].lastUsed = t
         fastQueries &+= 1
         return true
     }
 
     /// After the full path read query `msg` (bytes `p`, no problems): remembers it when a repeat can
     /// only be throttled or do something the throttle check sees (see `QueryRepeat`).
-    func rememberQuery(_ p: Bytes, hash: UInt64, _ msg: DNSMessage, src: IPAddress) {
+    func rememberQuery(_ p: Bytes, hash: UInt64, _ msg: DNSMessage, src: IPAddress, t: Nanos) {
         guard !msg.records.contains(where: { $0.section == .authority && $0.type == DNSType.srv }) else { return }
         var keys: [BrowseKey] = []
         for q in msg.questions where (q.type == DNSType.ptr || q.type == DNSType.any) && Self.isBrowseName(q.name) {
             keys.append(BrowseKey(querier: src, name: q.name.key))
         }
         if queryRepeats.count >= Self.maxRefreshes { queryRepeats.removeAll(keepingCapacity: true) }
-        queryRepeats[RefreshKey(source: src, hash: hash)] = QueryRepeat(bytes: p.array, keys: keys)
+        queryRepeats[RefreshKey(source: src, hash: hash)] = QueryRepeat(bytes: p.array, keys: keys, lastUsed: t)
     }
 }
 

@@ -268,6 +268,8 @@ final class DiscoveryTracker {
     /// Repeated browse queries skipped (see `QueryRepeat`), and those remembered, by source and hash.
     var fastQueries: UInt64 = 0
     var queryRepeats: [RefreshKey: QueryRepeat] = [:]
+    /// When `sweepMemos` next looks at `refreshes` and `queryRepeats` (capture time).
+    var nextMemoSweep: Nanos = .min
     private var stampCounter: UInt64 = 0
 
     /// A fresh stamp for a written instance or host.
@@ -827,6 +829,7 @@ final class DiscoveryTracker {
 
     /// Expires instances whose records ran out (capture time).
     func tick(_ t: Nanos, _ ctx: PluginContext) {
+        sweepMemos(t)
         guard t >= nextDeadline else { return }
         // The expired instances are kept only to report them.
         let wantsEvents = ctx.wantsEvents

@@ -92,7 +92,7 @@ public final class MDNSPlugin: DecoderPlugin {
             if msg.isResponse {
                 tracker.remember(p, hash: fast.hash, msg, src: fast.src, input)
             } else {
-                tracker.rememberQuery(p, hash: fast.hash, msg, src: fast.src)
+                tracker.rememberQuery(p, hash: fast.hash, msg, src: fast.src, t: input.t)
             }
         }
     }
