@@ -54,7 +54,7 @@ extension TimelineBuilder {
     /// The plane from the packets alone: who sent plaintext GCK (`0xC1…`), who sent DTLS (`0xD0…`).
     static func classifyPlane(_ w: SessionWork, _ s: inout SessionInstance) {
         for side in [s.pair.a, s.pair.b] {
-            let clear = w.plaintextFrom.contains(side), secure = w.dtlsFrom.contains(side)
+            let clear = w.plaintextFrom.contains(side, of: s.pair), secure = w.dtlsFrom.contains(side, of: s.pair)
             if clear && secure {
                 s.planeBySide[side] = (w.firstDTLS ?? 0) < (w.firstPlaintext ?? 0) ? .dtlsFellBackToPlaintext : .plaintext
             } else if clear {
@@ -185,10 +185,10 @@ extension TimelineBuilder {
         if e.kind == .iceRequest { w.lastICERequest = e.lastT }
         if case .frame = e.evidence {
             if e.kind.isIn("gck") {
-                w.plaintextFrom.insert(from)
+                w.plaintextFrom.insert(from, of: w.instance.pair)
                 if w.firstPlaintext == nil { w.firstPlaintext = e.t }
             } else if e.kind.isIn("dtls") {
-                w.dtlsFrom.insert(from)
+                w.dtlsFrom.insert(from, of: w.instance.pair)
                 if w.firstDTLS == nil { w.firstDTLS = e.t }
             }
         }
@@ -196,11 +196,11 @@ extension TimelineBuilder {
         if e.kind.isIn("dtls") { w.instance.encrypted = true }
         if e.kind == .dtlsHandshake || e.kind == .dtlsChangeCipherSpec || e.kind == .dtlsEstablished { w.dtlsStarted = true }
         if TimelineBuilder.gckKinds.contains(e.kind) {
-            w.gckFrom.insert(from)
+            w.gckFrom.insert(from, of: w.instance.pair)
             if w.gckFrom.count == 2, w.instance.milestone(.gckConnected) == nil { state = .gckConnected; letter = "G" }
         }
         if e.kind == .dtlsChangeCipherSpec {
-            w.ccsFrom.insert(from)
+            w.ccsFrom.insert(from, of: w.instance.pair)
             if w.ccsFrom.count == 2, !w.secure { state = .secureChannelUp; letter = "U" }
         }
         if state == .secureChannelUp { w.secure = true }

@@ -112,6 +112,26 @@ final class CompactTimelineTests: XCTestCase {
         }
     }
 
+    /// An instance's flags of which peers did something answer as the sets they replace: membership,
+    /// count and overlap, for the pair's two peers and for any other peer (kept in a set).
+    func testPairSidesAnswerAsSetsOfPeers() {
+        let pair = PeerPair(.id(9), .id(4))
+        let refs: [PeerRef] = [.id(4), .id(9), .id(5), .name("x")]
+        for mask in 0 ..< 16 {
+            for otherMask in 0 ..< 16 {
+                var sides = TimelineBuilder.PairSides(), other = TimelineBuilder.PairSides()
+                var set: Set<PeerRef> = [], otherSet: Set<PeerRef> = []
+                for (i, r) in refs.enumerated() {
+                    if mask & (1 << i) != 0 { sides.insert(r, of: pair); sides.insert(r, of: pair); set.insert(r) }
+                    if otherMask & (1 << i) != 0 { other.insert(r, of: pair); otherSet.insert(r) }
+                }
+                XCTAssertEqual(sides.count, set.count)
+                for r in refs { XCTAssertEqual(sides.contains(r, of: pair), set.contains(r), "\(mask) \(r)") }
+                XCTAssertEqual(sides.isDisjoint(with: other), set.isDisjoint(with: otherSet), "\(mask) \(otherMask)")
+            }
+        }
+    }
+
     /// A finding's details are stored packed: read and written like the dictionary they were, the
     /// same details giving equal findings whatever order they were set in.
     func testFindingDetailsReadAndWriteLikeADictionary() {
