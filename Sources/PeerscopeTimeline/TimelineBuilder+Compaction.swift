@@ -16,14 +16,17 @@ extension TimelineBuilder {
     struct Relocation {
         var links: [ObjectIdentifier: (old: Shared<TimelineEntry.Link>, new: Shared<TimelineEntry.Link>)] = [:]
         var sides: [ObjectIdentifier: (old: Shared<ResolvedEvent.Sides>, new: Shared<ResolvedEvent.Sides>)] = [:]
+        var peers: [ObjectIdentifier: (old: Shared<PeerRef>, new: Shared<PeerRef>)] = [:]
 
         /// The new box of `b` (`b` itself when it was made outside the builder's tables).
         func link(_ b: Shared<TimelineEntry.Link>) -> Shared<TimelineEntry.Link> { links[ObjectIdentifier(b)]?.new ?? b }
         func sides(_ b: Shared<ResolvedEvent.Sides>) -> Shared<ResolvedEvent.Sides> { sides[ObjectIdentifier(b)]?.new ?? b }
+        func peer(_ b: Shared<PeerRef>?) -> Shared<PeerRef>? { b.map { peers[ObjectIdentifier($0)]?.new ?? $0 } }
     }
 
-    /// New boxes for the builder's peers, instances, links (`PeerWork.links`) and sides
-    /// (`sidesBoxes`), made one after another; the tables that held the old ones are emptied.
+    /// New boxes for the builder's peers (kept in the relocation for the milestones), instances, links
+    /// (`PeerWork.links`) and sides (`sidesBoxes`), made one after another; the tables that held the old
+    /// ones are emptied.
     func relocateBoxes() -> Relocation {
         var peerBoxes: [ObjectIdentifier: (old: Shared<PeerRef>, new: Shared<PeerRef>)] = [:]
         peerBoxes.reserveCapacity(peers.count)
@@ -48,6 +51,7 @@ extension TimelineBuilder {
             r.sides[ObjectIdentifier(box)] = (box, Shared(sides))
         }
         sidesBoxes = [:]
+        r.peers = peerBoxes
         return r
     }
 }

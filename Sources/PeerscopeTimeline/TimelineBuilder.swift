@@ -515,10 +515,14 @@ public final class TimelineBuilder {
             TimelineBuilder.classifyPlane(w, &s)
             s.history = keep(w.history.text)
             s.milestones = keep(s.milestones)
+            if !relocation.peers.isEmpty {
+                for i in s.milestones.indices { s.milestones[i].byBox = relocation.peer(s.milestones[i].byBox) }
+            }
             s.overlappingAttempts = keep(s.overlappingAttempts)
             instances.append(s)
         }
         instances.reverse()
+        relocation.peers = [:]
         if !relocation.sides.isEmpty {
             for i in resolved.indices { resolved[i].sides = relocation.sides(resolved[i].sides) }
             relocation.sides = [:]

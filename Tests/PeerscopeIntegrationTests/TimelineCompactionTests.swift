@@ -67,6 +67,9 @@ final class TimelineCompactionTests: XCTestCase {
                 links[k] = id
             }
         }
+        for si in moved.sessions {
+            for m in si.milestones where m.by.map({ moved.timeline($0) != nil }) ?? false { same(m.byBox) }
+        }
         var sides: [String: ObjectIdentifier] = [:]
         for r in moved.events {
             same(r.fromBox)
