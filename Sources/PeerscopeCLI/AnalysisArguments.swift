@@ -300,16 +300,19 @@ func guardOutputs(_ outputs: [(option: String, path: String?)], inputs: [String]
     }
 }
 
-/// Problems and unknown log lines, on standard error, after the report.
-func reportSideNotes(_ analysis: Analysis, showUnknown: Bool, showPayloads: Bool) {
-    FileHandle.standardError.write(Data(sideNotes(analysis, showUnknown: showUnknown, showPayloads: showPayloads).utf8))
+/// Problems and unknown log lines, on standard error, after the report. `alreadyPrinted`: input
+/// problems the command has already put on standard error (a live capture's lossy interfaces, on its
+/// final line), not repeated.
+func reportSideNotes(_ analysis: Analysis, showUnknown: Bool, showPayloads: Bool, alreadyPrinted: Set<String> = []) {
+    FileHandle.standardError.write(Data(sideNotes(analysis, showUnknown: showUnknown, showPayloads: showPayloads,
+                                                  alreadyPrinted: alreadyPrinted).utf8))
 }
 
 /// The text `reportSideNotes` prints (each line ends in a newline).
-func sideNotes(_ analysis: Analysis, showUnknown: Bool, showPayloads: Bool) -> String {
+func sideNotes(_ analysis: Analysis, showUnknown: Bool, showPayloads: Bool, alreadyPrinted: Set<String> = []) -> String {
     var out = ""
     func note(_ line: String) { out += "peerscope: \(line)\n" }
-    for p in analysis.report.inputProblems { note(p) }
+    for p in analysis.report.inputProblems where !alreadyPrinted.contains(p) { note(p) }
     if let logs = analysis.logs {
         // Notes a reader of the report alone might miss: an empty log, times taken as UTC.
         for d in logs.problems where d.id == "log.empty" || d.id == "log.time.no_zone" { note(d.message) }

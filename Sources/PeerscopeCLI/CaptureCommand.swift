@@ -27,13 +27,14 @@ struct Capture: ParsableCommand {
         down, interface deleted), then prints the final report (to standard output, or to --output) and \
         one line on standard error with, per interface, the packets received, dropped by the kernel \
         buffer, dropped by the interface, and dropped at the queue to the analysis. The same counts are \
-        in the report (JSON stats.capture, with the capture-time windows of each loss); when anything \
-        was lost the report says complete: false.
+        in the report (JSON stats.capture; the capture-time window of each loss is in captureLosses); \
+        when anything was lost the report says complete: false.
         --write saves everything captured as one pcapng (nanosecond timestamps; one interface block per \
         interface with its link type, name and snap length; statistics blocks with the drop counts at \
         the end) for later `analyze`; an existing file is refused unless --force (replace it) or --append \
         (add a pcapng section) is given, and the file appears complete when the capture ends (meanwhile \
-        the frames are in a temporary .NAME.peerscope-XXXXXX file beside it); --ring FILES:MEGABYTES rotates it like dumpcap -b \
+        the frames are in a temporary .NAME.peerscope-XXXXXX file beside it; one left by a run that was \
+        killed outright is removed by the next run onto that file); --ring FILES:MEGABYTES rotates it like dumpcap -b \
         files:FILES -b filesize:... (names BASE_NNNNN_YYYYMMDDhhmmss.EXT, the newest FILES kept). \
         --follow prints each finding when it is raised and each peer appearing or leaving (text lines; \
         JSON Lines with --format json), then the final report. \
@@ -257,7 +258,10 @@ struct Capture: ParsableCommand {
         printError(summary.line)
         // Counts, loss windows (the verdicts judge findings resting on silence inside one) and why it stopped.
         session.noteLiveCapture(summary.stats)
-        for i in summary.stats.interfaces where i.lost > 0 || i.ended != nil { session.noteInputProblem("live:" + i.line) }
+        // Each lossy (or ended) interface is an input problem of the report; on standard error the
+        // final line above already gave its counts, so the side notes do not print it again.
+        let liveProblems = summary.stats.interfaces.filter { $0.lost > 0 || $0.ended != nil }.map { "live:" + $0.line }
+        for p in liveProblems { session.noteInputProblem(p) }
         if let writeError { session.noteInputProblem(writeError) }
         let result: Analysis
         do { result = try session.finish() } catch {
@@ -269,7 +273,7 @@ struct Capture: ParsableCommand {
         } else {
             try report.write(result.report)
         }
-        reportSideNotes(result, showUnknown: analysis.showUnknown, showPayloads: analysis.showPayloads)
+        reportSideNotes(result, showUnknown: analysis.showUnknown, showPayloads: analysis.showPayloads, alreadyPrinted: Set(liveProblems))
         if writeError != nil || summary.stopReason == .interfaceGone { throw ExitCode(ExitStatus.input) }
     }
 }

@@ -62,6 +62,11 @@ public final class LiveCaptureWriter {
         self.path = path
         self.ring = ring
         sequence = 1
+        if ring != nil {
+            // Ring files have new names each run: a killed run's temporary ring file is found by the pattern.
+            let (dir, base) = OutputFile.split(path)
+            OutputFile.removeStaleTemporaries(in: dir) { LiveCaptureWriter.isRingName($0, base: base) }
+        }
         let name = ring == nil ? path : LiveCaptureWriter.ringName(base: path, number: 1, at: LiveCapture.realtimeNanos())
         let file = try OutputFile(path: name, option: "--write", mode: ring == nil ? mode : .createNew)
         do { current = try PcapngWriter(output: file) } catch {
@@ -91,15 +96,29 @@ public final class LiveCaptureWriter {
 
     /// The name of ring file `n` started at `t` (ns since the epoch, UTC).
     public static func ringName(base path: String, number n: Int, at t: Nanos) -> String {
-        let slash = path.lastIndex(of: "/")
-        let dot = path.lastIndex(of: ".").flatMap { d in slash.map { d > $0 } ?? true ? d : nil }
-        let stem = dot.map { String(path[..<$0]) } ?? path
-        let ext = dot.map { String(path[$0...]) } ?? ".pcapng"
+        let (stem, ext) = stemAndExtension(path)
         // 2026-11-25T08:15:00.000000000Z -> 20261125081500
         let stamp = String(CaptureTime.iso8601(t).prefix(19).filter(\.isNumber))
         let number = String(n)
         let padded = String(repeating: "0", count: max(0, 5 - number.count)) + number
         return "\(stem)_\(padded)_\(stamp)\(ext)"
+    }
+
+    /// (`ring`, `.pcapng`) of `ring.pcapng`; a name without an extension gets `.pcapng`.
+    static func stemAndExtension(_ path: String) -> (String, String) {
+        let slash = path.lastIndex(of: "/")
+        let dot = path.lastIndex(of: ".").flatMap { d in slash.map { d > $0 } ?? true ? d : nil }
+        return (dot.map { String(path[..<$0]) } ?? path, dot.map { String(path[$0...]) } ?? ".pcapng")
+    }
+
+    /// True when `name` is a ring file name of `base` (a file name, no folder):
+    /// `STEM_NNNNN_YYYYMMDDhhmmss.EXT` (five or more digits, then fourteen).
+    static func isRingName(_ name: String, base: String) -> Bool {
+        let (stem, ext) = stemAndExtension(base)
+        guard name.hasPrefix(stem + "_"), name.hasSuffix(ext), name.count > stem.count + ext.count + 1 else { return false }
+        let middle = name.dropFirst(stem.count + 1).dropLast(ext.count).split(separator: "_", omittingEmptySubsequences: false)
+        return middle.count == 2 && middle[0].count >= 5 && middle[1].count == 14
+            && middle.allSatisfy { $0.allSatisfy { $0.isASCII && $0.isNumber } }
     }
 
     /// Closes the full ring file and starts the next, removing the oldest beyond `ring.files`.

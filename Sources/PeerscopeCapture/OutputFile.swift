@@ -17,6 +17,27 @@ public struct FileIdentity: Hashable, Sendable {
         device = UInt64(truncatingIfNeeded: st.st_dev)
         inode = UInt64(truncatingIfNeeded: st.st_ino)
     }
+
+    public init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+
+    /// The identity of the name `path` itself (a symbolic link is not followed).
+    init?(lstat path: String) {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return nil }
+        device = UInt64(truncatingIfNeeded: st.st_dev)
+        inode = UInt64(truncatingIfNeeded: st.st_ino)
+    }
+
+    /// The identity of the file open on descriptor `fd`.
+    init?(descriptor fd: Int32) {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        device = UInt64(truncatingIfNeeded: st.st_dev)
+        inode = UInt64(truncatingIfNeeded: st.st_ino)
+    }
 }
 
 /// Why an output was refused or could not be written. Refusals are usage errors (exit 2), failures
@@ -120,10 +141,18 @@ public final class OutputFile {
     public let appendingToExisting: Bool
 
     private var fd: Int32
+    /// A second descriptor of the temporary file's open file description: it keeps the `flock` that
+    /// says "a live writer owns this file" until the file has been renamed into place (see
+    /// `removeStaleTemporaries`). -1 when there is no temporary file or the file system has no locks.
+    private var lockFD: Int32 = -1
     private let temporaryPath: String?
     private let finalPath: String
     private let appendStart: off_t
     private var done = false
+
+    /// Temporary files of earlier runs onto this same output that were killed before they could
+    /// remove them (SIGKILL, a crash, power loss), removed by this `init` (see `removeStaleTemporaries`).
+    public private(set) var removedStaleTemporaries: [String] = []
 
     public init(path: String, option: String = "--output", mode: Mode = .replace) throws(OutputError) {
         self.path = path
@@ -135,13 +164,16 @@ public final class OutputFile {
         if exists && mode == .createNew && isRegular { throw .exists(option: option, path: path) }
         // Links are followed: the file they point to is replaced, the link stays a link.
         finalPath = isRegular ? (OutputFile.realPath(path) ?? path) : path
+        // An earlier run onto this output that was killed (SIGKILL cannot be caught) left its
+        // temporary file: remove it, unless its writer is still running.
+        if !exists || isRegular {
+            let (dir, name) = OutputFile.split(finalPath)
+            removedStaleTemporaries = OutputFile.removeStaleTemporaries(in: dir) { $0 == name }
+        }
         // A new file, or a regular file replaced: through a temporary file. Appending and special files: in place.
         if !exists || (isRegular && mode != .append) {
             let (dir, name) = OutputFile.split(finalPath)
-            var template = Array("\(dir)/.\(name).peerscope-XXXXXX".utf8CString)
-            let f = template.withUnsafeMutableBufferPointer { b in b.baseAddress.map { mkstemp($0) } ?? -1 }
-            guard f >= 0 else { throw .writeFailed(path: path, reason: OutputFile.describe(errno)) }
-            let tmp = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let (f, tmp, lock) = try OutputFile.lockedTemporary(dir: dir, name: name, path: path)
             // The permissions a plain create would give (or the replaced file's own).
             let m: mode_t
             if exists { m = st.st_mode & 0o7777 } else {
@@ -151,6 +183,7 @@ public final class OutputFile {
             }
             _ = fchmod(f, m)
             fd = f
+            lockFD = lock
             temporaryPath = tmp
             appendStart = 0
             appendingToExisting = false
@@ -226,10 +259,20 @@ public final class OutputFile {
             throw .writeFailed(path: path, reason: OutputFile.describe(e))
         }
         fd = -1
+        // The lock is held until the rename: a run starting meanwhile never takes this file for a
+        // dead run's.
+        defer { releaseLock() }
         if let tmp = temporaryPath, rename(tmp, finalPath) != 0 {
             let e = errno
             unlink(tmp)
             throw .writeFailed(path: path, reason: OutputFile.describe(e))
+        }
+    }
+
+    private func releaseLock() {
+        if lockFD >= 0 {
+            close(lockFD)
+            lockFD = -1
         }
     }
 
@@ -251,6 +294,95 @@ public final class OutputFile {
             close(fd)
             fd = -1
         }
+        releaseLock()
+    }
+
+    /// The infix of temporary names: `.NAME.peerscope-XXXXXX` beside `NAME`.
+    static let temporaryInfix = ".peerscope-"
+
+    /// Creates `dir/.name.peerscope-XXXXXX` and takes an exclusive `flock` on it, held (through a
+    /// second descriptor) until the file is renamed into place or removed: the proof, for a later run's
+    /// `removeStaleTemporaries`, that its writer is alive. Returns (descriptor, path, lock descriptor;
+    /// -1 where the file system has no locks, so that no cleaner can ever lock it either).
+    static func lockedTemporary(dir: String, name: String, path: String) throws(OutputError) -> (Int32, String, Int32) {
+        for _ in 0 ..< 8 {
+            var template = Array("\(dir)/.\(name)\(temporaryInfix)XXXXXX".utf8CString)
+            let f = template.withUnsafeMutableBufferPointer { b in b.baseAddress.map { mkstemp($0) } ?? -1 }
+            guard f >= 0 else { throw .writeFailed(path: path, reason: OutputFile.describe(errno)) }
+            let tmp = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if flock(f, LOCK_EX | LOCK_NB) != 0 {
+                let e = errno
+                // No locks here (some network file systems): write unlocked; a cleaner cannot lock it either.
+                if e != EWOULDBLOCK && e != EAGAIN && e != EINTR { return (f, tmp, -1) }
+                // Another run's cleanup is looking at it in the instant between mkstemp and flock.
+                if let mine = FileIdentity(descriptor: f), FileIdentity(lstat: tmp) == mine { unlink(tmp) }
+                close(f)
+                continue
+            }
+            // That other run may have removed it in that instant: then make another.
+            guard let mine = FileIdentity(descriptor: f), FileIdentity(lstat: tmp) == mine else {
+                close(f)
+                continue
+            }
+            let lock = dup(f)
+            guard lock >= 0 else {
+                let e = errno
+                close(f)
+                unlink(tmp)
+                throw .writeFailed(path: path, reason: OutputFile.describe(e))
+            }
+            return (f, tmp, lock)
+        }
+        throw .writeFailed(path: path, reason: "could not create a temporary file beside it")
+    }
+
+    /// Removes the temporary files `.NAME.peerscope-XXXXXX` in `dir` left by runs that were killed
+    /// before they could (SIGKILL cannot be caught), for the outputs whose NAME `isOurs` accepts.
+    /// A file is removed only when all of these hold, so that nothing that is not provably a dead
+    /// run's temporary file is touched: its name is exactly that pattern (six letters or digits, as
+    /// `mkstemp` makes them); it is a regular file with one link (not a symbolic link, not a hard link
+    /// to something else), owned by this user; and no process holds its `flock` (a live writer holds
+    /// it until its file is renamed into place; a lock dies with its process, however it died). The
+    /// name must still be that file when it is removed. Returns the paths removed.
+    @discardableResult
+    public static func removeStaleTemporaries(in dir: String, where isOurs: (String) -> Bool) -> [String] {
+        guard let d = opendir(dir) else { return [] }
+        var candidates: [String] = []
+        while let e = readdir(d) {
+            let entry = withUnsafePointer(to: &e.pointee.d_name) { p in
+                p.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: e.pointee.d_name)) { String(cString: $0) }
+            }
+            if let name = temporaryOutputName(entry), isOurs(name) { candidates.append(entry) }
+        }
+        closedir(d)
+        var removed: [String] = []
+        let me = geteuid()
+        for entry in candidates.sorted() {
+            let p = dir == "/" ? "/" + entry : dir + "/" + entry
+            var st = stat()
+            guard lstat(p, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_uid == me, st.st_nlink == 1 else { continue }
+            let f = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard f >= 0 else { continue }
+            defer { close(f) }
+            guard let id = FileIdentity(descriptor: f), FileIdentity(lstat: p) == id,
+                  id == FileIdentity(device: UInt64(truncatingIfNeeded: st.st_dev), inode: UInt64(truncatingIfNeeded: st.st_ino)),
+                  flock(f, LOCK_EX | LOCK_NB) == 0 else { continue }
+            // Locked by us now: its writer is gone. Remove the name only if it is still this file.
+            guard FileIdentity(lstat: p) == id, unlink(p) == 0 else { continue }
+            removed.append(p)
+        }
+        return removed
+    }
+
+    /// NAME when `entry` is `.NAME.peerscope-XXXXXX` (six ASCII letters or digits), else nil.
+    static func temporaryOutputName(_ entry: String) -> String? {
+        let u = Array(entry.utf8), infix = Array(temporaryInfix.utf8)
+        guard u.count > 1 + infix.count + 6, u[0] == UInt8(ascii: ".") else { return nil }
+        let suffix = u[(u.count - 6)...]
+        guard suffix.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) }),
+              Array(u[(u.count - 6 - infix.count) ..< (u.count - 6)]) == infix else { return nil }
+        let name = u[1 ..< (u.count - 6 - infix.count)]
+        return name.isEmpty ? nil : String(decoding: name, as: UTF8.self)
     }
 
     /// (folder, file name) of a path; the folder is `.` for a bare name.

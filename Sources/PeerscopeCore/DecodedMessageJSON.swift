@@ -147,6 +147,35 @@ public struct JSONBytes {
         }
     }
 
+    /// `v` as `digits` hex digits, zero-padded and quoted (`"00ab"`; `"0x00ab"` with `prefix0x`): the bytes of
+    /// `.string` of a zero-padded `String(v, radix: 16, uppercase:)` when `v` fits in `digits` digits.
+    public mutating func fixedHex(_ v: UInt64, digits: Int, uppercase: Bool = false, prefix0x: Bool = false) {
+        bytes.append(0x22)
+        if prefix0x {
+            bytes.append(0x30)
+            bytes.append(0x78)
+        }
+        var shift = digits &* 4
+        while shift > 0 {
+            shift &-= 4
+            let d = UInt8(truncatingIfNeeded: (v >> UInt64(shift)) & 0xF)
+            bytes.append(uppercase && d >= 10 ? 0x37 &+ d : Bytes.hexDigit(d))
+        }
+        bytes.append(0x22)
+    }
+
+    /// `b.hex` quoted (lower-case hex needs no escaping), without building the string.
+    public mutating func hex(_ b: Bytes) {
+        bytes.append(0x22)
+        b.withUnsafeBytes { raw in
+            for x in raw {
+                bytes.append(Bytes.hexDigit(x >> 4))
+                bytes.append(Bytes.hexDigit(x & 0xF))
+            }
+        }
+        bytes.append(0x22)
+    }
+
     /// `JSONValue.write(to:indent: nil, level: 0)` of any value (the rare members without a writer of their own).
     public mutating func value(_ v: JSONValue) { v.write(to: &bytes, indent: nil, level: 0) }
 

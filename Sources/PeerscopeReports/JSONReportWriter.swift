@@ -200,7 +200,9 @@ public enum JSONReportWriter {
         return .object(members)
     }
 
-    /// `stats.capture`: per interface what was received and lost, the loss windows, why it stopped.
+    /// `stats.capture`: per interface what was received and lost, why it stopped. `losses` repeats the
+    /// live windows the report's `captureLosses` gives (where readers should take them): schema 1 is
+    /// additive only, so the copy stays until schema 2.
     static func capture(_ c: LiveCaptureStats) -> JSONValue {
         .object([
             ("stopReason", .string(c.stopReason)),

@@ -123,6 +123,34 @@ final class ReportTests: XCTestCase {
         XCTAssertNotEqual(rc, 0)
     }
 
+    /// A live report gives its loss windows in `captureLosses` (the documented member, in every report);
+    /// `stats.capture.losses` is schema 1's copy of exactly those windows (schema 1 is additive only), and
+    /// both validate.
+    func testLiveLossWindowsAreInCaptureLossesAndSchemaOnesCopyIsTheSame() throws {
+        var r = try everyKind().report(end: 40)
+        let drop = CaptureLoss(reason: .kernelDrop, start: Script.at(14), end: Script.at(15), count: 33, source: "vB")
+        let queue = CaptureLoss(reason: .queueDrop, start: Script.at(16), end: Script.at(17), count: 5, source: "vB")
+        r.stats.capture = LiveCaptureStats(interfaces: [InterfaceCaptureStats(interface: "vB", linkType: 1, received: 100,
+                                                                              kernelDropped: 33, queueDropped: 5, pcapReceived: 100)],
+                                           stopReason: "interrupt", losses: [drop, queue])
+        r.captureLosses = [drop, queue]
+        let text = JSONReportWriter.render(r)
+        let v = try JSONParser.parse(text)
+        let capture = try XCTUnwrap(v["stats"]?["capture"])
+        XCTAssertEqual(capture.objectValue?.map(\.0), ["stopReason", "complete", "lost", "interfaces", "losses"])
+        XCTAssertEqual(capture["lost"]?.int64Value, 38)
+        let windows = v["captureLosses"]?.arrayValue ?? []
+        XCTAssertEqual(windows.map { $0["reason"]?.stringValue ?? "" }, ["kernel-drop", "queue-drop"])
+        XCTAssertEqual(windows.map { $0["count"]?.int64Value ?? -1 }, [33, 5])
+        XCTAssertEqual(windows.map { $0["source"]?.stringValue ?? "" }, ["vB", "vB"])
+        // The same windows (the copy has no ISO times).
+        let members = ["reason", "startT", "endT", "count", "source"]
+        func project(_ ws: [JSONValue]) -> [[JSONValue?]] { ws.map { w in members.map { w[$0] } } }
+        XCTAssertEqual(project(capture["losses"]?.arrayValue ?? []), project(windows))
+        XCTAssertEqual(project(windows).count, 2)
+        try validate(text, name: "live")
+    }
+
     func testStreamedJSONIsTheRenderedDocumentInPieces() throws {
         let r = try everyKind().report(end: 40)
         var pieces: [[UInt8]] = []

@@ -196,6 +196,17 @@ final class LiveNetnsTests: XCTestCase {
 
     func interfaces(_ report: JSONValue) -> [JSONValue] { report["stats"]?["capture"]?["interfaces"]?.arrayValue ?? [] }
 
+    /// The loss windows of the capture itself (drops), from `captureLosses`; the other kinds (TCP data
+    /// never seen, one-sided flows) come from the analysis of what was captured.
+    /// A loss window's members that schema 1's copy (`stats.capture.losses`) repeats.
+    func windowMembers(_ windows: [JSONValue]) -> [[JSONValue?]] {
+        windows.map { w in ["reason", "startT", "endT", "count", "source"].map { w[$0] } }
+    }
+
+    func liveLosses(_ report: JSONValue) -> [JSONValue] {
+        (report["captureLosses"]?.arrayValue ?? []).filter { ["kernel-drop", "interface-drop", "queue-drop"].contains($0["reason"]?.stringValue ?? "") }
+    }
+
     func testEverySampleTenTimesAtFullSpeedIsCapturedWithoutLoss() throws {
         let lab = try NetnsLab()
         let dir = try CLI.tempDir()
@@ -215,7 +226,7 @@ final class LiveNetnsTests: XCTestCase {
         XCTAssertEqual(report["complete"], .bool(true))
         XCTAssertEqual(report["stats"]?["frames"]?.int64Value, Int64(frames))
         XCTAssertEqual(report["stats"]?["capture"]?["lost"]?.int64Value, 0)
-        XCTAssertEqual(report["stats"]?["capture"]?["losses"]?.arrayValue?.count, 0)
+        XCTAssertEqual(liveLosses(report).count, 0)
         XCTAssertEqual(interfaces(report).first?["received"]?.int64Value, Int64(frames))
         // The capture holds exactly the bytes sent, in order, and the live analysis equals the offline one.
         XCTAssertEqual(try frameBytes(run.pcapng.path), try frameBytes(file))
@@ -254,11 +265,16 @@ final class LiveNetnsTests: XCTestCase {
         // Every packet sent is accounted for: received or dropped by the kernel.
         XCTAssertEqual(received + dropped, Int64(sent), "\(i)")
         XCTAssertEqual(report["stats"]?["frames"]?.int64Value, received)
-        let losses = report["stats"]?["capture"]?["losses"]?.arrayValue ?? []
+        // The loss windows are in `captureLosses`, with the capture's own reasons.
+        let losses = liveLosses(report)
+        // `stats.capture.losses` (schema 1's copy) repeats exactly those windows.
+        XCTAssertEqual(windowMembers(report["stats"]?["capture"]?["losses"]?.arrayValue ?? []), windowMembers(losses))
         XCTAssertEqual(losses.compactMap { $0["count"]?.int64Value }.reduce(0, +), dropped)
         XCTAssertTrue(losses.allSatisfy { $0["reason"] == .string("kernel-drop") && $0["source"] == .string(lab.receiver(0)) }, "\(losses)")
         XCTAssertTrue(run.stderr.contains("\(dropped) dropped by the kernel"), run.stderr)
         XCTAssertTrue((report["inputProblems"]?.arrayValue ?? []).contains { $0.stringValue?.contains("dropped by the kernel") == true })
+        // The lossy interface is printed once on standard error (the final line), not again as a note.
+        XCTAssertEqual(run.stderr.components(separatedBy: "\(lab.receiver(0)): \(received) received").count - 1, 1, run.stderr)
     }
 
     func testFullQueueDropsAreCountedAndLocated() throws {
@@ -282,9 +298,13 @@ final class LiveNetnsTests: XCTestCase {
         XCTAssertGreaterThan(queued, 0)
         XCTAssertEqual(report["stats"]?["frames"]?.int64Value, received - queued)
         XCTAssertEqual(report["complete"], .bool(false))
-        let losses = report["stats"]?["capture"]?["losses"]?.arrayValue ?? []
+        let losses = liveLosses(report)
+        // `stats.capture.losses` (schema 1's copy) repeats exactly those windows.
+        XCTAssertEqual(windowMembers(report["stats"]?["capture"]?["losses"]?.arrayValue ?? []), windowMembers(losses))
+        XCTAssertFalse(losses.isEmpty)
         XCTAssertEqual(losses.compactMap { $0["count"]?.int64Value }.reduce(0, +), queued)
         XCTAssertTrue(losses.allSatisfy { $0["reason"] == .string("queue-drop") })
+        XCTAssertEqual(run.stderr.components(separatedBy: "\(queued) at the queue").count - 1, 1, run.stderr)
     }
 
     func testFindingsDuringALossAreUncertain() throws {
@@ -441,6 +461,49 @@ final class LiveNetnsTests: XCTestCase {
         XCTAssertEqual(status, 3, run.stderr)
         try assertCleanStop(run, reason: "interface-gone")
         XCTAssertEqual(interfaces(try run.json()).first?["ended"]?.stringValue?.hasPrefix("interface went down"), true, run.stderr)
+    }
+
+    /// SIGKILL cannot be caught: a capture killed mid-write leaves its `.NAME.peerscope-XXXXXX` file.
+    /// The next run onto the same output removes it (its writer is provably gone: no lock held), and
+    /// leaves the user's files alone.
+    func testTheNextRunRemovesTheTemporaryFileOfASIGKILLedCapture() throws {
+        let lab = try NetnsLab()
+        let dir = try CLI.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (file, _) = try replayFile([Place.samples.appendingPathComponent("healthy-pair.pcapng").path], copies: 1, in: dir)
+        let killed = try LiveRun(lab: lab, interfaces: [lab.receiver(0)], extra: ["--duration", "60"])
+        // The user's own files beside the output, including one whose name only resembles a temporary file.
+        let userFiles = ["notes.txt", "live.pcapng.bak", ".live.pcapng.peerscope-old.txt", ".other.pcapng.peerscope-Ab12Cd"]
+        for (i, name) in userFiles.enumerated() {
+            try Data("user file \(i)\n".utf8).write(to: killed.dir.appendingPathComponent(name))
+        }
+        func temporaries() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: killed.dir.path)) ?? []).filter { $0.hasPrefix(".live.pcapng.peerscope-") && $0.count == 29 }
+        }
+        _ = try lab.replay(file)
+        // Mid-write: frames are in the temporary file (flushed about every second).
+        let until = Date().addingTimeInterval(10)
+        var size = 0
+        while Date() < until, size < 1000 {
+            usleep(100_000)
+            size = temporaries().first.flatMap { try? FileManager.default.attributesOfItem(atPath: killed.dir.appendingPathComponent($0).path)[.size] as? Int } ?? 0
+        }
+        XCTAssertGreaterThan(size, 1000, "frames reached the temporary file")
+        killed.signal(SIGKILL)
+        XCTAssertEqual(killed.wait(timeout: 30), SIGKILL, killed.stderr)
+        XCTAssertEqual(temporaries().count, 1, "a SIGKILLed run leaves its temporary file")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: killed.pcapng.path))
+
+        // The next run onto the same output.
+        let next = try LiveRun(lab: lab, interfaces: [lab.receiver(0)], extra: ["--duration", "1"], write: killed.pcapng.path)
+        XCTAssertEqual(next.wait(timeout: 30), 0, next.stderr)
+        XCTAssertEqual(temporaries(), [], "the dead run's temporary file is gone")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: killed.pcapng.path), "the next run's capture is in place")
+        for (i, name) in userFiles.enumerated() {
+            XCTAssertEqual(try String(contentsOf: killed.dir.appendingPathComponent(name), encoding: .utf8), "user file \(i)\n", name)
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: killed.dir.path).sorted()
+        XCTAssertEqual(left, (userFiles + ["live.pcapng", "stderr", "stdout"]).sorted())
     }
 
     func testAnyInterfaceOnLinux() throws {

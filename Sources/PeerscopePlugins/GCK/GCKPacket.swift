@@ -152,18 +152,7 @@ enum GCKDecoding {
         return (h, from, to)
     }
 
-    static func common(_ h: GCKHeader, _ b: Bytes) -> [(String, JSONValue)] {
-        [
-            ("gckType", .int(Int64(h.type))),
-            ("version", .int(Int64(h.version))),
-            ("length", .int(Int64(h.length))),
-            ("flags", .string(SessionHex.u16(h.flags))),
-            ("crc", .string(SessionHex.u16(h.crc))),
-            ("crcValid", .bool(h.crcOK)),
-            ("source", .string(PeerIdentity.participantHex(h.source))),
-            ("destination", .string(PeerIdentity.participantHex(h.destination))),
-        ]
-    }
+    static func common(_ h: GCKHeader, _ b: Bytes) -> [(String, JSONValue)] { GCKCommonFields(h).fields }
 
     static func baseAttrs(_ h: GCKHeader) -> EventAttrs {
         var attrs = EventAttrs()
@@ -237,7 +226,9 @@ struct GCKDataInner {
     var control: Bytes        // bytes 32-35: byte 32 = (cumulative ack << 2) | 2 as observed, byte 33 = seq, 34-35 grow by 4
     var rest: Bytes           // bytes 36...
 
-    var kindName: String {
+    var kindName: String { GCKDataInner.kindName(kind) }
+
+    static func kindName(_ kind: UInt8) -> String {
         switch kind {
         case 5: "data"
         case 7: "ack"

@@ -165,15 +165,7 @@ public final class GCKHeartbeatPlugin: DecoderPlugin {
             GCKDecoding.diagnose(ctx, "gck.heartbeat.body", "Heartbeat body of \(h.body.count) bytes, expected 4",
                                  offset: GCKHeader.size, severity: .info)
         }
-        let payload = input.payload
-        ctx.message("heartbeat", deferred: {
-            var fields = GCKDecoding.common(h, payload)
-            if let sn, let x {
-                fields.append(("sn", .int(Int64(sn))))
-                fields.append(("field18", .int(Int64(x))))
-            }
-            return fields
-        })
+        ctx.message("heartbeat", writing: GCKHeartbeatFields(h, sn: sn, x: x))
         ctx.event(.gckHeartbeat, from: from, to: to, packed: attrs)
     }
 }
@@ -219,21 +211,7 @@ public final class GCKDataPlugin: DecoderPlugin {
             attrs[.payloadSize] = inner.rest.count
         }
         let checksumSeen = GCKDataInner.checksumMatchesObserved(h.body, given: inner.checksum)
-        let showPayloads = ctx.options.showPayloads
-        ctx.message(type, deferred: {
-            var fields = GCKDecoding.common(h, payload)
-            fields.append(contentsOf: [
-                ("kind", .string(inner.kindName)),
-                ("kindFlags", .string(SessionHex.u8(inner.kindFlags))),
-                ("innerChecksum", .string(SessionHex.u16(inner.checksum))),
-                ("innerChecksumAsObserved", .bool(checksumSeen)),
-                ("seq", .uint(UInt64(inner.seq))),
-                ("control", .string(inner.control.hex)),
-                ("payloadSize", .int(Int64(inner.rest.count))),
-            ])
-            if showPayloads { fields.append(("restHex", .string(inner.rest.prefix(256).hex))) }
-            return fields
-        })
+        ctx.message(type, writing: GCKDataFields(h, inner, checksumSeen: checksumSeen, showPayloads: ctx.options.showPayloads))
         ctx.event(.gckData, from: from, to: to, packed: attrs)
         if handOn { ctx.handOff("gck.data", payload: inner.rest) }
     }

@@ -93,7 +93,7 @@ public final class STUNPlugin: DecoderPlugin {
         }()
 
         let checked = fingerprintOK
-        ctx.message(typeName, deferred: { Self.fields(m, txid: txid, fingerprintOK: checked) })
+        ctx.message(typeName, writing: STUNFields(message: m, txid: txid, fingerprintOK: checked))
 
         guard isBinding else { return }
         let h = ctx.hints()
@@ -240,5 +240,91 @@ public final class STUNPlugin: DecoderPlugin {
         }
         f.append(("attributes", .array(attrs)))
         return f
+    }
+}
+
+/// A STUN message's `peerscope decode` fields written straight into the output bytes (issue 13):
+/// `STUNPlugin.fields` is the list these bytes must equal (`GCKFieldsTests` compares them on generated
+/// group captures and random messages, the decode tests on every sample).
+struct STUNFields: MessageFieldsWriter {
+    let message: STUNMessage
+    let txid: String
+    let fingerprintOK: Bool?
+
+    var fields: [(String, JSONValue)] { STUNPlugin.fields(message, txid: txid, fingerprintOK: fingerprintOK) }
+
+    func writeMembers(to out: inout JSONBytes) {
+        let m = message
+        out.key("method")
+        out.string(STUNMessage.methodName(m.method))
+        out.key("class")
+        out.string(m.messageClass.name)
+        out.key("txid")
+        out.string(txid)
+        out.key("length")
+        out.int(Int64(m.length))
+        out.key("attributes")
+        out.byte(0x5B)
+        for (i, a) in m.attributes.enumerated() {
+            if i > 0 { out.byte(0x2C) }
+            out.byte(0x7B)
+            out.firstKey("type")
+            out.fixedHex(UInt64(a.type), digits: 4, prefix0x: true)
+            out.key("name")
+            out.string(STUNMessage.attributeName(a.type))
+            out.key("length")
+            out.uint(UInt64(a.value.count))
+            switch a.type {
+            case 0x0001, 0x0020:
+                if let ep = STUNMessage.address(a.value, xor: a.type == 0x0020, transactionID: m.transactionID) {
+                    out.key("address")
+                    out.endpoint(ep)
+                }
+            case 0x0006:
+                out.key("hex")
+                out.hex(a.value)
+                if let tok = STUNMessage.mpcUsername(a.value) {
+                    out.key("to")
+                    out.fixedHex(UInt64(tok.to), digits: 8)
+                    out.key("from")
+                    out.fixedHex(UInt64(tok.from), digits: 8)
+                } else if a.value.array.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
+                    out.key("text")
+                    out.string(String(decoding: a.value.prefix(128).array, as: UTF8.self))
+                }
+            case 0x0009:
+                if let (code, reason) = STUNMessage.errorCode(a.value) {
+                    out.key("code")
+                    out.int(Int64(code))
+                    out.key("reason")
+                    out.string(reason)
+                }
+            case 0x0024:
+                if let v = a.value.u32be(0) {
+                    out.key("priority")
+                    out.uint(UInt64(v))
+                }
+            case 0x8029, 0x802A:
+                if a.value.count == 8 {
+                    out.key("tieBreaker")
+                    out.hex(a.value)
+                }
+            case 0x8028:
+                if let ok = fingerprintOK {
+                    out.key("valid")
+                    out.bool(ok)
+                }
+            case 0x8022:
+                out.key("software")
+                out.string(String(decoding: a.value.prefix(128).array, as: UTF8.self))
+            default:
+                if a.value.count <= 8 && a.value.count > 0 {
+                    out.key("hex")
+                    out.hex(a.value)
+                }
+            }
+            out.byte(0x7D)
+        }
+        out.byte(0x5D)
     }
 }

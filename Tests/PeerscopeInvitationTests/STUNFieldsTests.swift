@@ -1,0 +1,99 @@
+import XCTest
+import PeerscopeCore
+@testable import PeerscopePlugins
+
+/// Issue 13: the direct writers of STUN and GCK messages (`STUNFields`, `GCKDataFields`,
+/// `GCKHeartbeatFields`) write the bytes of the field lists they replace, on random messages: every
+/// attribute the writer treats apart (addresses of both families, good and garbled, MPC and text and
+/// binary usernames, error codes with text needing escapes, priorities, tie-breakers, fingerprints
+/// checked or not, software, unknown attributes of every length) and random GCK Data and Heartbeat
+/// packets (every kind byte, short bodies, with and without `--show-payloads`).
+final class STUNFieldsTests: XCTestCase {
+    typealias SplitMix = InvitationMutationTests.SplitMix
+
+    static func bytes(_ n: Int, _ rng: inout SplitMix) -> [UInt8] { (0 ..< n).map { _ in UInt8.random(in: 0 ... 255, using: &rng) } }
+
+    static func attribute(_ rng: inout SplitMix) -> (UInt16, [UInt8]) {
+        let types: [UInt16] = [0x0001, 0x0020, 0x0006, 0x0009, 0x0024, 0x8029, 0x802A, 0x8028, 0x8022, 0x8001, 0x0008, 0x0025,
+                               UInt16.random(in: 0 ... 0xFFFF, using: &rng)]
+        let t = types[Int.random(in: 0 ..< types.count, using: &rng)]
+        var v: [UInt8]
+        switch (t, Int.random(in: 0 ..< 4, using: &rng)) {
+        case (0x0001, 0...1), (0x0020, 0...1):
+            v = [0, 1] + bytes(6, &rng)
+        case (0x0001, 2), (0x0020, 2):
+            v = [0, 2] + bytes(18, &rng)
+        case (0x0006, 0):
+            v = bytes(4, &rng) + [0, 0, 0, 0, 0, 1] + bytes(4, &rng) + [0, 0, 0, 0, 0, 1]
+        case (0x0006, 1):
+            v = Array("ufrag\(rng.next() % 1000):remote \"q\"\\".utf8)
+        case (0x0009, _), (0x8022, _):
+            v = [0, 0, UInt8.random(in: 0 ... 7, using: &rng), UInt8.random(in: 0 ... 99, using: &rng)]
+                + Array("Bad \"request\"\t\u{01} é😀".utf8) + (rng.next() % 2 == 0 ? [0xFF, 0xC3] : [])
+        default:
+            v = bytes(Int.random(in: 0 ... 24, using: &rng), &rng)
+        }
+        return (t, v)
+    }
+
+    static func stunPayload(_ rng: inout SplitMix) -> [UInt8] {
+        var attrs: [UInt8] = []
+        for _ in 0 ..< Int.random(in: 0 ... 7, using: &rng) {
+            let (t, v) = attribute(&rng)
+            attrs += [UInt8(t >> 8), UInt8(t & 0xFF), UInt8(v.count >> 8), UInt8(v.count & 0xFF)] + v
+            attrs += Array(repeating: 0, count: (4 - v.count % 4) % 4)
+        }
+        let type = UInt16.random(in: 0 ... 0x3FFF, using: &rng) & (rng.next() % 2 == 0 ? 0x0111 : 0x3FFF)
+        return [UInt8(type >> 8), UInt8(type & 0xFF), UInt8(attrs.count >> 8), UInt8(attrs.count & 0xFF), 0x21, 0x12, 0xA4, 0x42]
+            + bytes(12, &rng) + attrs
+    }
+
+    func members(_ w: some MessageFieldsWriter) -> (direct: String, list: String) {
+        var direct = JSONBytes(), list = JSONBytes()
+        w.writeMembers(to: &direct)
+        list.members(w.fields)
+        return (String(decoding: direct.bytes, as: UTF8.self), String(decoding: list.bytes, as: UTF8.self))
+    }
+
+    func testSTUNWriterWritesTheFieldListsBytesOnRandomMessages() throws {
+        var rng = SplitMix(state: 0x57_0E)
+        var checked = 0, addresses = 0
+        for _ in 0 ..< 3000 {
+            guard let m = STUNMessage(Bytes(Self.stunPayload(&rng))) else { continue }
+            for ok in [nil, true, false] as [Bool?] {
+                let (direct, list) = members(STUNFields(message: m, txid: m.transactionID.hex, fingerprintOK: ok))
+                XCTAssertEqual(direct, list)
+                if direct != list { return }
+                if direct.contains("\"address\"") { addresses += 1 }
+                checked += 1
+            }
+        }
+        XCTAssertGreaterThan(checked, 6000)
+        XCTAssertGreaterThan(addresses, 300, "addresses of both families were written")
+    }
+
+    func testGCKWritersWriteTheFieldListsBytesOnRandomPackets() throws {
+        var rng = SplitMix(state: 0x6C_4B)
+        var data = 0
+        for i in 0 ..< 3000 {
+            var b = Self.bytes(16 + Int.random(in: 0 ... 80, using: &rng), &rng)
+            if i % 3 == 0 { b[16 % b.count] = [5, 7][i % 2] }
+            guard let h = GCKHeader(Bytes(b)) else { continue }
+            let x = h.body.u16be(2)
+            XCTAssertEqual(members(GCKHeartbeatFields(h, sn: h.body.u16be(0), x: x)).direct,
+                           members(GCKHeartbeatFields(h, sn: h.body.u16be(0), x: x)).list)
+            XCTAssertEqual(members(GCKHeartbeatFields(h, sn: nil, x: x)).direct, members(GCKHeartbeatFields(h, sn: nil, x: x)).list)
+            guard let inner = GCKDataInner(h.body) else { continue }
+            for show in [false, true] {
+                let w = GCKDataFields(h, inner, checksumSeen: rng.next() % 2 == 0, showPayloads: show)
+                let (direct, list) = members(w)
+                XCTAssertEqual(direct, list)
+                if direct != list { return }
+                // The list is the one the plugin built before (`GCKDecoding.common` and the Data members).
+                XCTAssertEqual(Array(w.fields.prefix(8)).map(\.0), GCKDecoding.common(h, .empty).map(\.0))
+                data += 1
+            }
+        }
+        XCTAssertGreaterThan(data, 1000)
+    }
+}
