@@ -75,7 +75,13 @@ public final class Engine {
     public static let queryRunIdle: Nanos = 600 * CaptureTime.second
     private var coalescer: EventCoalescer
     /// Recently kept attribute buffers, shared by kept events that repeat them.
-    private var attrsSharing = EventAttrsSharing()
+    /// (Repeats come far apart on a crowded network, a host announcing again among thousands of others:
+    /// 65,536 slots keep most of them; a slot holds a kept event's buffer, alive anyway.)
+    private var attrsSharing = EventAttrsSharing(slotCount: 1 << 16)
+    /// Recent browse queries' attribute buffers: a query that opens a query run holds the buffer of an
+    /// equal query kept before (a querier asks the same few questions all capture long, and its run is
+    /// closed and opened again after each pause), instead of one of its own per run.
+    private var queryAttrsSharing = EventAttrsSharing(slotCount: 1 << 16)
     /// Kept events whose attributes took a buffer already held (see `EngineOptions.shareAttributes`).
     public var sharedAttributes: Int { attrsSharing.shared }
     /// Occurrences folded into earlier events by the coalescer.
@@ -133,7 +139,7 @@ public final class Engine {
 
     /// Keeps one decoded event: a browse query in its run (when compacting), else through the coalescer.
     private func collect(_ e: PeerEvent) {
-        if compactQueries, e.kind == .browse, coalescer.gaps[e.kind] == nil, queryRuns.add(e, kept: events.count) {
+        if compactQueries, e.kind == .browse, coalescer.gaps[e.kind] == nil, queryRuns.add(sharingQueryAttributes(e), kept: events.count) {
             // What the coalescer does with an event of a kind it never folds: closes its flow's runs.
             if let flow = e.flow { coalescer.closeRuns(on: flow) }
             return
@@ -142,6 +148,15 @@ public final class Engine {
         coalescer.add(e, to: &events)
         // Kept (not folded into a run): its attributes may share a buffer already held.
         if options.shareAttributes, events.count > n { attrsSharing.share(&events[n].attrs) }
+    }
+
+    /// `e` holding the buffer of an earlier query with the same attributes, when the table has one
+    /// (the event is equal either way).
+    private func sharingQueryAttributes(_ e: PeerEvent) -> PeerEvent {
+        guard options.shareAttributes else { return e }
+        var e = e
+        queryAttrsSharing.share(&e.attrs)
+        return e
     }
 
     /// Hands the collected events over and forgets them (so they are held once, not twice).

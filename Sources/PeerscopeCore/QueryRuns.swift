@@ -43,7 +43,8 @@ public struct QueryRuns: Sendable {
         var bytes: [UInt8]
     }
 
-    private struct Key: Hashable {
+    /// What an open run's members share: a query joins the run only when all of it is equal.
+    private struct Key {
         var kind: EventKind
         var source: String
         var from: Shared<PeerHint>?
@@ -52,22 +53,57 @@ public struct QueryRuns: Sendable {
         var attrs: EventAttrs
         var input: Int
 
-        /// The boxes' hashes (computed once per box) and the attributes' length: cheap per query; a
-        /// querier's few keys that share them are told apart by equality, which compares every field.
-        func hash(into h: inout Hasher) {
-            h.combine(from)
-            h.combine(flow)
-            h.combine(attrs.bytes.count)
+        init(_ e: PeerEvent, input: Int) {
+            kind = e.kind
+            source = e.source
+            from = e.fromBox
+            to = e.toBox
+            flow = e.flowBox
+            attrs = e.attrs
+            self.input = input
         }
+
+        /// Whether `e` (from input `input`) has this key: the same fields compared as a `Key` built
+        /// from `e` would compare (boxes by identity, then by value), with nothing built or retained.
+        @inline(__always) func matches(_ e: PeerEvent, input: Int) -> Bool {
+            self.input == input && from == e.fromBox && flow == e.flowBox && attrs.bytes == e.attrs.bytes && to == e.toBox
+                && kind == e.kind && source == e.source
+        }
+
+        /// The hash of `e`'s key: the boxes' cached hashes and the attribute bytes (a querier's few
+        /// keys differ in their attributes). Only finds candidates: a match is `matches`.
+        @inline(__always) static func hash(_ e: PeerEvent, input: Int) -> Int {
+            var h = e.attrs.bytes.withUnsafeBytes { ByteHash.hash($0) }
+            func mix(_ part: Int) {
+                h = (h ^ UInt64(bitPattern: Int64(part))) &* 0xFF51_AFD7_ED55_8CCD
+                h ^= h >> 29
+            }
+            mix(e.fromBox?.cachedHash ?? 0)
+            mix(e.flowBox?.cachedHash ?? 0)
+            mix(e.toBox?.cachedHash ?? 0)
+            mix(input)
+            return Int(truncatingIfNeeded: h)
+        }
+    }
+
+    /// An open run and its key.
+    private struct Open {
+        var key: Key
+        var run: Int
     }
 
     var runs: [Run] = []
     /// Members of all runs.
     public private(set) var count = 0
-    /// Open runs by what their members share (collection only).
-    private var open: [Key: Int] = [:]
+    /// Open runs by the hash of what their members share (`Key.hash`; collection only): one open run
+    /// per key, keys that share a hash side by side.
+    private var open: [Int: [Open]] = [:]
     private var nextSeq = 0
     private var lastClose: Nanos = .min
+    /// Key hashes are masked with this: a small mask (tests only) puts every key on a few hashes, where
+    /// collisions must cost comparisons, never a member in the wrong run. Static, not stored: the
+    /// struct's layout stays the one other modules were built against.
+    nonisolated(unsafe) public static var keyHashMaskForTests = -1
 
     public init() {}
 
@@ -86,9 +122,20 @@ public struct QueryRuns: Sendable {
         let m = Member(t: e.t, frame: frame, pos: kept, seq: nextSeq)
         nextSeq &+= 1
         count &+= 1
-        let key = Key(kind: e.kind, source: e.source, from: e.fromBox, to: e.toBox, flow: e.flowBox, attrs: e.attrs, input: input)
-        if let r = open[key], QueryRuns.append(m, to: &runs[r]) { return true }
-        open[key] = runs.count
+        // The key is built only when a run starts (the first query of its kind): a repeat is found by
+        // its hash and compared field by field with the open run's key.
+        let h = Key.hash(e, input: input) & QueryRuns.keyHashMaskForTests
+        if let i = open.index(forKey: h) {
+            if let j = open.values[i].firstIndex(where: { $0.key.matches(e, input: input) }) {
+                if QueryRuns.append(m, to: &runs[open.values[i][j].run]) { return true }
+                // A new run for the same key (the deltas did not fit): it replaces the open one.
+                open.values[i][j].run = runs.count
+            } else {
+                open.values[i].append(Open(key: Key(e, input: input), run: runs.count))
+            }
+        } else {
+            open[h] = [Open(key: Key(e, input: input), run: runs.count)]
+        }
         runs.append(Run(template: e, input: input, first: m, last: m, count: 1, bytes: []))
         return true
     }
@@ -99,9 +146,12 @@ public struct QueryRuns: Sendable {
         // Looked at every `idle / 4` of capture time (a run is closed at most that late).
         guard !open.isEmpty, lastClose == .min || t &- lastClose >= idle / 4 else { return }
         lastClose = t
-        var dead: [Key] = []
-        for (k, r) in open where t &- runs[r].last.t > idle { dead.append(k) }
-        for k in dead { open.removeValue(forKey: k) }
+        var touched: [Int] = []
+        for (h, same) in open where same.contains(where: { t &- runs[$0.run].last.t > idle }) { touched.append(h) }
+        for h in touched {
+            let alive = open[h, default: []].filter { t &- runs[$0.run].last.t <= idle }
+            open[h] = alive.isEmpty ? nil : alive
+        }
     }
 
     /// Appends `m` to `run` when the deltas are non-negative and small enough to encode.

@@ -41,7 +41,7 @@ extension TimelineBuilder {
             state = .updated
             letter = nil
             e[.note] = "stopped advertising; still in session"
-            store.events[index].attrs = e.attrs
+            store.events.setAttrs(e.attrs, at: index)
         }
 
         var sessionKey: Shared<SessionKey>?
@@ -198,8 +198,8 @@ extension TimelineBuilder {
     /// browse query continuing a fold is folded into it (nil: nothing to keep; see `BrowseFolds`).
     func resolveStep(_ i: Int, into k: Int, _ store: EventStore, _ resolver: PeerResolver,
                      _ folds: inout BrowseFolds) -> ResolvedEvent? {
-        if k != i { store.events[k] = store.events[i] }
-        guard folds.enabled, store.events[k].kind == .browse else { return process(k, store, resolver) }
+        if k != i { store.events.move(from: i, to: k) }
+        guard folds.enabled, store.events.kind(k) == .browse else { return process(k, store, resolver) }
         let e = store.events[k]
         guard e.count == 1, e.lastEvidence == nil, case .frame = e.evidence,
               !(e.flow.map { folds.quoted.contains($0.canonical) } ?? false),
@@ -208,7 +208,7 @@ extension TimelineBuilder {
         let ids = e.fromAndFlowBoxes
         if let w = peers[r] {
             let key = BrowseFolds.Key(from: ids.from, flow: ids.flow, source: e.source, attrs: e.attrs, peer: ObjectIdentifier(w))
-            if let f = folds.open[key], store.events[f.target].samePeersAndFlow(e), join(w, e, f, folds) {
+            if let f = folds.open[key], store.events.samePeersAndFlow(f.target, e), join(w, e, f, folds) {
                 fold(e, into: f.target, key, store, &folds)
                 return nil
             }
@@ -226,7 +226,7 @@ extension TimelineBuilder {
         }
         let key = BrowseFolds.Key(from: ids.from, flow: ids.flow, source: e.source, attrs: e.attrs, peer: ObjectIdentifier(w))
         if let f = folds.open[key], let landed, landed == f.entry, e.t >= f.lastT, e.t &- f.lastT <= folds.gap,
-           store.events[f.target].samePeersAndFlow(e) {
+           store.events.samePeersAndFlow(f.target, e) {
             fold(e, into: f.target, key, store, &folds)
             return nil
         }
@@ -236,9 +236,7 @@ extension TimelineBuilder {
     }
 
     private func fold(_ e: PeerEvent, into target: Int, _ key: BrowseFolds.Key, _ store: EventStore, _ folds: inout BrowseFolds) {
-        store.events[target].count &+= 1
-        store.events[target].lastT = e.t
-        store.events[target].lastEvidence = e.evidence
+        store.events.fold(into: target, t: e.t, evidence: e.evidence)
         folds.open[key]?.lastT = e.t
         folds.folded &+= 1
     }

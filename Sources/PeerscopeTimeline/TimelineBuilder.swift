@@ -5,86 +5,16 @@ import PeerscopeCore
 final class EventStore: @unchecked Sendable {
     /// Written only while the timeline is built; read-only once `Timelines` exists.
     var events: StoreEvents
-    /// The store of `events`, adopted as they are (no copy).
+    /// The store of `events` (packed, see `PackedEvents`).
     init(_ events: [PeerEvent]) { self.events = StoreEvents(events) }
-    /// An empty store grown by appending, in chunks (see `StoreEvents`).
+    /// An empty store grown by appending.
     init() { events = StoreEvents() }
 }
 
-/// The store's events: a list adopted from the caller (compacted in place), or, for a store built by
-/// appending (the timeline stage reading query runs), fixed-size chunks: growing never copies the
-/// events already kept nor holds an old and a new buffer at once, and the slack is one chunk (a list
-/// grown by doubling held up to three times the events while it grew, and a copy to shrink it).
-struct StoreEvents {
-    static let shift = 12
-    static let chunkSize = 1 << shift
-    private var flat: [PeerEvent]
-    private var chunks: [[PeerEvent]] = []
-    private let chunked: Bool
-    private(set) var count: Int
-
-    init(_ flat: [PeerEvent]) {
-        self.flat = flat
-        chunked = false
-        count = flat.count
-    }
-
-    init() {
-        flat = []
-        chunked = true
-        count = 0
-    }
-
-    subscript(i: Int) -> PeerEvent {
-        _read {
-            if chunked { yield chunks[i >> StoreEvents.shift][i & (StoreEvents.chunkSize - 1)] } else { yield flat[i] }
-        }
-        _modify {
-            if chunked { yield &chunks[i >> StoreEvents.shift][i & (StoreEvents.chunkSize - 1)] } else { yield &flat[i] }
-        }
-    }
-
-    var indices: Range<Int> { 0 ..< count }
-    var first: PeerEvent? { count > 0 ? self[0] : nil }
-    var last: PeerEvent? { count > 0 ? self[count - 1] : nil }
-
-    mutating func append(_ e: PeerEvent) {
-        count += 1
-        guard chunked else { flat.append(e); return }
-        if chunks.isEmpty || chunks[chunks.count - 1].count == StoreEvents.chunkSize {
-            var c: [PeerEvent] = []
-            c.reserveCapacity(StoreEvents.chunkSize)
-            chunks.append(c)
-        }
-        chunks[chunks.count - 1].append(e)
-    }
-
-    mutating func removeLast() {
-        count -= 1
-        guard chunked else { flat.removeLast(); return }
-        chunks[chunks.count - 1].removeLast()
-        if chunks[chunks.count - 1].isEmpty { chunks.removeLast() }
-    }
-
-    /// Keeps the first `n` events.
-    mutating func keepFirst(_ n: Int) {
-        guard chunked else {
-            flat.removeSubrange(n...)
-            count = n
-            return
-        }
-        while count > n { removeLast() }
-    }
-
-    /// Gives back unused room (a list grown by doubling; a last chunk not filled).
-    mutating func shrink() {
-        if chunked {
-            if let l = chunks.indices.last { chunks[l] = exactlySized(chunks[l]) }
-        } else {
-            flat = exactlySized(flat)
-        }
-    }
-}
+/// The store's events: packed (88 bytes an event instead of 120: kind and plugin as one label) in
+/// fixed-size chunks, so growing never copies the events already kept nor holds an old and a new
+/// buffer at once (see `PackedEvents`).
+typealias StoreEvents = PackedEvents
 
 /// An event with its sides resolved to peers and its session instance, and what that instance had
 /// reached just before the event (detectors judge events against it).
@@ -121,27 +51,27 @@ public struct ResolvedEvent: Sendable {
         flags = (establishedBefore ? 1 : 0) | (secureBefore ? 2 : 0) | (dtlsStartedBefore ? 4 : 0)
     }
 
-    /// The event, borrowed from the store (`e.event.attrs`, `e.event[.key]` copy no whole event).
-    public var event: PeerEvent { _read { yield store.events[Int(index)] } }
+    /// The event, read back from the store (`e.attrs`, `e[.key]`, `e.t` read single fields in place).
+    public var event: PeerEvent { store.events[Int(index)] }
     public var from: PeerRef? { fromBox?.value }
     public var to: PeerRef? { toBox?.value }
     public var session: SessionKey? { sessionBox?.value }
-    public var t: Nanos { store.events[Int(index)].t }
-    public var kind: EventKind { store.events[Int(index)].kind }
-    public var evidence: Evidence { store.events[Int(index)].evidence }
-    public var flow: FlowKey? { store.events[Int(index)].flow }
-    // Single fields of the event, read in place: `event` copies the whole event (a retain per
+    public var t: Nanos { store.events.t(Int(index)) }
+    public var kind: EventKind { store.events.kind(Int(index)) }
+    public var evidence: Evidence { store.events.evidence(Int(index)) }
+    public var flow: FlowKey? { store.events.flow(Int(index)) }
+    // Single fields of the event, read in place: `event` builds the whole event (a retain per
     // shared field), which detectors looping over every event should not pay.
-    public var lastT: Nanos { store.events[Int(index)].lastT }
-    public var lastEvidence: Evidence? { store.events[Int(index)].lastEvidence }
-    public var source: String { store.events[Int(index)].source }
-    public var count: Int { store.events[Int(index)].count }
+    public var lastT: Nanos { store.events.lastT(Int(index)) }
+    public var lastEvidence: Evidence? { store.events.lastEvidence(Int(index)) }
+    public var source: String { store.events.source(Int(index)) }
+    public var count: Int { store.events.count(Int(index)) }
     /// The event's hints (who it names), before resolution.
-    public var fromHint: PeerHint { store.events[Int(index)].from }
-    public var toHint: PeerHint { store.events[Int(index)].to }
-    public var quotedFlow: FlowKey? { store.events[Int(index)].quotedFlow }
-    public var attrs: EventAttrs { store.events[Int(index)].attrs }
-    public subscript<V>(_ a: EventAttribute<V>) -> V? { store.events[Int(index)][a] }
+    public var fromHint: PeerHint { store.events.from(Int(index)) }
+    public var toHint: PeerHint { store.events.to(Int(index)) }
+    public var quotedFlow: FlowKey? { kind == .icmpUnreachable ? flow : nil }
+    public var attrs: EventAttrs { store.events.attrs(Int(index)) }
+    public subscript<V>(_ a: EventAttribute<V>) -> V? { store.events.attrs(Int(index))[a] }
     public var pair: PeerPair? { session?.pair ?? ((from != nil && to != nil) ? from.flatMap { f in to.map { PeerPair(f, $0) } } : nil) }
 }
 
@@ -447,8 +377,9 @@ public final class TimelineBuilder {
         if !runs.isEmpty, runs.count <= events.count {
             // Fewer members than kept events (discovery among much other traffic, as on the group
             // file): the list the runs stand for is built once, before any timeline entry exists, and
-            // the store adopts it. The chunked store below would hold this input and a second copy of
-            // the events together while the timelines grow; it pays when members outnumber the events.
+            // the store packs it. The store built one event at a time below would hold this input and a
+            // second copy of the events together while the timelines grow; it pays when members
+            // outnumber the events.
             events = runs.merged(events)
             runs = QueryRuns()
         }
@@ -464,7 +395,9 @@ public final class TimelineBuilder {
         let store: EventStore
         let foldedMost: Bool
         if runs.isEmpty {
-            // The events move into the store; resolving may annotate one in place (a `note`).
+            // The events are packed into the store and the list goes before any entry exists (the
+            // entries then grow beside 88 bytes an event, not 120); resolving may annotate one in
+            // place (a `note`).
             store = EventStore(events)
             events = []
             resolved.reserveCapacity(store.events.count)
@@ -549,7 +482,7 @@ public final class TimelineBuilder {
         }
         relocation.links = [:]
         peers = [:]
-        return Timelines(peers: peerTimelines, sessions: instances, events: resolved, start: store.events.first?.t,
+        return Timelines(peers: peerTimelines, sessions: instances, events: resolved, start: store.events.isEmpty ? nil : store.events.t(0),
                          end: endT, resolver: resolver, identities: identities)
     }
 }

@@ -182,6 +182,18 @@ final class RefreshFastPathTests: XCTestCase {
             XCTAssertEqual(DNSName.lowercased(n), n.lowercased(), n)
             XCTAssertEqual(DNSName.lowercased(n).utf8.elementsEqual(n.lowercased().utf8), true, n)
         }
+        // Random names mixing ASCII of both cases with scalars that lowercase to themselves, to another
+        // scalar, to several (İ), or that only change in context elsewhere (Σ), and combining marks:
+        // the scalar-by-scalar path (`lowercasedScalars`) gives the standard library's bytes.
+        let alphabet = Array("aZ.-_ 9Q’éÉÅΣσςİẞßǅﬁⅫ😀\u{301}\u{0130}ДжЖ")
+        var seed: UInt64 = 0x10_CA5E
+        for _ in 0 ..< 4000 {
+            var n = ""
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            for i in 0 ..< Int(seed >> 59) { n.append(alphabet[Int((seed >> UInt64(i * 2 % 50)) % UInt64(alphabet.count))]) }
+            XCTAssertTrue(DNSName.lowercased(n).utf8.elementsEqual(n.lowercased().utf8), n)
+            XCTAssertTrue(DNSName.lowercasedScalars(n).utf8.elementsEqual(n.lowercased().utf8), n)
+        }
     }
 
     func testRepeatedBrowseQueriesAreSkippedOnlyWithinTheirWindow() throws {

@@ -64,6 +64,42 @@ final class QueryRunsTests: XCTestCase {
         XCTAssertEqual(problems, [], problems.joined(separator: "\n"))
     }
 
+    /// `QueryRuns.add` finds a query's open run by a hash of its key and then compares the key field by
+    /// field (issue 13: no key built per query). With every key's hash masked to four values or to one
+    /// (collisions everywhere), the runs are the same ones and the merged list is the plain list, on
+    /// generated crowds and every sample and corpus capture; runs are closed as they go idle meanwhile.
+    func testKeyHashCollisionsChangeNoRunAndNoEvent() throws {
+        var problems: [String] = []
+        var members = 0
+        func feed(_ name: String, _ plain: [PeerEvent]) {
+            var outcomes: [(runs: Int, members: Int, merged: [PeerEvent])] = []
+            for mask in [-1, 3, 0] {
+                QueryRuns.keyHashMaskForTests = mask
+                defer { QueryRuns.keyHashMaskForTests = -1 }
+                var runs = QueryRuns()
+                var main: [PeerEvent] = []
+                for e in plain {
+                    runs.closeIdle(at: e.t, idle: 60 * Self.second)
+                    if e.kind == .browse, runs.add(e, kept: main.count) { continue }
+                    main.append(e)
+                }
+                runs.settle(events: main, preSort: nil)
+                outcomes.append((runs.runCount, runs.count, runs.merged(main)))
+            }
+            members += outcomes[0].members
+            if outcomes[0].merged != plain { problems.append("\(name): merged list differs from the plain one") }
+            for o in outcomes.dropFirst() where o.runs != outcomes[0].runs || o.merged != outcomes[0].merged {
+                problems.append("\(name): colliding hashes give \(o.runs) runs, not \(outcomes[0].runs), or other events")
+            }
+        }
+        try withGeneratedCrowds("qhash") { path, _ in feed(path, try decode([path], compact: false).events) }
+        XCTAssertGreaterThan(members, 1000)
+        for g in try EventCatalogueTests.inputGroups() where g.logs.isEmpty {
+            feed(g.captures.joined(separator: " "), try decode(g.captures, compact: false).events)
+        }
+        XCTAssertEqual(problems, [], problems.joined(separator: "\n"))
+    }
+
     // MARK: - Scripts through the engine's collector
 
     static let a = IPAddress("10.0.0.5")!, a6 = IPAddress("fe80::5")!, b = IPAddress("10.0.0.9")!, mcast = IPAddress("224.0.0.251")!

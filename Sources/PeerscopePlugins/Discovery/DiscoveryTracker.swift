@@ -222,7 +222,8 @@ final class DiscoveryTracker {
         static func == (a: BrowseDue, b: BrowseDue) -> Bool { a.t == b.t && a.key == b.key }
     }
     var browseDue = Heap<BrowseDue>()
-    /// What a browse event's attributes depend on; `browseAttrs` keeps the table built for each.
+    /// What a browse event's attributes depend on; `browseAttrs` keeps the attributes built for each,
+    /// packed once (every later query of the key reuses the buffer: no dictionary packed per query).
     struct BrowseAttrs: Hashable {
         var querier: IPAddress?
         var labels: [String]
@@ -230,7 +231,7 @@ final class DiscoveryTracker {
         var known: Int
         var any: Bool
     }
-    var browseAttrs: [BrowseAttrs: [String: String]] = [:]
+    var browseAttrs: [BrowseAttrs: EventAttrs] = [:]
     var browsers: [IPAddress: Set<String>] = [:]
     var serviceStats: [String: (instances: Set<String>, queries: Int, mpc: Set<String>)] = [:]
     var reportedConflicts: Set<String> = []
@@ -328,7 +329,7 @@ final class DiscoveryTracker {
             // what a kept browse event costs), as equal as a new one would be.
             let attrKey = BrowseAttrs(querier: src, labels: q.name.labels, qu: q.unicastResponse, known: known,
                                       any: q.type == DNSType.any)
-            let attrs: [String: String]
+            let attrs: EventAttrs
             if let cached = browseAttrs[attrKey] {
                 attrs = cached
             } else {
@@ -338,11 +339,12 @@ final class DiscoveryTracker {
                 if let src { a["querier"] = "\(src)" }
                 if q.type == DNSType.any { a["qtype"] = "ANY" }
                 if browseAttrs.count >= Self.maxInstances { browseAttrs.removeAll(keepingCapacity: true) }
-                browseAttrs[attrKey] = a
-                attrs = a
+                // Packed as `ctx.event(_:attrs:)` packs a dictionary: the same bytes.
+                attrs = EventAttrs(a)
+                browseAttrs[attrKey] = attrs
             }
             let hints = ctx.hints()
-            ctx.event(.browse, from: hints.from, attrs: attrs)
+            ctx.event(.browse, from: hints.from, packed: attrs)
         }
         // Probes: a query whose authority section claims an instance someone else holds.
         for r in msg.records where r.section == .authority && r.type == DNSType.srv {

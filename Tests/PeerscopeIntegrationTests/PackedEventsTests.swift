@@ -1,0 +1,196 @@
+import Foundation
+import XCTest
+import Peerscope
+@testable import PeerscopeCore
+import PeerscopeReports
+import PeerscopeTimeline
+
+/// Issue 13: the timeline stage's store packs its events (`PackedEvents`: kind and plugin as one
+/// label, the count in 32 bits, fixed-size chunks). Reading them back gives exactly the events put in,
+/// field by field, on every sample and corpus input and on generated crowds; the edits the store makes
+/// while timelines are built (moves that compact it, folds into an earlier event, cuts) give the same
+/// events as on a plain list, across chunk boundaries and for counts beyond 32 bits.
+final class PackedEventsTests: XCTestCase {
+    /// Every field of every event of `events` read back from `packed`, whole and one by one.
+    static func differences(_ events: [PeerEvent], _ packed: PackedEvents, _ name: String) -> [String] {
+        var out: [String] = []
+        if packed.count != events.count { return ["\(name): \(packed.count) packed events for \(events.count)"] }
+        for (i, e) in events.enumerated() {
+            let p = packed[i]
+            var bad: [String] = []
+            if p != e { bad.append("event") }
+            if p.fromAndFlowBoxes.from !== e.fromAndFlowBoxes.from || p.fromAndFlowBoxes.flow !== e.fromAndFlowBoxes.flow { bad.append("boxes") }
+            if packed.t(i) != e.t { bad.append("t") }
+            if packed.lastT(i) != e.lastT { bad.append("lastT") }
+            if packed.kind(i) != e.kind { bad.append("kind") }
+            if packed.source(i) != e.source { bad.append("source") }
+            if packed.count(i) != e.count { bad.append("count") }
+            if packed.evidence(i) != e.evidence { bad.append("evidence") }
+            if packed.lastEvidence(i) != e.lastEvidence { bad.append("lastEvidence") }
+            if packed.flow(i) != e.flow { bad.append("flow") }
+            if packed.from(i) != e.from { bad.append("from") }
+            if packed.to(i) != e.to { bad.append("to") }
+            if packed.attrs(i) != e.attrs || Array(packed.attrs(i)).map(\.key) != Array(e.attrs).map(\.key) { bad.append("attrs") }
+            if !packed.samePeersAndFlow(i, e) { bad.append("samePeersAndFlow") }
+            if !bad.isEmpty { out.append("\(name) #\(i) (\(e.kind)): \(bad.joined(separator: ", "))") }
+            if out.count > 20 { break }
+        }
+        return out
+    }
+
+    func testPackedEventsReadBackEveryEventOnEverySampleCorpusInputAndCrowd() throws {
+        var problems: [String] = []
+        var events = 0, coalesced = 0, kinds: Set<EventKind> = []
+        func check(_ name: String, _ captures: [String], _ logs: [String]) throws {
+            let trace = try AnalysisSession(AnalysisOptions(captures: captures, logs: logs)).decode().trace
+            problems += Self.differences(trace.events, PackedEvents(trace.events), name)
+            events += trace.events.count
+            coalesced += trace.events.filter { $0.count > 1 }.count
+            kinds.formUnion(trace.events.map(\.kind))
+        }
+        for g in try EventCatalogueTests.inputGroups() { try check((g.captures + g.logs).joined(separator: " "), g.captures, g.logs) }
+        try withGeneratedCrowds("packed") { path, _ in try check(path, [path], []) }
+        XCTAssertEqual(problems, [], problems.joined(separator: "\n"))
+        // The inputs hold what the packing must keep: several chunks, folded runs, many kinds.
+        XCTAssertGreaterThan(events, 3 * PackedEvents.chunkSize)
+        XCTAssertGreaterThan(coalesced, 0)
+        XCTAssertGreaterThan(kinds.count, 10)
+        XCTAssertLessThanOrEqual(PackedEvents.recordSize, 88, "a packed event stays well under a PeerEvent's 120 bytes")
+    }
+
+    /// A list over four chunks: kinds, plugins, flows, hints, attributes, frame and log evidence, runs.
+    static func script(_ n: Int) -> [PeerEvent] {
+        let kinds: [EventKind] = [.browse, .announced, .appKeepAlive, .tcpOpened, .goodbye]
+        let sources = ["mdns", "gck-heartbeat", "log-mpc-gck"]
+        var out: [PeerEvent] = []
+        for i in 0 ..< n {
+            let a = IPAddress("10.0.\(i % 7).\(1 + i % 11)")!
+            let flow: FlowKey? = i % 5 == 0 ? nil : FlowKey(.udp, Endpoint(a, UInt16(5000 + i % 13)), Endpoint(IPAddress("10.0.9.9")!, 16402))
+            let evidence: Evidence = i % 9 == 0 ? .logLine(input: 1, line: i + 1) : .frame(input: i % 3, frame: UInt64(i + 1))
+            var e = PeerEvent(kind: kinds[i % kinds.count], t: Nanos(i / 3) * 1_000_000, evidence: evidence,
+                              from: PeerHint(peerID: UInt64(i % 17 + 1), endpoint: flow?.src),
+                              to: i % 4 == 0 ? .unknown : PeerHint(address: IPAddress("10.0.9.9")!), flow: flow,
+                              source: sources[i % sources.count],
+                              attrs: i % 6 == 0 ? [:] : ["service": "_s\(i % 5)._tcp.local", "n": "\(i)"])
+            if i % 8 == 0 {
+                e.count = 2 + i % 5
+                e.lastT = e.t + 5_000
+                e.lastEvidence = .frame(input: 0, frame: UInt64(i + 2))
+            }
+            out.append(e)
+        }
+        return out
+    }
+
+    func testEditsAcrossChunksGiveThePlainListsEvents() {
+        let n = 3 * PackedEvents.chunkSize + 17
+        var plain = Self.script(n)
+        var packed = PackedEvents(plain)
+        XCTAssertEqual(Self.differences(plain, packed, "packed"), [])
+        // Compacting in place as the timeline does: keep two events in three, moved down (across chunks).
+        var k = 0
+        for i in 0 ..< n where i % 3 != 1 {
+            plain[k] = plain[i]
+            packed.move(from: i, to: k)
+            k += 1
+        }
+        // Folds into kept events in earlier chunks (a query folded into a fold begun long before).
+        for (target, t) in [(5, Nanos(9_000_000_000)), (PackedEvents.chunkSize - 1, 9_000_000_001), (PackedEvents.chunkSize, 9_000_000_002), (5, 9_000_000_003)] {
+            let ev = Evidence.frame(input: 0, frame: UInt64(t))
+            plain[target].count &+= 1
+            plain[target].lastT = t
+            plain[target].lastEvidence = ev
+            packed.fold(into: target, t: t, evidence: ev)
+        }
+        var note = plain[7].attrs
+        note["note"] = "stopped advertising; still in session"
+        plain[7].attrs = note
+        packed.setAttrs(note, at: 7)
+        plain.removeSubrange(k...)
+        packed.keepFirst(k)
+        XCTAssertEqual(Self.differences(plain, packed, "compacted"), [])
+        // A cut at a chunk's end, then growing again from there, and removing back over the boundary.
+        plain.removeSubrange((2 * PackedEvents.chunkSize)...)
+        packed.keepFirst(2 * PackedEvents.chunkSize)
+        for e in Self.script(3) {
+            plain.append(e)
+            packed.append(e)
+        }
+        for _ in 0 ..< 4 {
+            plain.removeLast()
+            packed.removeLast()
+        }
+        packed.shrink()
+        XCTAssertEqual(Self.differences(plain, packed, "cut and regrown"), [])
+        // A whole event written over another.
+        plain[3] = plain[PackedEvents.chunkSize + 3]
+        packed[3] = packed[PackedEvents.chunkSize + 3]
+        XCTAssertEqual(Self.differences(plain, packed, "overwritten"), [])
+    }
+
+    func testCountsBeyond32BitsAreKept() {
+        var plain = Self.script(10)
+        plain[2].count = 5_000_000_000
+        plain[4].count = Int(UInt32.max) - 1
+        plain[6].count = Int(UInt32.max)
+        var packed = PackedEvents(plain)
+        XCTAssertEqual(Self.differences(plain, packed, "big"), [])
+        // Folding past 32 bits, and a big count moved and cut.
+        for i in [4, 4, 2] {
+            plain[i].count &+= 1
+            plain[i].lastT = 99
+            plain[i].lastEvidence = .frame(input: 0, frame: 99)
+            packed.fold(into: i, t: 99, evidence: .frame(input: 0, frame: 99))
+        }
+        XCTAssertEqual(packed.count(4), Int(UInt32.max) + 1)
+        plain[1] = plain[2]
+        packed.move(from: 2, to: 1)
+        plain[2] = plain[3]
+        packed.move(from: 3, to: 2)
+        plain[0] = plain[9]
+        packed[0] = plain[9]
+        XCTAssertEqual(Self.differences(plain, packed, "big moved"), [])
+        plain.removeSubrange(5...)
+        packed.keepFirst(5)
+        plain.append(Self.script(1)[0])
+        packed.append(Self.script(1)[0])
+        plain.append(Self.script(1)[0])
+        packed.append(Self.script(1)[0])
+        XCTAssertEqual(Self.differences(plain, packed, "big cut"), [])
+    }
+
+    /// The engine gives a browse query the attribute buffer of an equal query held before, so the runs
+    /// a querier opens again (after each pause) and the runs of queriers asking the same question
+    /// share one buffer; the events the trace stands for are the same with and without.
+    func testQueryRunsShareTheirQueriesAttributeBuffersAndStandForTheSameEvents() throws {
+        func stats(_ q: QueryRuns) -> (repeats: Int, sharing: Int) {
+            var first: [EventAttrs: EventAttrs] = [:]
+            var repeats = 0, sharing = 0
+            for r in q.runs where !r.template.attrs.isEmpty {
+                let a = r.template.attrs
+                if let f = first[a] {
+                    repeats += 1
+                    if EventAttrsSharing.sameBuffer(f, a) { sharing += 1 }
+                } else {
+                    first[a] = a
+                }
+            }
+            return (repeats, sharing)
+        }
+        try withGeneratedCrowds("qshare") { path, _ in
+            var unshared = AnalysisSession.engineOptions(AnalysisSession.Configuration())
+            unshared.shareAttributes = false
+            let sharingEngine = Engine(options: AnalysisSession.engineOptions(AnalysisSession.Configuration()))
+            sharingEngine.compactQueries = true
+            let plainEngine = Engine(options: unshared)
+            plainEngine.compactQueries = true
+            let shared = try PeerscopeRun.run(paths: [path], engine: sharingEngine)
+            let plain = try PeerscopeRun.run(paths: [path], engine: plainEngine)
+            XCTAssertEqual(shared.queryRuns.merged(shared.events), plain.queryRuns.merged(plain.events), path)
+            let s = stats(shared.queryRuns), p = stats(plain.queryRuns)
+            XCTAssertGreaterThan(s.repeats, 50, "\(path): runs repeat their queries' attributes")
+            XCTAssertGreaterThan(s.sharing, s.repeats * 3 / 4, "\(path): most share a buffer (\(s.sharing) of \(s.repeats))")
+            XCTAssertEqual(p.sharing, 0, "\(path): without sharing each run has its own buffer")
+        }
+    }
+}
