@@ -190,7 +190,9 @@ final class PackedEventsTests: XCTestCase {
             let s = stats(shared.queryRuns), p = stats(plain.queryRuns)
             XCTAssertGreaterThan(s.repeats, 50, "\(path): runs repeat their queries' attributes")
             XCTAssertGreaterThan(s.sharing, s.repeats * 3 / 4, "\(path): most share a buffer (\(s.sharing) of \(s.repeats))")
-            XCTAssertEqual(p.sharing, 0, "\(path): without sharing each run has its own buffer")
+            // Without the engine's table a querier's own runs may still share: the mDNS plugin's per-querier
+            // cache hands out one packed buffer. The table never shares less.
+            XCTAssertGreaterThanOrEqual(s.sharing, p.sharing, path)
         }
     }
 }
