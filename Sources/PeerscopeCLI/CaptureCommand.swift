@@ -189,6 +189,9 @@ struct Capture: ParsableCommand {
             } catch {
                 throw CommandFailure(message: error.description, status: error.isRefusal ? ExitStatus.usage : ExitStatus.input)
             }
+            // A killed run's frames were renamed to a visible name (a report's temporary removed): say so
+            // before anything else can fail.
+            for s in writer?.staleTemporaries ?? [] { printError(s.message) }
         }
         // Any failure before the capture is closed leaves no temporary file behind (exit() skips deinit).
         defer { writer?.discard() }

@@ -22,6 +22,7 @@ final class OutputSink {
             do { file = try OutputFile(path: path, option: option) } catch {
                 throw CommandFailure(message: error.description, status: error.isRefusal ? ExitStatus.usage : ExitStatus.input)
             }
+            for s in file?.staleTemporaries ?? [] { printError(s.message) }
         } else {
             file = nil
         }

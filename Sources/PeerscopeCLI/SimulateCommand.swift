@@ -98,7 +98,8 @@ struct Simulate: ParsableCommand {
         do throws(SimulationWriteError) {
             try result.write(capturePath: output, logDirectory: logDir, expectedPath: expectedPath) { (bytes, path) throws(SimulationWriteError) in
                 do throws(OutputError) {
-                    try OutputFile.writeWhole(path: path, option: path == output ? "--output" : "--expected", bytes: bytes)
+                    let stale = try OutputFile.writeWhole(path: path, option: path == output ? "--output" : "--expected", bytes: bytes)
+                    for s in stale { printError(s.message) }
                 } catch {
                     throw SimulationWriteError(path: path, reason: error.reason)
                 }

@@ -52,6 +52,12 @@ public final class LiveCaptureWriter {
     /// Frames written over all files.
     public private(set) var framesWritten: UInt64 = 0
 
+    /// Temporary files of earlier runs onto this output (for a ring: onto this base name) that ended
+    /// without finishing, and what opening this writer did with each: a capture's frames are renamed
+    /// to a visible name, never removed (see `OutputFile.removeStaleTemporaries`). The caller prints
+    /// each `message` on standard error.
+    public private(set) var staleTemporaries: [StaleTemporary] = []
+
     private var current: PcapngWriter?
     private var sequence = 0
 
@@ -65,10 +71,11 @@ public final class LiveCaptureWriter {
         if ring != nil {
             // Ring files have new names each run: a killed run's temporary ring file is found by the pattern.
             let (dir, base) = OutputFile.split(path)
-            OutputFile.removeStaleTemporaries(in: dir) { LiveCaptureWriter.isRingName($0, base: base) }
+            staleTemporaries = OutputFile.removeStaleTemporaries(in: dir) { LiveCaptureWriter.isRingName($0, base: base) }
         }
         let name = ring == nil ? path : LiveCaptureWriter.ringName(base: path, number: 1, at: LiveCapture.realtimeNanos())
         let file = try OutputFile(path: name, option: "--write", mode: ring == nil ? mode : .createNew)
+        staleTemporaries += file.staleTemporaries
         do { current = try PcapngWriter(output: file) } catch {
             throw .writeFailed(path: name, reason: LiveCaptureWriter.reason(error))
         }

@@ -3,6 +3,9 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+#if os(Linux)
+import CPcap   // its shim includes <sys/vfs.h> on Linux: fstatfs, f_type
+#endif
 
 /// A file identity that survives links, `./` and `..` spellings: device and inode of what a path
 /// resolves to (symbolic links followed).
@@ -112,6 +115,37 @@ public enum OutputGuard {
     }
 }
 
+/// A temporary file of an earlier run onto an output that ended without finishing (SIGKILL, a crash,
+/// power loss), and what the next run onto that output did with it.
+public struct StaleTemporary: Sendable, Equatable {
+    public enum Outcome: Sendable, Equatable {
+        /// Not capture data (a report, which can be made again): removed.
+        case removed
+        /// Capture data: renamed to this visible path beside the output.
+        case recovered(as: String)
+        /// Capture data that could not be renamed: left where it is.
+        case kept(reason: String)
+    }
+
+    /// The temporary file's path (`DIR/.NAME.peerscope-XXXXXX`).
+    public var path: String
+    /// NAME: the file name of the output it was being written for.
+    public var output: String
+    public var outcome: Outcome
+
+    /// One line for standard error.
+    public var message: String {
+        switch outcome {
+        case .removed:
+            return "removed \(path): the temporary file of an earlier run onto \(output) that ended without finishing (killed or crashed)"
+        case .recovered(let to):
+            return "recovered \(to): the frames of an earlier capture into \(output) that ended without finishing (killed or crashed), readable up to its last complete block (it was the temporary file \(path))"
+        case .kept(let reason):
+            return "kept \(path): it holds the frames of an earlier capture into \(output) that ended without finishing (killed or crashed), and could not be renamed (\(reason))"
+        }
+    }
+}
+
 /// An output file written safely: to a temporary file in the same folder, renamed into place only by
 /// `commit()`, so an interrupted or failed write never leaves a half file where a good one was (and
 /// never a half report a CI job could mistake for a whole one). Every write error is reported: short
@@ -151,8 +185,15 @@ public final class OutputFile {
     private var done = false
 
     /// Temporary files of earlier runs onto this same output that were killed before they could
-    /// remove them (SIGKILL, a crash, power loss), removed by this `init` (see `removeStaleTemporaries`).
-    public private(set) var removedStaleTemporaries: [String] = []
+    /// remove them (SIGKILL, a crash, power loss), and what this `init` did with each (see
+    /// `removeStaleTemporaries`): a capture's frames are renamed to a visible name, anything else is
+    /// removed. Callers print each `message` on standard error.
+    public private(set) var staleTemporaries: [StaleTemporary] = []
+
+    /// The paths of `staleTemporaries` that were removed (not capture data).
+    public var removedStaleTemporaries: [String] {
+        staleTemporaries.compactMap { $0.outcome == .removed ? $0.path : nil }
+    }
 
     public init(path: String, option: String = "--output", mode: Mode = .replace) throws(OutputError) {
         self.path = path
@@ -165,10 +206,11 @@ public final class OutputFile {
         // Links are followed: the file they point to is replaced, the link stays a link.
         finalPath = isRegular ? (OutputFile.realPath(path) ?? path) : path
         // An earlier run onto this output that was killed (SIGKILL cannot be caught) left its
-        // temporary file: remove it, unless its writer is still running.
+        // temporary file: keep a capture's frames under a visible name, remove anything else; never
+        // while its writer may still be running.
         if !exists || isRegular {
             let (dir, name) = OutputFile.split(finalPath)
-            removedStaleTemporaries = OutputFile.removeStaleTemporaries(in: dir) { $0 == name }
+            staleTemporaries = OutputFile.removeStaleTemporaries(in: dir) { $0 == name }
         }
         // A new file, or a regular file replaced: through a temporary file. Appending and special files: in place.
         if !exists || (isRegular && mode != .append) {
@@ -232,11 +274,14 @@ public final class OutputFile {
         if let failure { throw failure }
     }
 
-    /// Writes a whole file safely in one call (temporary file, renamed into place).
-    public static func writeWhole(path: String, option: String = "--output", bytes: [UInt8]) throws(OutputError) {
+    /// Writes a whole file safely in one call (temporary file, renamed into place). Returns what was
+    /// done with earlier runs' temporary files (`staleTemporaries`), for standard error.
+    @discardableResult
+    public static func writeWhole(path: String, option: String = "--output", bytes: [UInt8]) throws(OutputError) -> [StaleTemporary] {
         let f = try OutputFile(path: path, option: option)
         try f.write(bytes)
         try f.commit()
+        return f.staleTemporaries
     }
 
     /// Makes the file complete: syncs and closes it, then renames the temporary file into place.
@@ -299,21 +344,35 @@ public final class OutputFile {
 
     /// The infix of temporary names: `.NAME.peerscope-XXXXXX` beside `NAME`.
     static let temporaryInfix = ".peerscope-"
+    /// The infix of a temporary file its writer could not lock (`.NAME.peerscope~XXXXXX`): no cleaner
+    /// ever matches it, since nothing would stop a cleaner from taking it for a dead run's.
+    static let unlockedInfix = ".peerscope~"
 
     /// Creates `dir/.name.peerscope-XXXXXX` and takes an exclusive `flock` on it, held (through a
     /// second descriptor) until the file is renamed into place or removed: the proof, for a later run's
-    /// `removeStaleTemporaries`, that its writer is alive. Returns (descriptor, path, lock descriptor;
-    /// -1 where the file system has no locks, so that no cleaner can ever lock it either).
-    static func lockedTemporary(dir: String, name: String, path: String) throws(OutputError) -> (Int32, String, Int32) {
-        for _ in 0 ..< 8 {
-            var template = Array("\(dir)/.\(name)\(temporaryInfix)XXXXXX".utf8CString)
+    /// `removeStaleTemporaries`, that its writer is alive. Returns (descriptor, path, lock descriptor).
+    /// When the lock cannot be taken (a file system without locks, ENOLCK), the file is made again as
+    /// `.name.peerscope~XXXXXX`, a name no cleaner matches, and the lock descriptor is -1.
+    static func lockedTemporary(dir: String, name: String, path: String,
+                                takeLock: (Int32) -> Int32 = { flock($0, LOCK_EX | LOCK_NB) }) throws(OutputError) -> (Int32, String, Int32) {
+        func make(_ infix: String) throws(OutputError) -> (Int32, String) {
+            var template = Array("\(dir)/.\(name)\(infix)XXXXXX".utf8CString)
             let f = template.withUnsafeMutableBufferPointer { b in b.baseAddress.map { mkstemp($0) } ?? -1 }
             guard f >= 0 else { throw .writeFailed(path: path, reason: OutputFile.describe(errno)) }
-            let tmp = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if flock(f, LOCK_EX | LOCK_NB) != 0 {
+            return (f, String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        for _ in 0 ..< 8 {
+            let (f, tmp) = try make(temporaryInfix)
+            if takeLock(f) != 0 {
                 let e = errno
-                // No locks here (some network file systems): write unlocked; a cleaner cannot lock it either.
-                if e != EWOULDBLOCK && e != EAGAIN && e != EINTR { return (f, tmp, -1) }
+                // No lock (a file system without locks, or ENOLCK while a lock daemon is away): write
+                // unlocked, under a name no cleaner matches, so that no later run takes it for a dead one's.
+                if e != EWOULDBLOCK && e != EAGAIN && e != EINTR {
+                    if let mine = FileIdentity(descriptor: f), FileIdentity(lstat: tmp) == mine { unlink(tmp) }
+                    close(f)
+                    let (u, unlockedTmp) = try make(unlockedInfix)
+                    return (u, unlockedTmp, -1)
+                }
                 // Another run's cleanup is looking at it in the instant between mkstemp and flock.
                 if let mine = FileIdentity(descriptor: f), FileIdentity(lstat: tmp) == mine { unlink(tmp) }
                 close(f)
@@ -336,43 +395,148 @@ public final class OutputFile {
         throw .writeFailed(path: path, reason: "could not create a temporary file beside it")
     }
 
-    /// Removes the temporary files `.NAME.peerscope-XXXXXX` in `dir` left by runs that were killed
+    /// Deals with the temporary files `.NAME.peerscope-XXXXXX` in `dir` left by runs that were killed
     /// before they could (SIGKILL cannot be caught), for the outputs whose NAME `isOurs` accepts.
-    /// A file is removed only when all of these hold, so that nothing that is not provably a dead
-    /// run's temporary file is touched: its name is exactly that pattern (six letters or digits, as
-    /// `mkstemp` makes them); it is a regular file with one link (not a symbolic link, not a hard link
-    /// to something else), owned by this user; and no process holds its `flock` (a live writer holds
-    /// it until its file is renamed into place; a lock dies with its process, however it died). The
-    /// name must still be that file when it is removed. Returns the paths removed.
+    /// A file is touched only when all of these hold, so that nothing that is not provably a dead
+    /// run's temporary file is: the folder is on a local file system (where a lock is seen by every
+    /// process that could hold it; see `isOnLocalFileSystem`); the name is exactly that pattern (six
+    /// letters or digits, as `mkstemp` makes them); it is a regular file with one link (not a symbolic
+    /// link, not a hard link to something else), owned by this user; and no process holds its `flock`
+    /// (a live writer holds it until its file is renamed into place; a lock dies with its process,
+    /// however it died). The name must still be that file when it is renamed or removed. Every check
+    /// and change is made relative to one descriptor of the folder, never by re-resolving its path.
+    ///
+    /// A file that holds capture data (it starts as a pcapng or pcap file does) is the only copy of a
+    /// killed capture's frames: it is renamed to a visible name beside the output
+    /// (`STEM.recovered-XXXXXX.EXT`, never onto an existing file) and kept; anything else (a report,
+    /// which can be made again) is removed. Returns what was done, in name order.
     @discardableResult
-    public static func removeStaleTemporaries(in dir: String, where isOurs: (String) -> Bool) -> [String] {
-        guard let d = opendir(dir) else { return [] }
-        var candidates: [String] = []
+    public static func removeStaleTemporaries(in dir: String, where isOurs: (String) -> Bool,
+                                              isLocal: (Int32) -> Bool = OutputFile.isOnLocalFileSystem) -> [StaleTemporary] {
+        let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dfd >= 0 else { return [] }
+        defer { close(dfd) }
+        guard isLocal(dfd) else { return [] }
+        let listFD = dup(dfd)
+        guard listFD >= 0 else { return [] }
+        guard let d = fdopendir(listFD) else {
+            close(listFD)
+            return []
+        }
+        var candidates: [(entry: String, name: String)] = []
         while let e = readdir(d) {
             let entry = withUnsafePointer(to: &e.pointee.d_name) { p in
                 p.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: e.pointee.d_name)) { String(cString: $0) }
             }
-            if let name = temporaryOutputName(entry), isOurs(name) { candidates.append(entry) }
+            if let name = temporaryOutputName(entry), isOurs(name) { candidates.append((entry, name)) }
         }
         closedir(d)
-        var removed: [String] = []
+        var done: [StaleTemporary] = []
         let me = geteuid()
-        for entry in candidates.sorted() {
-            let p = dir == "/" ? "/" + entry : dir + "/" + entry
+        func identity(_ entry: String) -> FileIdentity? {
             var st = stat()
-            guard lstat(p, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_uid == me, st.st_nlink == 1 else { continue }
-            let f = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard fstatat(dfd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+            return FileIdentity(device: UInt64(truncatingIfNeeded: st.st_dev), inode: UInt64(truncatingIfNeeded: st.st_ino))
+        }
+        func inDir(_ entry: String) -> String { dir == "/" ? "/" + entry : dir + "/" + entry }
+        for (entry, name) in candidates.sorted(by: { $0.entry < $1.entry }) {
+            var st = stat()
+            guard fstatat(dfd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+                  st.st_uid == me, st.st_nlink == 1 else { continue }
+            let f = openat(dfd, entry, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             guard f >= 0 else { continue }
             defer { close(f) }
-            guard let id = FileIdentity(descriptor: f), FileIdentity(lstat: p) == id,
+            guard let id = FileIdentity(descriptor: f), identity(entry) == id,
                   id == FileIdentity(device: UInt64(truncatingIfNeeded: st.st_dev), inode: UInt64(truncatingIfNeeded: st.st_ino)),
                   flock(f, LOCK_EX | LOCK_NB) == 0 else { continue }
-            // Locked by us now: its writer is gone. Remove the name only if it is still this file.
-            guard FileIdentity(lstat: p) == id, unlink(p) == 0 else { continue }
-            removed.append(p)
+            // Locked by us now: its writer is gone. Act on the name only if it is still this file.
+            guard identity(entry) == id else { continue }
+            if let kind = captureKind(f) {
+                // The only copy of a killed capture's frames: keep it under a visible name.
+                let suffix = String(entry.suffix(6))
+                var outcome = StaleTemporary.Outcome.kept(reason: "no free name to rename it to")
+                for attempt in 1 ... 20 {
+                    let target = recoveredName(output: name, suffix: attempt == 1 ? suffix : "\(suffix)-\(attempt)", kind: kind)
+                    // link + unlink, not rename: a link never replaces an existing file.
+                    if linkat(dfd, entry, dfd, target, 0) == 0 {
+                        if identity(entry) == id { _ = unlinkat(dfd, entry, 0) }
+                        outcome = .recovered(as: inDir(target))
+                        break
+                    }
+                    let e = errno
+                    if e != EEXIST {
+                        outcome = .kept(reason: describe(e))
+                        break
+                    }
+                }
+                done.append(StaleTemporary(path: inDir(entry), output: name, outcome: outcome))
+            } else {
+                guard unlinkat(dfd, entry, 0) == 0 else { continue }
+                done.append(StaleTemporary(path: inDir(entry), output: name, outcome: .removed))
+            }
         }
-        return removed
+        return done
     }
+
+    /// What kind of capture file the file open on `fd` starts as: a pcapng Section Header Block or a
+    /// pcap file header (either byte order, micro- or nanoseconds); nil for anything else.
+    static func captureKind(_ fd: Int32) -> CaptureKind? {
+        var head = [UInt8](repeating: 0, count: 4)
+        let n = head.withUnsafeMutableBytes { b in pread(fd, b.baseAddress, 4, 0) }
+        guard n == 4 else { return nil }
+        return captureKind(head)
+    }
+
+    enum CaptureKind: Equatable { case pcapng, pcap }
+
+    static func captureKind(_ head: [UInt8]) -> CaptureKind? {
+        guard head.count >= 4 else { return nil }
+        let h = Array(head.prefix(4))
+        if h == [0x0A, 0x0D, 0x0D, 0x0A] { return .pcapng }
+        if [[0xD4, 0xC3, 0xB2, 0xA1], [0xA1, 0xB2, 0xC3, 0xD4], [0x4D, 0x3C, 0xB2, 0xA1], [0xA1, 0xB2, 0x3C, 0x4D]].contains(h) { return .pcap }
+        return nil
+    }
+
+    /// `STEM.recovered-SUFFIX.EXT` for output file name `output` (`live.pcapng` ->
+    /// `live.recovered-Ab12Cd.pcapng`); a name without a capture extension keeps its whole name as the
+    /// stem and gets the extension of `kind`.
+    static func recoveredName(output: String, suffix: String, kind: CaptureKind) -> String {
+        var stem = output, ext = kind == .pcapng ? ".pcapng" : ".pcap"
+        if let dot = output.lastIndex(of: "."), dot > output.startIndex,
+           [".pcapng", ".pcap", ".cap", ".ntar"].contains(output[dot...].lowercased()) {
+            stem = String(output[..<dot])
+            ext = String(output[dot...])
+        }
+        return "\(stem).recovered-\(suffix)\(ext)"
+    }
+
+    /// True when the folder open on `dirFD` is on a file system whose `flock` locks are seen by every
+    /// process that could hold one: only then does taking a lock prove a writer dead. Network and
+    /// user-space file systems (NFS with `local_lock`, CIFS with `nobrl`, FUSE/sshfs, 9p, virtiofs,
+    /// Docker Desktop bind mounts) can grant a lock another machine also holds, so nothing is cleaned
+    /// up there. Linux: the `f_type` of `fstatfs` against `localFileSystemTypes`; macOS: `MNT_LOCAL`.
+    public static func isOnLocalFileSystem(_ dirFD: Int32) -> Bool {
+        #if os(Linux)
+        var s = statfs()
+        guard fstatfs(dirFD, &s) == 0 else { return false }
+        return isLocalLinuxFileSystemType(UInt32(truncatingIfNeeded: s.f_type))
+        #elseif canImport(Darwin)
+        var s = statfs()
+        guard fstatfs(dirFD, &s) == 0 else { return false }
+        return s.f_flags & UInt32(MNT_LOCAL) != 0
+        #else
+        return false
+        #endif
+    }
+
+    /// Linux `statfs.f_type` magic numbers of local disk and memory file systems (linux/magic.h).
+    static let localFileSystemTypes: [UInt32: String] = [
+        0xEF53: "ext2/ext3/ext4", 0x5846_5342: "xfs", 0x9123_683E: "btrfs", 0x0102_1994: "tmpfs",
+        0x8584_58F6: "ramfs", 0x794C_7630: "overlayfs", 0xF2F5_2010: "f2fs", 0x2FC1_2FC1: "zfs",
+    ]
+
+    /// True when `type` (a Linux `f_type`) is one of `localFileSystemTypes`.
+    static func isLocalLinuxFileSystemType(_ type: UInt32) -> Bool { localFileSystemTypes[type] != nil }
 
     /// NAME when `entry` is `.NAME.peerscope-XXXXXX` (six ASCII letters or digits), else nil.
     static func temporaryOutputName(_ entry: String) -> String? {

@@ -1,5 +1,6 @@
 import Foundation
 @testable import PeerscopeCapture
+import PeerscopeCore
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -44,6 +45,8 @@ final class StaleTemporaryTests: XCTestCase {
 
         let w = try OutputFile(path: user)
         XCTAssertEqual(w.removedStaleTemporaries, [stale])
+        XCTAssertEqual(w.staleTemporaries, [StaleTemporary(path: stale, output: "out.pcapng", outcome: .removed)])
+        XCTAssertTrue(w.staleTemporaries.first?.message.contains(stale) ?? false)
         XCTAssertFalse(FileManager.default.fileExists(atPath: stale))
         w.discard()
         // Everything else is as it was, byte for byte.
@@ -101,7 +104,8 @@ final class StaleTemporaryTests: XCTestCase {
         // Killed: its lock dies with it, and the file is now provably a dead run's.
         kill(holder.processIdentifier, SIGKILL)
         holder.waitUntilExit()
-        XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path) { $0 == "out.json" }, [temp])
+        XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path) { $0 == "out.json" },
+                       [StaleTemporary(path: temp, output: "out.json", outcome: .removed)])
         XCTAssertFalse(FileManager.default.fileExists(atPath: temp))
     }
 
@@ -128,8 +132,130 @@ final class StaleTemporaryTests: XCTestCase {
         let otherBase = dir.write(".other_00003_20261126120000.pcapng.peerscope-Xy12Zw", [3])
         let w = try LiveCaptureWriter(path: dir.path + "/ring.pcapng", ring: .init(files: 2, bytesPerFile: 1 << 20))
         XCTAssertFalse(FileManager.default.fileExists(atPath: stale))
+        XCTAssertEqual(w.staleTemporaries, [StaleTemporary(path: stale, output: "ring_00003_20261126120000.pcapng", outcome: .removed)])
         XCTAssertEqual(FileManager.default.contents(atPath: kept).map { [UInt8]($0) }, [2])
         XCTAssertEqual(FileManager.default.contents(atPath: otherBase).map { [UInt8]($0) }, [3])
         w.discard()
+    }
+
+    // MARK: a killed capture's frames are kept, never removed
+
+    let base: Int64 = 1_763_800_000 * 1_000_000_000
+
+    /// A pcapng capture of `n` frames as a live writer leaves it when killed: the last block cut short.
+    func killedCaptureBytes(frames n: Int) throws -> [UInt8] {
+        let dir = TempDir()
+        let path = dir.path + "/whole.pcapng"
+        let w = try LiveCaptureWriter(path: path, interfaces: [.init(linkType: 1, name: "en0", snapLength: 65_535)])
+        for i in 1 ... n {
+            let data = (0 ..< 200).map { UInt8(truncatingIfNeeded: $0 &+ i) }
+            try w.write(RawFrame(info: FrameInfo(input: 0, number: UInt64(i), t: base + Int64(i) * 1_000_000, capturedLength: 200,
+                                                 originalLength: 200, linkType: 1, interfaceName: "en0"), data: Bytes(data)))
+        }
+        try w.close(stats: nil, at: base)
+        let whole = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        return Array(whole.dropLast(37))   // the last frame's block is cut
+    }
+
+    func frameCount(_ path: String) throws -> Int {
+        let r = try CaptureFileReader(path: path)
+        var n = 0
+        while r.next() != nil { n += 1 }
+        return n
+    }
+
+    func testADeadCapturesTemporaryFileIsRenamedToAVisibleNameNeverOntoAnExistingFile() throws {
+        let dir = TempDir()
+        let bytes = try killedCaptureBytes(frames: 5)
+        let stale = dir.write(".live.pcapng.peerscope-Ab12Cd", bytes)
+        // A user's file already has the first name a recovered file would get: it is left alone.
+        let taken = dir.write("live.recovered-Ab12Cd.pcapng", [7, 7])
+        let w = try OutputFile(path: dir.path + "/live.pcapng", option: "--write")
+        let recovered = dir.path + "/live.recovered-Ab12Cd-2.pcapng"
+        XCTAssertEqual(w.staleTemporaries, [StaleTemporary(path: stale, output: "live.pcapng", outcome: .recovered(as: recovered))])
+        XCTAssertEqual(w.removedStaleTemporaries, [])
+        let message = try XCTUnwrap(w.staleTemporaries.first?.message)
+        XCTAssertTrue(message.contains(recovered) && message.contains("ended without finishing"), message)
+        w.discard()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: stale))
+        XCTAssertEqual(FileManager.default.contents(atPath: taken).map { [UInt8]($0) }, [7, 7])
+        // The frames, byte for byte, readable up to the last complete block.
+        XCTAssertEqual(FileManager.default.contents(atPath: recovered).map { [UInt8]($0) }, bytes)
+        XCTAssertEqual(try frameCount(recovered), 4)
+        XCTAssertEqual(names(dir), ["live.recovered-Ab12Cd-2.pcapng", "live.recovered-Ab12Cd.pcapng"])
+        // The next run finds nothing more to do.
+        XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path) { _ in true }, [])
+    }
+
+    func testARingKeepsADeadRunsTemporaryRingFileUnderAVisibleName() throws {
+        let dir = TempDir()
+        let bytes = try killedCaptureBytes(frames: 3)
+        let stale = dir.write(".ring_00003_20261126120000.pcapng.peerscope-Xy12Zw", bytes)
+        let w = try LiveCaptureWriter(path: dir.path + "/ring.pcapng", ring: .init(files: 2, bytesPerFile: 1 << 20))
+        let recovered = dir.path + "/ring_00003_20261126120000.recovered-Xy12Zw.pcapng"
+        XCTAssertEqual(w.staleTemporaries, [StaleTemporary(path: stale, output: "ring_00003_20261126120000.pcapng", outcome: .recovered(as: recovered))])
+        w.discard()
+        XCTAssertEqual(FileManager.default.contents(atPath: recovered).map { [UInt8]($0) }, bytes)
+        XCTAssertEqual(try frameCount(recovered), 2)
+    }
+
+    func testCaptureKindsAndRecoveredNames() {
+        XCTAssertEqual(OutputFile.captureKind([0x0A, 0x0D, 0x0D, 0x0A, 0]), .pcapng)
+        for magic: [UInt8] in [[0xD4, 0xC3, 0xB2, 0xA1], [0xA1, 0xB2, 0xC3, 0xD4], [0x4D, 0x3C, 0xB2, 0xA1], [0xA1, 0xB2, 0x3C, 0x4D]] {
+            XCTAssertEqual(OutputFile.captureKind(magic), .pcap)
+        }
+        for other: [UInt8] in [[], [0x0A, 0x0D, 0x0D], Array("{\"a\"".utf8), Array("peerscope".utf8)] {
+            XCTAssertNil(OutputFile.captureKind(other))
+        }
+        XCTAssertEqual(OutputFile.recoveredName(output: "live.pcapng", suffix: "Ab12Cd", kind: .pcapng), "live.recovered-Ab12Cd.pcapng")
+        XCTAssertEqual(OutputFile.recoveredName(output: "sim.pcap", suffix: "Ab12Cd", kind: .pcap), "sim.recovered-Ab12Cd.pcap")
+        XCTAssertEqual(OutputFile.recoveredName(output: "capture", suffix: "Ab12Cd", kind: .pcapng), "capture.recovered-Ab12Cd.pcapng")
+        XCTAssertEqual(OutputFile.recoveredName(output: "out.json", suffix: "Ab12Cd", kind: .pcap), "out.json.recovered-Ab12Cd.pcap")
+        XCTAssertEqual(OutputFile.recoveredName(output: ".pcapng", suffix: "Ab12Cd", kind: .pcapng), ".pcapng.recovered-Ab12Cd.pcapng")
+    }
+
+    // MARK: only where a lock proves a writer dead
+
+    func testNothingIsTouchedWhereTheFileSystemIsNotKnownToBeLocal() throws {
+        let dir = TempDir()
+        let stale = dir.write(".out.json.peerscope-Ab12Cd", [1])
+        XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path, where: { _ in true }, isLocal: { _ in false }), [])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: stale))
+        // The test folder itself is local (where these tests run): the same call with the real check acts.
+        let f = open(dir.path, O_RDONLY | O_DIRECTORY)
+        defer { close(f) }
+        if OutputFile.isOnLocalFileSystem(f) {
+            XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path) { _ in true }.map(\.path), [stale])
+        }
+    }
+
+    func testLocalFileSystemTypes() {
+        // linux/magic.h: disk and memory file systems whose locks every process that could hold one sees.
+        for local: UInt32 in [0xEF53, 0x5846_5342, 0x9123_683E, 0x0102_1994, 0x794C_7630, 0xF2F5_2010, 0x2FC1_2FC1] {
+            XCTAssertTrue(OutputFile.isLocalLinuxFileSystemType(local), String(local, radix: 16))
+        }
+        // NFS, CIFS, SMB2, FUSE (sshfs, Docker Desktop's grpcfuse), 9p, virtiofs, Ceph, AFS, Lustre, unknown.
+        for remote: UInt32 in [0x6969, 0xFF53_4D42, 0xFE53_4D42, 0x6573_5546, 0x0102_1997, 0x6A65_6A63, 0x00C3_6400, 0x5346_414F, 0x0BD0_0BD0, 0] {
+            XCTAssertFalse(OutputFile.isLocalLinuxFileSystemType(remote), String(remote, radix: 16))
+        }
+    }
+
+    func testAWriterThatCouldNotLockItsFileUsesANameNoCleanerMatches() throws {
+        let dir = TempDir()
+        // flock fails for a passing reason (ENOLCK: the lock daemon is unreachable).
+        let (f, tmp, lock) = try OutputFile.lockedTemporary(dir: dir.path, name: "out.pcapng", path: dir.path + "/out.pcapng",
+                                                            takeLock: { _ in errno = ENOLCK; return -1 })
+        defer { close(f) }
+        XCTAssertEqual(lock, -1)
+        let entry = String(tmp.split(separator: "/").last ?? "")
+        XCTAssertTrue(entry.hasPrefix(".out.pcapng.peerscope~"), entry)
+        XCTAssertNil(OutputFile.temporaryOutputName(entry))
+        // Only that file is left (not the locked-name file made first), and it is the open one.
+        XCTAssertEqual(names(dir), [entry])
+        XCTAssertEqual(FileIdentity(path: tmp), FileIdentity(descriptor: f))
+        // A later run whose lock works leaves it alone.
+        XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path) { _ in true }, [])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: tmp))
+        unlink(tmp)
     }
 }

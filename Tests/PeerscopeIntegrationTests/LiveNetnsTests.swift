@@ -463,10 +463,11 @@ final class LiveNetnsTests: XCTestCase {
         XCTAssertEqual(interfaces(try run.json()).first?["ended"]?.stringValue?.hasPrefix("interface went down"), true, run.stderr)
     }
 
-    /// SIGKILL cannot be caught: a capture killed mid-write leaves its `.NAME.peerscope-XXXXXX` file.
-    /// The next run onto the same output removes it (its writer is provably gone: no lock held), and
-    /// leaves the user's files alone.
-    func testTheNextRunRemovesTheTemporaryFileOfASIGKILLedCapture() throws {
+    /// SIGKILL cannot be caught: a capture killed mid-write leaves its `.NAME.peerscope-XXXXXX` file,
+    /// the only copy of its frames. The next run onto the same output (even one that then fails) keeps
+    /// it under a visible name, `STEM.recovered-XXXXXX.pcapng`, readable up to its last complete
+    /// block, says so on standard error, and leaves the user's files alone.
+    func testTheNextRunKeepsTheFramesOfASIGKILLedCaptureUnderAVisibleName() throws {
         let lab = try NetnsLab()
         let dir = try CLI.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -493,17 +494,51 @@ final class LiveNetnsTests: XCTestCase {
         XCTAssertEqual(killed.wait(timeout: 30), SIGKILL, killed.stderr)
         XCTAssertEqual(temporaries().count, 1, "a SIGKILLed run leaves its temporary file")
         XCTAssertFalse(FileManager.default.fileExists(atPath: killed.pcapng.path))
+        let temporary = try XCTUnwrap(temporaries().first)
+        let frozen = try Data(contentsOf: killed.dir.appendingPathComponent(temporary))
+        let recovered = killed.dir.appendingPathComponent("live.recovered-\(temporary.suffix(6)).pcapng")
 
-        // The next run onto the same output.
+        // The next run onto the same output, which then fails (no such interface): the frames are kept.
+        let failing = try CLI.run(["capture", "-i", "peerscope-nosuch0", "--write", killed.pcapng.path, "--duration", "1"])
+        XCTAssertNotEqual(failing.status, 0, failing.stderr)
+        XCTAssertTrue(failing.stderr.contains("recovered \(recovered.path)") && failing.stderr.contains("ended without finishing"), failing.stderr)
+        XCTAssertEqual(temporaries(), [], "the dead run's temporary file was renamed")
+        XCTAssertEqual(try Data(contentsOf: recovered), frozen, "the recovered file is the temporary file, byte for byte")
+        // Readable up to its last complete block: by peerscope, and by Wireshark's tools when installed.
+        let frames = try frameBytes(recovered.path)
+        XCTAssertGreaterThan(frames.count, 0)
+        let analyzed = try CLI.run(["analyze", "--format", "json", recovered.path])
+        XCTAssertEqual(analyzed.status, 0, analyzed.stderr)
+        XCTAssertEqual(try JSONParser.parse(analyzed.stdout)["stats"]?["frames"]?.int64Value, Int64(frames.count))
+        for tool in ["/usr/bin/capinfos", "/usr/bin/tshark"] where FileManager.default.isExecutableFile(atPath: tool) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: tool)
+            p.arguments = tool.hasSuffix("capinfos") ? ["-c", "-M", recovered.path] : ["-r", recovered.path, "-T", "fields", "-e", "frame.number"]
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            if tool.hasSuffix("capinfos") {
+                XCTAssertTrue(text.contains("Number of packets:") && text.contains("\(frames.count)"), text)
+            } else {
+                XCTAssertEqual(text.split(separator: "\n").count, frames.count, text)
+            }
+        }
+
+        // The run after that (nothing left to recover) captures normally.
         let next = try LiveRun(lab: lab, interfaces: [lab.receiver(0)], extra: ["--duration", "1"], write: killed.pcapng.path)
         XCTAssertEqual(next.wait(timeout: 30), 0, next.stderr)
-        XCTAssertEqual(temporaries(), [], "the dead run's temporary file is gone")
+        XCTAssertFalse(next.stderr.contains("recovered"), next.stderr)
+        XCTAssertEqual(temporaries(), [])
+        XCTAssertEqual(try Data(contentsOf: recovered), frozen)
         XCTAssertTrue(FileManager.default.fileExists(atPath: killed.pcapng.path), "the next run's capture is in place")
         for (i, name) in userFiles.enumerated() {
             XCTAssertEqual(try String(contentsOf: killed.dir.appendingPathComponent(name), encoding: .utf8), "user file \(i)\n", name)
         }
         let left = try FileManager.default.contentsOfDirectory(atPath: killed.dir.path).sorted()
-        XCTAssertEqual(left, (userFiles + ["live.pcapng", "stderr", "stdout"]).sorted())
+        XCTAssertEqual(left, (userFiles + ["live.pcapng", recovered.lastPathComponent, "stderr", "stdout"]).sorted())
     }
 
     func testAnyInterfaceOnLinux() throws {

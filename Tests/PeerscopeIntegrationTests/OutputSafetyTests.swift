@@ -142,6 +142,34 @@ final class OutputSafetyTests: XCTestCase {
         XCTAssertEqual(leftovers(), [])
     }
 
+    /// A killed run's temporary report is removed by the next run onto that output, and standard error says so.
+    func testADeadRunsTemporaryReportIsRemovedAndSaid() throws {
+        let cap = try copySample()
+        let report = dir.appendingPathComponent("report.json")
+        let stale = dir.appendingPathComponent(".report.json.peerscope-Ab12Cd")
+        try Data("{\"half\":".utf8).write(to: stale)
+        let r = try CLI.run(["analyze", cap.path, "--format", "json", "-o", report.path])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("removed \(stale.path)") && r.stderr.contains("ended without finishing"), r.stderr)
+        XCTAssertEqual(leftovers(), [])
+        assertUnchanged(cap, r)
+    }
+
+    /// A killed run's temporary capture is kept under a visible name (here `simulate --output`), and said.
+    func testADeadRunsTemporaryCaptureIsKeptUnderAVisibleNameAndSaid() throws {
+        let frames = try copySample()
+        let stale = dir.appendingPathComponent(".sim.pcapng.peerscope-Ab12Cd")
+        try frames.bytes.write(to: stale)
+        let out = dir.appendingPathComponent("sim.pcapng")
+        let r = try CLI.run(["simulate", "healthy-pair", "-o", out.path])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let recovered = dir.appendingPathComponent("sim.recovered-Ab12Cd.pcapng")
+        XCTAssertTrue(r.stderr.contains("recovered \(recovered.path)"), r.stderr)
+        XCTAssertEqual(try Data(contentsOf: recovered), frames.bytes)
+        XCTAssertEqual(leftovers(), [])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: out.path))
+    }
+
     /// EPIPE on a named pipe given as --output is an error naming it; on standard output it ends quietly.
     func testBrokenPipes() throws {
         let cap = try copySample("group-8.pcapng")
