@@ -265,6 +265,8 @@ public final class AnalysisSession {
     /// same; `PEERSCOPE_NO_FOLDING=1` does it too).
     public static func report(_ trace: consuming EventTrace, detectors: DetectorConfig = .defaults,
                               onStage: ((AnalysisStage) -> Void)? = nil, foldBrowseQueries: Bool = true) -> Report {
+        // From here on a large block is mapped on its own and unmapped when freed (see `keepLargeBlocksMapped`).
+        keepLargeBlocksMapped()
         var t = trace
         let last = max(t.stats.lastT ?? Int64.min, t.lastEventT ?? Int64.min)
         let endT = last == Int64.min ? t.stats.lastT : last
@@ -306,6 +308,22 @@ public final class AnalysisSession {
         typealias Trim = @convention(c) (Int) -> Int32
         if let f = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") {
             _ = unsafeBitCast(f, to: Trim.self)(0)
+        }
+        #endif
+    }
+
+    /// Keeps glibc's threshold for mapping a block on its own at its default (128 KiB) instead of letting
+    /// it rise. glibc raises it to the size of any mapped block freed (up to 32 MiB): once the timeline
+    /// stage lets go of the decoded list, every list and table below that size (the resolved events,
+    /// long timelines, the detectors' tables, the findings) comes from the heap, and the pieces freed
+    /// among the ones that stay keep their pages resident. Mapped on their own they go back whole when
+    /// freed. Setting the threshold once turns the raising off for the process. Elsewhere nothing to do.
+    static func keepLargeBlocksMapped() {
+        #if canImport(Glibc)
+        typealias Option = @convention(c) (Int32, Int32) -> Int32
+        // M_MMAP_THRESHOLD (malloc.h)
+        if let f = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") {
+            _ = unsafeBitCast(f, to: Option.self)(-3, 128 * 1024)
         }
         #endif
     }

@@ -80,6 +80,37 @@ func currentRSS() -> Double? {
     #endif
 }
 
+/// The allocator's bytes in use now, in MiB (glibc: what `malloc_info` reports as the heaps' and the
+/// mmapped blocks' size less their free pieces; nil elsewhere). Beside the RSS it tells live memory
+/// from pages held around freed pieces.
+func heapInUse() -> Double? {
+    #if canImport(Glibc)
+    typealias Info = @convention(c) (Int32, UnsafeMutablePointer<FILE>?) -> Int32
+    guard let f = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_info") else { return nil }
+    var buffer: UnsafeMutablePointer<CChar>?
+    var size = 0
+    guard let stream = open_memstream(&buffer, &size) else { return nil }
+    _ = unsafeBitCast(f, to: Info.self)(0, stream)
+    fclose(stream)
+    guard let buffer else { return nil }
+    defer { free(buffer) }
+    let xml = String(cString: buffer)
+    // The totals are the last lines: `<total type="fast|rest|mmap" count=".." size=".."/>`,
+    // `<system type="current" size=".."/>`.
+    func value(_ tag: String) -> Double? {
+        guard let r = xml.range(of: tag, options: .backwards) else { return nil }
+        let rest = xml[r.upperBound...]
+        guard let s = rest.range(of: "size=\""), let e = rest[s.upperBound...].firstIndex(of: "\"") else { return nil }
+        return Double(rest[s.upperBound ..< e])
+    }
+    guard let system = value("<system type=\"current\""), let fast = value("<total type=\"fast\""),
+          let free = value("<total type=\"rest\""), let mmap = value("<total type=\"mmap\"") else { return nil }
+    return (system - fast - free + mmap) / 1_048_576
+    #else
+    return nil
+    #endif
+}
+
 /// Starts a new peak: the kernel's high-water mark of this process (VmHWM) goes back to its RSS now
 /// (Linux: `/proc/self/clear_refs`); `peakRSS()` then gives the peak since.
 func resetPeakRSS() {
@@ -256,7 +287,7 @@ func stages(_ path: String, title: String? = nil) -> StageFigures {
     print("")
     print(title ?? "stages of analyze on \(path)")
     print("  " + ["stage".padding(toLength: 64, withPad: " ", startingAt: 0), "seconds".leftPad(9), "CPU s".leftPad(8),
-                  "peak RSS MiB".leftPad(13), "RSS after MiB".leftPad(14)].joined(separator: " "))
+                  "peak RSS MiB".leftPad(13), "RSS after MiB".leftPad(14), "heap MiB".leftPad(9)].joined(separator: " "))
     // CPU time of the process (user + system): on a loaded machine the fair figure beside wall seconds.
     func cpu() -> Double {
         var u = rusage()
@@ -271,7 +302,7 @@ func stages(_ path: String, title: String? = nil) -> StageFigures {
     func row(_ name: String, _ seconds: Double) {
         let used = cpu() - c
         print("  " + [name.padding(toLength: 64, withPad: " ", startingAt: 0), fmt(seconds, 3).leftPad(9), fmt(used, 3).leftPad(8),
-                      mib(peakRSS()).leftPad(13), mib(currentRSS()).leftPad(14)].joined(separator: " "))
+                      mib(peakRSS()).leftPad(13), mib(currentRSS()).leftPad(14), mib(heapInUse()).leftPad(9)].joined(separator: " "))
         resetPeakRSS()
         c = cpu()
     }

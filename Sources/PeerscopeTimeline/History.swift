@@ -34,7 +34,10 @@
 /// traffic coalesced by the engine (`EventCoalescer`) is counted where its run begins.
 public struct HistoryBuilder: Sendable, Hashable {
     public private(set) var text: String = ""
-    private var counts: [Character: Int] = [:]
+    /// How many of each traffic letter (either case: `slot`) since the last control letter. Inline: a
+    /// history allocates nothing but its text (a long capture has one per peer and one per instance,
+    /// each with a table of its own before).
+    private var counts = SIMD16<Int>()
     private var last: Character?
 
     public init() {}
@@ -56,6 +59,25 @@ public struct HistoryBuilder: Sendable, Hashable {
         trafficLetters.contains(cased(c, upper: true))
     }
 
+    /// The counter of a traffic letter (`Q J E O K B D` upper case 0-6, lower case 7-13); nil for any
+    /// other character (exactly when `isTraffic` is false).
+    static func slot(_ c: Character) -> Int? {
+        guard let v = c.asciiValue else { return nil }
+        let lower = v >= 0x61 && v <= 0x7A
+        let i: Int
+        switch lower ? v - 0x20 : v {
+        case 0x51: i = 0  // Q
+        case 0x4A: i = 1  // J
+        case 0x45: i = 2  // E
+        case 0x4F: i = 3  // O
+        case 0x4B: i = 4  // K
+        case 0x42: i = 5  // B
+        case 0x44: i = 6  // D
+        default: return nil
+        }
+        return lower ? i + 7 : i
+    }
+
     /// ASCII case change without allocating (other characters unchanged).
     static func cased(_ c: Character, upper: Bool) -> Character {
         guard let v = c.asciiValue else { return c }
@@ -68,11 +90,11 @@ public struct HistoryBuilder: Sendable, Hashable {
     /// Adds `times` occurrences of `letter` (a coalesced run of traffic counts as all of them).
     public mutating func add(_ letter: Character, sent: Bool, times: Int = 1) {
         let c = HistoryBuilder.cased(letter, upper: sent)
-        if HistoryBuilder.isTraffic(c) {
-            let before = counts[c] ?? 0
+        if let slot = HistoryBuilder.slot(c) {
+            let before = counts[slot]
             let (n, overflow) = before.addingReportingOverflow(max(1, times))
             let after = overflow ? Int.max : n
-            counts[c] = after
+            counts[slot] = after
             // One letter per power of ten reached in (before, after].
             var p = 1
             while p <= after {
@@ -85,7 +107,7 @@ public struct HistoryBuilder: Sendable, Hashable {
                 p = next
             }
         } else {
-            counts.removeAll(keepingCapacity: true)
+            counts = SIMD16<Int>()
             if last != c {
                 text.append(c)
                 last = c

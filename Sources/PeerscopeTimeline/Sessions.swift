@@ -34,11 +34,41 @@ public struct SessionKey: Hashable, Comparable, Sendable, CustomStringConvertibl
 }
 
 /// A step a session instance reached, the first time it did.
+///
+/// Stored compactly (an instance has about ten, a long capture hundreds of thousands): the peer is the
+/// timeline builder's box of it, shared with the entries and resolved events naming it (40 bytes, not
+/// 72 with a copy of the peer). It reads and writes as a plain value.
 public struct SessionMilestone: Sendable, Hashable {
-    public var state: TimelineState
     public var t: Nanos
     public var evidence: Evidence
-    public var by: PeerRef?
+    public var state: TimelineState
+    var byBox: Shared<PeerRef>?
+    public var by: PeerRef? {
+        get { byBox?.value }
+        set { byBox = newValue.map(Shared.init) }
+    }
+
+    init(state: TimelineState, t: Nanos, evidence: Evidence, byBox: Shared<PeerRef>?) {
+        self.t = t
+        self.evidence = evidence
+        self.state = state
+        self.byBox = byBox
+    }
+
+    init(state: TimelineState, t: Nanos, evidence: Evidence, by: PeerRef?) {
+        self.init(state: state, t: t, evidence: evidence, byBox: by.map(Shared.init))
+    }
+
+    public static func == (a: SessionMilestone, b: SessionMilestone) -> Bool {
+        a.state == b.state && a.t == b.t && a.evidence == b.evidence && a.by == b.by
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(state)
+        h.combine(t)
+        h.combine(evidence)
+        h.combine(by)
+    }
 }
 
 /// A session instance between two peers: from its first event (invitation, ICE, DTLS, GCK...) to its
@@ -86,7 +116,37 @@ public struct SessionInstance: Sendable, Hashable {
     /// The session's plane, from its packets alone (nil when no session packet was seen): see `Plane`.
     public var plane: Plane?
     /// Each side's plane, from the packets it sent (`plaintext`: GCK `0xC1…`; `dtls`: `0xD0` + DTLS).
-    public var planeBySide: [PeerRef: Plane] = [:]
+    /// Stored as the pair's two sides (`planeA`, `planeB`) and any other peer in a table that stays
+    /// empty: a long capture has tens of thousands of instances, each with a table of its own before.
+    public var planeBySide: [PeerRef: Plane] {
+        get {
+            var d = otherPlanes
+            if let p = planeA { d[key.pair.a] = p }
+            if let p = planeB { d[key.pair.b] = p }
+            return d
+        }
+        set {
+            var others = newValue
+            planeA = others.removeValue(forKey: key.pair.a)
+            planeB = others.removeValue(forKey: key.pair.b)
+            otherPlanes = others.isEmpty ? [:] : others
+        }
+    }
+
+    /// `planeBySide[side] = plane`, without building the table.
+    mutating func setPlane(_ plane: Plane, of side: PeerRef) {
+        if side == key.pair.a { planeA = plane } else if side == key.pair.b { planeB = plane } else { otherPlanes[side] = plane }
+    }
+
+    /// `planeBySide[side]`, without building the table.
+    func plane(of side: PeerRef) -> Plane? {
+        if side == key.pair.a { return planeA }
+        if side == key.pair.b { return planeB }
+        return otherPlanes[side]
+    }
+    var planeA: Plane?
+    var planeB: Plane?
+    var otherPlanes: [PeerRef: Plane] = [:]
 
     public enum Plane: String, Sendable, Hashable {
         /// GCK packets in the clear (`encryptionPreference: .none`).

@@ -3,7 +3,7 @@ import PeerscopeCore
 /// One line of a peer's timeline. Repeated traffic (keep-alives, heartbeats, data, ICE checks,
 /// handshake messages) is folded: `t` is the first, `lastT` the last, `count` how many.
 ///
-/// Stored compactly (a long capture keeps millions; 88 bytes): the kind and plugin are one shared box
+/// Stored compactly (a long capture keeps millions; 72 bytes): the kind and plugin are one shared box
 /// (`Origin`: one per distinct pair in a timeline build), the counterpart and session another
 /// (`Link`: one per distinct pair of a peer's timeline), the evidence two inline values, and the
 /// detail is formatted when read, from the attributes of the event that gave it (shared with that
@@ -54,7 +54,25 @@ public struct TimelineEntry: Sendable, Hashable {
 
     public var t: Nanos
     public var lastT: Nanos
-    public var count: Int
+    /// How many events the entry stands for: 32 bits beside the flags, or (`countInBox`, never in a
+    /// real capture) in the box of `notes`.
+    public var count: Int {
+        get {
+            if count32 != TimelineEntry.countInBox { return Int(count32) }
+            if case .boxed(let b) = notes { return b.value.count ?? 0 }
+            return 0
+        }
+        set {
+            if newValue >= 0, newValue < Int(TimelineEntry.countInBox) {
+                if count32 == TimelineEntry.countInBox { setBoxed(count: nil) }
+                count32 = UInt32(newValue)
+            } else {
+                count32 = TimelineEntry.countInBox
+                setBoxed(count: newValue)
+            }
+        }
+    }
+    static let countInBox = UInt32.max
     var origin: Shared<Origin>
     var link: Shared<Link>
     public var kind: EventKind {
@@ -67,7 +85,16 @@ public struct TimelineEntry: Sendable, Hashable {
     }
     /// Other inputs saying the same thing at about the same time (a device log line beside the frame,
     /// MPC's own line beside the app's print): plugin and evidence, at most `maxCorroboration`.
-    public var corroboration: [Corroboration] = []
+    /// Stored beside the detail's source (`notes`): most entries have none.
+    public var corroboration: [Corroboration] {
+        get { if case .boxed(let b) = notes { b.value.corroboration } else { [] } }
+        set {
+            switch notes {
+            case .plain(let d): notes = TimelineEntry.notes(d, newValue, nil)
+            case .boxed(let b): notes = TimelineEntry.notes(b.value.detail, newValue, b.value.count)
+            }
+        }
+    }
     public static let maxCorroboration = 4
     var counterpartBox: Shared<PeerRef>? {
         get { link.value.counterpart }
@@ -77,7 +104,49 @@ public struct TimelineEntry: Sendable, Hashable {
         get { link.value.session }
         set { link = Shared(Link(counterpart: link.value.counterpart, session: newValue)) }
     }
-    var detailSource: Detail
+    /// Where the detail comes from (`detailSource`), with the corroboration when there is some (and a
+    /// count that does not fit in 32 bits): one word for them (an entry with corroboration, from a log
+    /// line beside a frame, is rare: its parts are boxed).
+    @usableFromInline enum Notes: Sendable, Hashable {
+        case plain(Detail)
+        case boxed(Shared<Boxed>)
+    }
+
+    @usableFromInline struct Boxed: Sendable, Hashable {
+        var detail: Detail
+        var corroboration: [Corroboration]
+        var count: Int?
+    }
+
+    var notes: Notes
+    var detailSource: Detail {
+        get {
+            switch notes {
+            case .plain(let d): d
+            case .boxed(let b): b.value.detail
+            }
+        }
+        set {
+            switch notes {
+            case .plain: notes = .plain(newValue)
+            case .boxed(let b): notes = TimelineEntry.notes(newValue, b.value.corroboration, b.value.count)
+            }
+        }
+    }
+
+    /// The notes holding these parts: plain when there is only a detail.
+    static func notes(_ detail: Detail, _ corroboration: [Corroboration], _ count: Int?) -> Notes {
+        corroboration.isEmpty && count == nil ? .plain(detail)
+            : .boxed(Shared(Boxed(detail: detail, corroboration: corroboration, count: count)))
+    }
+
+    mutating func setBoxed(count: Int?) {
+        switch notes {
+        case .plain(let d): notes = TimelineEntry.notes(d, [], count)
+        case .boxed(let b): notes = TimelineEntry.notes(b.value.detail, b.value.corroboration, count)
+        }
+    }
+
     /// First and last evidence of the run (`last` nil when `count == 1`), packed (see `EvidencePair`).
     var evidencePair: EvidencePair
     var firstEvidence: Evidence {
@@ -92,6 +161,8 @@ public struct TimelineEntry: Sendable, Hashable {
     /// True when this peer sent it (or, for a log line, is its subject); false when the other side did.
     public var sent: Bool
     var letterByte: UInt8
+    /// `count` when below `countInBox` (declared last: it fills the word the flags begin).
+    var count32: UInt32
 
     /// The other peer, when the event had two sides.
     public var counterpart: PeerRef? {
@@ -138,13 +209,13 @@ public struct TimelineEntry: Sendable, Hashable {
          detail: Detail, letter: Character?) {
         self.t = t
         lastT = t
-        count = 1
+        count32 = 1
         self.state = state
         self.origin = origin
         self.sent = sent
         self.link = link
         evidencePair = EvidencePair(evidence)
-        detailSource = detail
+        notes = .plain(detail)
         letterByte = TimelineEntry.byte(letter)
     }
 

@@ -37,11 +37,11 @@ extension TimelineBuilder {
             }
         } else {
             if !state.aggregates {
-                // A control entry ends the runs with the same counterpart (the table is rebuilt only
-                // when it holds one: it is only looked up by key, never iterated).
-                if w.runs.keys.contains(where: { $0.counterpart == counterpart }) {
-                    w.runs = w.runs.filter { $0.key.counterpart != counterpart }
-                }
+                // A control entry ends the runs with the same counterpart, removed in place (the table
+                // is only looked up by key, never iterated: a new table each time was most of the
+                // stage's short-lived memory).
+                let ended = w.runs.keys.filter { $0.counterpart == counterpart }
+                for k in ended { w.runs.removeValue(forKey: k) }
             }
             var entry = TimelineEntry(t: e.t, state: state, origin: origin(e), sent: sent,
                                       link: w.link(counterpart, session), evidence: e.evidence,

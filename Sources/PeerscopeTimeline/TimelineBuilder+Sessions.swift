@@ -54,23 +54,23 @@ extension TimelineBuilder {
     /// The plane from the packets alone: who sent plaintext GCK (`0xC1…`), who sent DTLS (`0xD0…`).
     static func classifyPlane(_ w: SessionWork, _ s: inout SessionInstance) {
         for side in [s.pair.a, s.pair.b] {
-            let clear = w.plaintextFrom.contains(side), secure = w.dtlsFrom.contains(side)
+            let clear = w.plaintextFrom.contains(side, of: s.pair), secure = w.dtlsFrom.contains(side, of: s.pair)
             if clear && secure {
-                s.planeBySide[side] = (w.firstDTLS ?? 0) < (w.firstPlaintext ?? 0) ? .dtlsFellBackToPlaintext : .plaintext
+                s.setPlane((w.firstDTLS ?? 0) < (w.firstPlaintext ?? 0) ? .dtlsFellBackToPlaintext : .plaintext, of: side)
             } else if clear {
-                s.planeBySide[side] = .plaintext
+                s.setPlane(.plaintext, of: side)
             } else if secure {
-                s.planeBySide[side] = .dtls
+                s.setPlane(.dtls, of: side)
             }
         }
-        let planes = Set(s.planeBySide.values)
+        let planes = Set([s.planeA, s.planeB].compactMap { $0 } + s.otherPlanes.values)
         if planes.isEmpty {
             s.plane = nil
         } else if planes.count == 1 {
             s.plane = planes.first
         } else if planes.contains(.dtlsFellBackToPlaintext) || (w.plaintextFrom.isDisjoint(with: w.dtlsFrom) == false) {
             s.plane = .dtlsFellBackToPlaintext
-        } else if planes == [.dtls, .plaintext], let a = s.planeBySide[s.pair.a], let b = s.planeBySide[s.pair.b], a != b,
+        } else if planes == [.dtls, .plaintext], let a = s.plane(of: s.pair.a), let b = s.plane(of: s.pair.b), a != b,
                   (w.firstPlaintext ?? 0) > (w.firstDTLS ?? 0), s.established != nil {
             // Both planes, each side one, but the session came up: DTLS gave way to plaintext.
             s.plane = .dtlsFellBackToPlaintext
@@ -151,7 +151,9 @@ extension TimelineBuilder {
 
     func milestone(_ si: Int, _ state: TimelineState, _ e: PeerEvent, by: PeerRef) {
         guard sessions[si].instance.milestone(state) == nil else { return }
-        sessions[si].instance.milestones.append(SessionMilestone(state: state, t: e.t, evidence: e.evidence, by: by))
+        // The builder's box of the peer (every side of a session event has one; a reporter may not).
+        sessions[si].instance.milestones.append(SessionMilestone(state: state, t: e.t, evidence: e.evidence,
+                                                                 byBox: peers[by]?.box ?? Shared(by)))
     }
 
     static let gckKinds: Set<EventKind> = [.gckHello, .gckDD, .gckLSA, .gckLSAACK, .gckHeartbeat]
@@ -185,10 +187,10 @@ extension TimelineBuilder {
         if e.kind == .iceRequest { w.lastICERequest = e.lastT }
         if case .frame = e.evidence {
             if e.kind.isIn("gck") {
-                w.plaintextFrom.insert(from)
+                w.plaintextFrom.insert(from, of: w.instance.pair)
                 if w.firstPlaintext == nil { w.firstPlaintext = e.t }
             } else if e.kind.isIn("dtls") {
-                w.dtlsFrom.insert(from)
+                w.dtlsFrom.insert(from, of: w.instance.pair)
                 if w.firstDTLS == nil { w.firstDTLS = e.t }
             }
         }
@@ -196,11 +198,11 @@ extension TimelineBuilder {
         if e.kind.isIn("dtls") { w.instance.encrypted = true }
         if e.kind == .dtlsHandshake || e.kind == .dtlsChangeCipherSpec || e.kind == .dtlsEstablished { w.dtlsStarted = true }
         if TimelineBuilder.gckKinds.contains(e.kind) {
-            w.gckFrom.insert(from)
+            w.gckFrom.insert(from, of: w.instance.pair)
             if w.gckFrom.count == 2, w.instance.milestone(.gckConnected) == nil { state = .gckConnected; letter = "G" }
         }
         if e.kind == .dtlsChangeCipherSpec {
-            w.ccsFrom.insert(from)
+            w.ccsFrom.insert(from, of: w.instance.pair)
             if w.ccsFrom.count == 2, !w.secure { state = .secureChannelUp; letter = "U" }
         }
         if state == .secureChannelUp { w.secure = true }

@@ -34,7 +34,7 @@ public struct ResolvedEvent: Sendable {
     /// The state the timeline gave the event (after upgrades such as `gck-connected`).
     public let state: TimelineState
     let flags: UInt8
-    let sides: Shared<Sides>
+    var sides: Shared<Sides>
     public var establishedBefore: Bool { flags & 1 != 0 }
     public var secureBefore: Bool { flags & 2 != 0 }
     public var dtlsStartedBefore: Bool { flags & 4 != 0 }
@@ -172,6 +172,9 @@ public final class TimelineBuilder {
     /// than `keepalive-timeout.capture-gap`).
     public var foldBrowseQueries = true
     public var browseFoldGap: Nanos = 300 * CaptureTime.second
+    /// `finish` moves what the timelines keep out of the freed working state's way (see
+    /// `TimelineBuilder+Compaction.swift`); false keeps every piece where it was built (tests compare).
+    var relocatesOnFinish = true
 
     /// What decoding learnt about peers: folded from the `identity.*` events added (and any given).
     var identities: PeerIdentities
@@ -244,6 +247,28 @@ public final class TimelineBuilder {
         var endpoints: Set<Endpoint> = []
     }
 
+    /// Which peers of an instance's pair did something (sent GCK, a ChangeCipherSpec...): two flags,
+    /// not a set per instance and question (the peers are the pair's, whose events the instance
+    /// takes; any other peer would still be counted, in a set).
+    struct PairSides {
+        private var bits: UInt8 = 0
+        private var others: Set<PeerRef> = []
+
+        mutating func insert(_ r: PeerRef, of pair: PeerPair) {
+            if r == pair.a { bits |= 1 } else if r == pair.b { bits |= 2 } else { others.insert(r) }
+        }
+
+        func contains(_ r: PeerRef, of pair: PeerPair) -> Bool {
+            if r == pair.a { return bits & 1 != 0 }
+            if r == pair.b { return bits & 2 != 0 }
+            return others.contains(r)
+        }
+
+        var count: Int { bits.nonzeroBitCount + others.count }
+
+        func isDisjoint(with o: PairSides) -> Bool { bits & o.bits == 0 && others.isDisjoint(with: o.others) }
+    }
+
     final class SessionWork {
         init(instance: SessionInstance) {
             self.instance = instance
@@ -253,8 +278,8 @@ public final class TimelineBuilder {
         /// The instance as entries and resolved events name it (one box per instance).
         let keyBox: Shared<SessionKey>
         var history = HistoryBuilder()
-        var gckFrom: Set<PeerRef> = []
-        var ccsFrom: Set<PeerRef> = []
+        var gckFrom = PairSides()
+        var ccsFrom = PairSides()
         var secure = false
         var dtlsStarted = false
         /// UDP flows (canonical) the instance's packets used, with the last time and evidence on each.
@@ -265,8 +290,8 @@ public final class TimelineBuilder {
         var inviteFlows: Set<FlowKey> = []
         var inviteIDs: Set<String> = []
         /// Who sent plaintext GCK and who sent DTLS (frames), and when each began.
-        var plaintextFrom: Set<PeerRef> = []
-        var dtlsFrom: Set<PeerRef> = []
+        var plaintextFrom = PairSides()
+        var dtlsFrom = PairSides()
         var firstPlaintext: Nanos?
         var firstDTLS: Nanos?
         var lastICERequest: Nanos?
@@ -396,28 +421,44 @@ public final class TimelineBuilder {
         }
         folds.open = [:]
         settleSuperseded()
-        let instances = sessions.map { w -> SessionInstance in
-            var s = w.instance
-            TimelineBuilder.classifyPlane(w, &s)
-            s.history = w.history.text
-            // Grown one by one (by doubling): a long capture has tens of thousands of instances.
-            s.milestones = exactlySized(s.milestones)
-            return s
-        }
-        // The working state goes before the timelines are copied out exactly sized: the copies then
-        // take the room it leaves instead of growing the heap past it (its freed pieces, left between
-        // the pieces that stay, would stay resident). Nothing below reads it.
-        sessions = []
+        // The working state goes before what stays is moved out of its way (see
+        // `TimelineBuilder+Compaction.swift`): the copies then take the room it leaves instead of growing
+        // the heap past it, and the pages of the old pieces go back. Nothing below reads it.
         latest = [:]
         counts = [:]
         pairsOf = [:]
-        sidesBoxes = [:]
         origins = [:]
         lastOrigin = nil
         for w in peers.values {
             w.runs = [:]
-            w.links = [:]
             w.sessionSet = []
+        }
+        var relocation = relocatesOnFinish ? relocateBoxes() : Relocation()
+        if !relocatesOnFinish {
+            for w in peers.values { w.links = [:] }
+            sidesBoxes = [:]
+        }
+        func keep<T>(_ a: [T]) -> [T] { relocatesOnFinish ? relocated(a) : exactlySized(a) }
+        func keep(_ s: String) -> String { relocatesOnFinish ? relocated(s) : s }
+        // Each instance's working state goes as soon as the instance is out.
+        var instances: [SessionInstance] = []
+        instances.reserveCapacity(sessions.count)
+        while let w = sessions.popLast() {
+            var s = w.instance
+            TimelineBuilder.classifyPlane(w, &s)
+            s.history = keep(w.history.text)
+            s.milestones = keep(s.milestones)
+            if !relocation.peers.isEmpty {
+                for i in s.milestones.indices { s.milestones[i].byBox = relocation.peer(s.milestones[i].byBox) }
+            }
+            s.overlappingAttempts = keep(s.overlappingAttempts)
+            instances.append(s)
+        }
+        instances.reverse()
+        relocation.peers = [:]
+        if !relocation.sides.isEmpty {
+            for i in resolved.indices { resolved[i].sides = relocation.sides(resolved[i].sides) }
+            relocation.sides = [:]
         }
         if foldedMost { TimelineBuilder.shrink(store, &resolved) }
         let peerTimelines = peers.values.map { w -> PeerTimeline in
@@ -431,11 +472,15 @@ public final class TimelineBuilder {
             let scopedTwins = Set(w.addresses.filter { $0.isLinkLocal && $0 != $0.unscoped }.map(\.unscoped))
             info.addresses = w.addresses.filter { !scopedTwins.contains($0) || $0 != $0.unscoped }.sorted()
             info.endpoints = w.endpoints.sorted()
-            // The peer is finished: its entries are kept exactly sized (they grew by doubling).
-            let entries = exactlySized(w.entries)
+            // The peer is finished: its entries are kept exactly sized (they grew by a quarter at a time).
+            var entries = keep(w.entries)
             w.entries = []
-            return PeerTimeline(peer: info, entries: entries, history: w.history.text, sessions: exactlySized(w.sessions))
+            if !relocation.links.isEmpty {
+                for i in entries.indices { entries[i].link = relocation.link(entries[i].link) }
+            }
+            return PeerTimeline(peer: info, entries: entries, history: keep(w.history.text), sessions: keep(w.sessions))
         }
+        relocation.links = [:]
         peers = [:]
         return Timelines(peers: peerTimelines, sessions: instances, events: resolved, start: store.events.isEmpty ? nil : store.events.t(0),
                          end: endT, resolver: resolver, identities: identities)

@@ -24,7 +24,8 @@ final class CompactTimelineTests: XCTestCase {
         XCTAssertEqual(e.detail, "state=Connected")
         XCTAssertNil(e.letter)
         XCTAssertNil(e.counterpart)
-        XCTAssertLessThanOrEqual(MemoryLayout<TimelineEntry>.stride, 88, "evidence packed; kind and source, counterpart and session shared")
+        XCTAssertLessThanOrEqual(MemoryLayout<TimelineEntry>.stride, 72,
+                                 "evidence packed; kind and source, counterpart and session shared; corroboration beside the detail; count in 32 bits")
         XCTAssertLessThanOrEqual(MemoryLayout<ResolvedEvent>.stride, 24, "sides shared, flags in a byte")
         // The shared parts read and write as plain values: setting one gives this entry a box of its own.
         let f = e
@@ -49,6 +50,106 @@ final class CompactTimelineTests: XCTestCase {
         e.detail = f.detail
         e.letter = f.letter
         XCTAssertEqual(e, f, "equal by value, whatever boxes hold the values")
+    }
+
+    /// A milestone's peer is a shared box and an instance's per-side planes two fields: both read and
+    /// write as the plain values they were, and compare and hash by value.
+    func testMilestonesAndSidePlanesReadBackAsGiven() {
+        XCTAssertLessThanOrEqual(MemoryLayout<SessionMilestone>.stride, 40, "the peer boxed")
+        let box = Shared(PeerRef.id(7))
+        var m = SessionMilestone(state: .connected, t: 9, evidence: .frame(input: 1, frame: 2), byBox: box)
+        let plain = SessionMilestone(state: .connected, t: 9, evidence: .frame(input: 1, frame: 2), by: .id(7))
+        XCTAssertEqual(m.by, .id(7))
+        XCTAssertEqual(m, plain, "equal by value, whatever box holds the peer")
+        XCTAssertEqual(m.hashValue, plain.hashValue)
+        m.by = .name("Bob")
+        XCTAssertEqual(m.by, .name("Bob"))
+        XCTAssertEqual(box.value, .id(7), "the shared box is not written through")
+        XCTAssertNotEqual(m, plain)
+        m.by = nil
+        XCTAssertNil(m.by)
+        XCTAssertNil(m.byBox)
+
+        let pair = PeerPair(.id(9), .id(4))
+        var s = SessionInstance(key: SessionKey(pair: pair, number: 1), originator: .id(4), start: 0, evidence: .frame(input: 0, frame: 1))
+        XCTAssertEqual(s.planeBySide, [:])
+        s.setPlane(.dtls, of: .id(9))
+        s.setPlane(.plaintext, of: .id(4))
+        XCTAssertEqual(s.planeBySide, [.id(9): .dtls, .id(4): .plaintext])
+        XCTAssertEqual(s.otherPlanes.capacity, 0, "the pair's sides take no table")
+        XCTAssertEqual(s.plane(of: .id(4)), .plaintext)
+        XCTAssertNil(s.plane(of: .id(5)))
+        var t = SessionInstance(key: s.key, originator: .id(4), start: 0, evidence: .frame(input: 0, frame: 1))
+        t.planeBySide = [.id(4): .plaintext, .id(9): .dtls]
+        XCTAssertEqual(t, s)
+        XCTAssertEqual(t.hashValue, s.hashValue)
+        XCTAssertEqual(t.otherPlanes.capacity, 0, "set as a table, the pair's sides still take none")
+        t.planeBySide[.id(5)] = .mismatch
+        XCTAssertEqual(t.planeBySide, [.id(4): .plaintext, .id(9): .dtls, .id(5): .mismatch], "another peer is kept too")
+        XCTAssertNotEqual(t, s)
+        t.planeBySide[.id(5)] = nil
+        t.planeBySide[.id(9)] = nil
+        XCTAssertEqual(t.planeBySide, [.id(4): .plaintext])
+        XCTAssertNil(t.planeB)
+    }
+
+    /// The detail and the corroboration share one word: each reads back what was last set, whatever the
+    /// order they were set in, and an entry whose corroboration is emptied is plain again.
+    func testDetailAndCorroborationReadBackAsGivenInAnyOrder() {
+        let base = TimelineEntry(t: 5, state: .connected, kind: .stateChange, sent: true, counterpart: .id(7), session: nil,
+                                 evidence: [.frame(input: 0, frame: 3)], source: "mpc-log", detail: "", letter: "G")
+        let one = TimelineEntry.Corroboration(source: "app-log", evidence: .logLine(input: 1, line: 4))
+        let two = TimelineEntry.Corroboration(source: "mpc-log", evidence: .logLine(input: 2, line: 9))
+        let attrs: EventAttrs = ["state": "Connected", "from": "Alice"]
+        var e = base
+        XCTAssertEqual(e.corroboration, [])
+        e.corroboration.append(one)
+        XCTAssertEqual(e.corroboration, [one])
+        XCTAssertEqual(e.detail, "", "the detail stays when corroboration comes")
+        e.detailSource = .attrs(attrs)
+        XCTAssertEqual(e.detail, TimelineMapping.detail(attrs))
+        XCTAssertEqual(e.corroboration, [one], "the corroboration stays when the detail changes")
+        e.corroboration.append(two)
+        e.corroboration[0] = two
+        XCTAssertEqual(e.corroboration, [two, two])
+        XCTAssertEqual(e.detail, TimelineMapping.detail(attrs))
+        let copy = e
+        e.detail = "given"
+        XCTAssertEqual(e.detail, "given")
+        XCTAssertEqual(copy.detail, TimelineMapping.detail(attrs), "a copy keeps its own")
+        XCTAssertEqual(copy.corroboration, [two, two])
+        e.corroboration = []
+        XCTAssertEqual(e.corroboration, [])
+        XCTAssertEqual(e.detail, "given")
+        guard case .plain = e.notes else { return XCTFail("no corroboration: no box") }
+        // Counts: 32 bits beside the flags, any other Int in the box, whatever else the box holds.
+        for n in [0, 1, 2, 1000, Int(UInt32.max) - 1, Int(UInt32.max), Int(UInt32.max) + 1, Int.max, -1, Int.min] {
+            var c = e
+            c.count = n
+            XCTAssertEqual(c.count, n)
+            XCTAssertEqual(c.detail, "given")
+            XCTAssertEqual(c.corroboration, [])
+            c.corroboration = [one]
+            XCTAssertEqual(c.count, n, "\(n) stays when corroboration comes")
+            c.detail = "other"
+            XCTAssertEqual(c.count, n, "\(n) stays when the detail changes")
+            c.count &+= 1
+            XCTAssertEqual(c.count, n &+ 1, "wrapping add of \(n)")
+            XCTAssertEqual(c.corroboration, [one])
+            XCTAssertEqual(c.detail, "other")
+            c.count = 3
+            c.corroboration = []
+            guard case .plain = c.notes else { return XCTFail("\(n): a count that fits and no corroboration: no box") }
+            XCTAssertEqual(c.count, 3)
+            var d = e
+            d.count = n
+            d.count = 7
+            XCTAssertEqual(d.count, 7)
+            guard case .plain = d.notes else { return XCTFail("\(n): back to a count that fits: no box") }
+        }
+        e.detail = ""
+        XCTAssertEqual(e, base, "equal by value again")
+        XCTAssertNotEqual(copy, base)
     }
 
     /// Entries and resolved events share their boxes (kind and plugin per build, counterpart and
@@ -109,6 +210,26 @@ final class CompactTimelineTests: XCTestCase {
         XCTAssertTrue(tl.events.contains { $0.establishedBefore && !$0.secureBefore })
         for si in tl.sessions {
             XCTAssertLessThanOrEqual(si.milestones.capacity - si.milestones.count, si.milestones.count / 16, "milestones without slack")
+        }
+    }
+
+    /// An instance's flags of which peers did something answer as the sets they replace: membership,
+    /// count and overlap, for the pair's two peers and for any other peer (kept in a set).
+    func testPairSidesAnswerAsSetsOfPeers() {
+        let pair = PeerPair(.id(9), .id(4))
+        let refs: [PeerRef] = [.id(4), .id(9), .id(5), .name("x")]
+        for mask in 0 ..< 16 {
+            for otherMask in 0 ..< 16 {
+                var sides = TimelineBuilder.PairSides(), other = TimelineBuilder.PairSides()
+                var set: Set<PeerRef> = [], otherSet: Set<PeerRef> = []
+                for (i, r) in refs.enumerated() {
+                    if mask & (1 << i) != 0 { sides.insert(r, of: pair); sides.insert(r, of: pair); set.insert(r) }
+                    if otherMask & (1 << i) != 0 { other.insert(r, of: pair); otherSet.insert(r) }
+                }
+                XCTAssertEqual(sides.count, set.count)
+                for r in refs { XCTAssertEqual(sides.contains(r, of: pair), set.contains(r), "\(mask) \(r)") }
+                XCTAssertEqual(sides.isDisjoint(with: other), set.isDisjoint(with: otherSet), "\(mask) \(otherMask)")
+            }
         }
     }
 

@@ -1,5 +1,5 @@
 import PeerscopeCore
-import PeerscopeTimeline
+@testable import PeerscopeTimeline
 import XCTest
 
 final class TimelineTests: XCTestCase {
@@ -195,6 +195,57 @@ final class TimelineTests: XCTestCase {
         XCTAssertEqual(h.text, "KKKIi")
         h.add("K", sent: true)
         XCTAssertEqual(h.text, "KKKIiK", "a control letter restarts the traffic counts")
+    }
+
+    /// The history's inline counters: one slot per traffic letter and case, none for any other
+    /// character, and the letters written on random input are those of counting in a table per letter
+    /// (what the builder kept before).
+    func testHistoryCountersAreOnePerTrafficLetterAndCaseAndWriteWhatATableDid() {
+        var slots: [Int: Character] = [:]
+        for v in UInt8(0) ... 127 {
+            let c = Character(Unicode.Scalar(v))
+            let slot = HistoryBuilder.slot(c)
+            XCTAssertEqual(slot != nil, HistoryBuilder.isTraffic(c), "\(c)")
+            guard let slot else { continue }
+            XCTAssertTrue((0 ..< 16).contains(slot))
+            XCTAssertNil(slots[slot], "\(c) and \(slots[slot].map(String.init) ?? "") share a slot")
+            slots[slot] = c
+        }
+        XCTAssertEqual(slots.count, 14)
+        for c: Character in ["é", "Ö", "😀", "K\u{301}"] { XCTAssertNil(HistoryBuilder.slot(c)) }
+        let letters: [Character] = ["Q", "J", "E", "O", "K", "B", "D", "I", "A", "G", "X", "!", "S"]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ n: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(n))
+        }
+        for _ in 0 ..< 200 {
+            var h = HistoryBuilder()
+            var text = "", counts: [Character: Int] = [:], last: Character?
+            for _ in 0 ..< 300 {
+                let letter = letters[next(letters.count)], sent = next(2) == 0
+                let times = next(10) == 0 ? [0, 9, 10, 99, 1000, Int.max][next(6)] : 1
+                h.add(letter, sent: sent, times: times)
+                let c = sent ? Character(letter.uppercased()) : Character(letter.lowercased())
+                if HistoryBuilder.isTraffic(c) {
+                    let before = counts[c] ?? 0
+                    let (n, o) = before.addingReportingOverflow(max(1, times))
+                    let after = o ? Int.max : n
+                    counts[c] = after
+                    var p = 1
+                    while p <= after {
+                        if p > before { text.append(c); last = c }
+                        let (q, o2) = p.multipliedReportingOverflow(by: 10)
+                        if o2 { break }
+                        p = q
+                    }
+                } else {
+                    counts = [:]
+                    if last != c { text.append(c); last = c }
+                }
+            }
+            XCTAssertEqual(h.text, text)
+        }
     }
 
     func testLegendCoversEveryLetterTheMappingProduces() {
