@@ -59,7 +59,7 @@ if Context.environment["PEERSCOPE_FUZZ"] == "1" {
 }
 
 let testTargets: [(String, [Target.Dependency])] = [
-    ("PeerscopeCoreTests", ["PeerscopeCore"]),
+    ("PeerscopeCoreTests", ["PeerscopeCore", "PeerscopeSimulator"]),
     ("PeerscopeCaptureTests", ["PeerscopeCapture", "PeerscopeCore"]),
     ("PeerscopePacketsTests", ["PeerscopePackets", "PeerscopeCore"]),
     ("PeerscopePipelineTests", ["PeerscopePlugins", "PeerscopeCore"]),
@@ -67,7 +67,7 @@ let testTargets: [(String, [Target.Dependency])] = [
     ("PeerscopeInvitationTests", ["PeerscopePlugins", "PeerscopeCore"]),
     ("PeerscopeSessionTests", ["PeerscopePlugins", "PeerscopeTimeline", "PeerscopeDetectors", "PeerscopeCore"]),
     ("PeerscopeLogsTests", ["PeerscopeLogs", "PeerscopeCore"]),
-    ("PeerscopeAnalysisTests", ["PeerscopeTimeline", "PeerscopeDetectors", "PeerscopeReports", "PeerscopeCore"]),
+    ("PeerscopeAnalysisTests", ["PeerscopeTimeline", "PeerscopeDetectors", "PeerscopeReports", "PeerscopeCore", "PeerscopeSimulator"]),
     ("PeerscopeSimulatorTests", ["PeerscopeSimulator"]),
     // End to end: the whole pipeline on the corpus, the samples and the `peerscope` binary.
     ("PeerscopeIntegrationTests", ["Peerscope", "PeerscopeCapture", "PeerscopeSimulator", "PeerscopeCore", "PeerscopePlugins"]),

@@ -89,7 +89,8 @@ public enum SimChecksum {
 }
 
 /// Deterministic pseudo-random numbers (SplitMix64). Same seed, same sequence, on every platform.
-public struct SimRandom: Sendable {
+/// Also a `RandomNumberGenerator`, so tests draw with `Int.random(in:using:)` from the one generator.
+public struct SimRandom: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
     public init(seed: UInt64) { state = seed }

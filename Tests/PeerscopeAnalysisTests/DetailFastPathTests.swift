@@ -1,23 +1,13 @@
 import PeerscopeCore
 import PeerscopeTimeline
+import PeerscopeSimulator
 import XCTest
 
 /// A timeline entry's detail from packed attributes (one pass over the entries) against the plain
 /// per-key lookups on the same attributes as a dictionary.
 final class DetailFastPathTests: XCTestCase {
-    private struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     func testPackedDetailMatchesTheDictionaryPath() {
-        var rng = Seeded(state: 2026)
+        var rng = SimRandom(seed: 2026)
         let keys = TimelineMapping.detailKeys + ["length", "seq", "txid", "notes", "cod", "Content", "é"]
         // Around both limits (60, 240 for content), in bytes and in characters: a combining accent makes
         // a value longer in bytes than in characters.

@@ -190,7 +190,7 @@ final class QueryRunsTests: XCTestCase {
     /// The script's events emitted in many shuffled orders (neighbours swapped, times kept): whatever
     /// the engine keeps, in whatever order its sort leaves it, the runs give it back.
     func testShuffledEmissionOrdersGiveTheSameEventsAndReport() {
-        var rng = SplitMix(seed: 0x5EED)
+        var rng = SimRandom(seed: 0x5EED)
         var problems: [String] = []
         let base = Self.script()
         for round in 0 ..< 40 {
@@ -238,15 +238,3 @@ final class QueryRunsTests: XCTestCase {
     }
 }
 
-/// A small deterministic generator (tests only).
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
