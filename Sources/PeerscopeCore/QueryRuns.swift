@@ -101,11 +101,13 @@ public struct QueryRuns: Sendable {
     private var nextSeq = 0
     private var lastClose: Nanos = .min
     /// Key hashes are masked with this: a small mask (tests only) puts every key on a few hashes, where
-    /// collisions must cost comparisons, never a member in the wrong run. Static, not stored: the
-    /// struct's layout stays the one other modules were built against.
-    nonisolated(unsafe) public static var keyHashMaskForTests = -1
+    /// collisions must cost comparisons, never a member in the wrong run. -1 (all bits) otherwise.
+    let keyHashMask: Int
 
-    public init() {}
+    public init() { keyHashMask = -1 }
+
+    /// Runs whose key hashes are masked with `keyHashMask` (tests: collisions everywhere).
+    public init(keyHashMask: Int) { self.keyHashMask = keyHashMask }
 
     public var isEmpty: Bool { count == 0 }
     /// The latest member's time.
@@ -124,7 +126,7 @@ public struct QueryRuns: Sendable {
         count &+= 1
         // The key is built only when a run starts (the first query of its kind): a repeat is found by
         // its hash and compared field by field with the open run's key.
-        let h = Key.hash(e, input: input) & QueryRuns.keyHashMaskForTests
+        let h = Key.hash(e, input: input) & keyHashMask
         if let i = open.index(forKey: h) {
             if let j = open.values[i].firstIndex(where: { $0.key.matches(e, input: input) }) {
                 if QueryRuns.append(m, to: &runs[open.values[i][j].run]) { return true }

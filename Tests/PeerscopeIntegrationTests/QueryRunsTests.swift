@@ -74,9 +74,7 @@ final class QueryRunsTests: XCTestCase {
         func feed(_ name: String, _ plain: [PeerEvent]) {
             var outcomes: [(runs: Int, members: Int, merged: [PeerEvent])] = []
             for mask in [-1, 3, 0] {
-                QueryRuns.keyHashMaskForTests = mask
-                defer { QueryRuns.keyHashMaskForTests = -1 }
-                var runs = QueryRuns()
+                var runs = QueryRuns(keyHashMask: mask)
                 var main: [PeerEvent] = []
                 for e in plain {
                     runs.closeIdle(at: e.t, idle: 60 * Self.second)
