@@ -264,7 +264,7 @@ public struct PeerResolver: Sendable {
 
     /// Takes each log input's device from the lines that name it (see `ownerKinds`). An input whose
     /// lines name two different devices is left to `inferLogOwners`.
-    public mutating func identifyLogOwners(_ events: [PeerEvent]) {
+    public mutating func identifyLogOwners(_ events: some Sequence<PeerEvent>) {
         var found: [Int: PeerRef] = [:]
         var conflicting: Set<Int> = []
         for e in events where PeerResolver.ownerKinds.contains(e.kind) {
@@ -276,7 +276,7 @@ public struct PeerResolver: Sendable {
 
     /// Infers the device behind each log input: log lines name only the remote side, so when every
     /// peer a log names has, in the packets, exactly one counterpart in common, that peer wrote the log.
-    public mutating func inferLogOwners(_ events: [PeerEvent]) {
+    public mutating func inferLogOwners(_ events: some Sequence<PeerEvent>) {
         var counterparts: [PeerRef: Set<PeerRef>] = [:]
         var named: [Int: [PeerRef: Int]] = [:]
         for e in events where !e.kind.isIn("discovery") {
