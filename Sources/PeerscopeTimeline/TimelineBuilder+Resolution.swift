@@ -180,9 +180,10 @@ struct BrowseFolds {
         var q: Set<FlowKey> = []
         var framesOnly = true
         if self.enabled {
-            for e in events {
-                if case .logLine = e.evidence { framesOnly = false }
-                if e.kind == .icmpUnreachable, let f = e.quotedFlow { q.insert(f.canonical) }
+            // Two fields of each event, read in place (a copied event retains every shared field).
+            for i in events.indices {
+                if case .logLine = events[i].evidence { framesOnly = false }
+                if events[i].kind == .icmpUnreachable, let f = events[i].quotedFlow { q.insert(f.canonical) }
             }
         }
         quoted = q

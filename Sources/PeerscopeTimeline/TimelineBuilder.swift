@@ -384,7 +384,8 @@ public final class TimelineBuilder {
         }
         for i in events.indices { normalize(&events[i]) }
         runs.updateTemplates(normalize)
-        if !zip(events, events.dropFirst()).allSatisfy({ $0.t <= $1.t }) {
+        // By index: a pair of copied events per step retains every shared field of both.
+        if !events.indices.dropFirst().allSatisfy({ events[$0 - 1].t <= events[$0].t }) {
             // Not from the engine (its list is sorted, the runs placed in it): the list as a whole.
             if !runs.isEmpty {
                 events = runs.merged(events)
