@@ -64,22 +64,38 @@ public final class LiveCaptureWriter {
     /// Opens the first file (through `OutputFile`: it appears under its name when closed). `mode`
     /// applies to a single file (`--force`, `--append`); ring files are always new names. Throws the
     /// refusal or failure of opening it, before any interface need be opened.
-    public init(path: String, ring: Ring? = nil, mode: OutputFile.Mode = .replace) throws(OutputError) {
+    public convenience init(path: String, ring: Ring? = nil, mode: OutputFile.Mode = .replace) throws(OutputError) {
+        try self.init(path: path, ring: ring, mode: mode, calls: FileSystemCalls())
+    }
+
+    /// `calls`: how earlier runs' temporary files are looked for (see `OutputFile.removeStaleTemporaries`).
+    init(path: String, ring: Ring?, mode: OutputFile.Mode, calls: FileSystemCalls) throws(OutputError) {
         self.path = path
         self.ring = ring
         sequence = 1
         if ring != nil {
             // Ring files have new names each run: a killed run's temporary ring file is found by the pattern.
             let (dir, base) = OutputFile.split(path)
-            staleTemporaries = OutputFile.removeStaleTemporaries(in: dir) { LiveCaptureWriter.isRingName($0, base: base) }
+            note(OutputFile.removeStaleTemporaries(in: dir, where: { LiveCaptureWriter.isRingName($0, base: base) }, calls: calls))
         }
         let name = ring == nil ? path : LiveCaptureWriter.ringName(base: path, number: 1, at: LiveCapture.realtimeNanos())
-        let file = try OutputFile(path: name, option: "--write", mode: ring == nil ? mode : .createNew)
-        staleTemporaries += file.staleTemporaries
+        let file = try OutputFile(path: name, option: "--write", mode: ring == nil ? mode : .createNew, calls: calls)
+        note(file.staleTemporaries)
         do { current = try PcapngWriter(output: file) } catch {
             throw .writeFailed(path: name, reason: LiveCaptureWriter.reason(error))
         }
         files = [name]
+    }
+
+    /// Adds to `staleTemporaries`; a folder not on a local file system is said once (a ring's files
+    /// are all in one folder).
+    private func note(_ list: [StaleTemporary]) {
+        for s in list {
+            if case .notLocal = s.outcome, staleTemporaries.contains(where: { if case .notLocal = $0.outcome { true } else { false } }) {
+                continue
+            }
+            staleTemporaries.append(s)
+        }
     }
 
     /// Convenience for a writer whose interfaces are known at once.

@@ -216,10 +216,19 @@ final class StaleTemporaryTests: XCTestCase {
 
     // MARK: only where a lock proves a writer dead
 
+    /// The calls of a folder on NFS.
+    var remote: FileSystemCalls {
+        var c = FileSystemCalls()
+        c.isLocal = { _ in false }
+        c.fileSystemName = { _ in "nfs" }
+        return c
+    }
+
     func testNothingIsTouchedWhereTheFileSystemIsNotKnownToBeLocal() throws {
         let dir = TempDir()
         let stale = dir.write(".out.json.peerscope-Ab12Cd", [1])
-        XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path, where: { _ in true }, isLocal: { _ in false }), [])
+        XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path, where: { _ in true }, calls: remote),
+                       [StaleTemporary(path: stale, output: "out.json", outcome: .notLocal(files: 1, fileSystem: "nfs"))])
         XCTAssertTrue(FileManager.default.fileExists(atPath: stale))
         // The test folder itself is local (where these tests run): the same call with the real check acts.
         let f = open(dir.path, O_RDONLY | O_DIRECTORY)
@@ -227,6 +236,45 @@ final class StaleTemporaryTests: XCTestCase {
         if OutputFile.isOnLocalFileSystem(f) {
             XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path) { _ in true }.map(\.path), [stale])
         }
+    }
+
+    /// Where nothing can be cleaned up, the run says so once, naming the folder and why, and only when
+    /// something there looks like an earlier run's temporary file.
+    func testAFolderNotOnALocalFileSystemIsSaidOnceWhenItHoldsWhatLooksStale() throws {
+        let dir = TempDir()
+        let a = dir.write(".out.pcapng.peerscope-Ab12Cd", [1])
+        let b = dir.write(".out.pcapng.peerscope-Zz99Yy", [2])
+        _ = dir.write(".other.pcapng.peerscope-Ab12Cd", [3])   // another output's
+        let w = try OutputFile(path: dir.path + "/out.pcapng", option: "--write", mode: .replace, calls: remote)
+        w.discard()
+        XCTAssertEqual(w.staleTemporaries, [StaleTemporary(path: a, output: "out.pcapng", outcome: .notLocal(files: 2, fileSystem: "nfs"))])
+        XCTAssertEqual(w.removedStaleTemporaries, [])
+        let message = try XCTUnwrap(w.staleTemporaries.first?.message)
+        XCTAssertTrue(message.hasPrefix("left \(a) and 1 more file(s) like it as found: \(dir.path) is not on a local file system (nfs)"), message)
+        XCTAssertTrue(message.contains("no temporary file of an earlier run is cleaned up there"), message)
+        XCTAssertEqual(FileManager.default.contents(atPath: a).map { [UInt8]($0) }, [1])
+        XCTAssertEqual(FileManager.default.contents(atPath: b).map { [UInt8]($0) }, [2])
+
+        // A ring: the folder is said once, though both the ring's pattern and its first file's name are looked for.
+        let ringDir = TempDir()
+        let r3 = ringDir.write(".ring_00003_20261126120000.pcapng.peerscope-Xy12Zw", try killedCaptureBytes(frames: 2))
+        _ = ringDir.write(".ring_00004_20261126120100.pcapng.peerscope-Xy12Zw", [4])
+        let ring = try LiveCaptureWriter(path: ringDir.path + "/ring.pcapng", ring: .init(files: 2, bytesPerFile: 1 << 20), mode: .replace, calls: remote)
+        ring.discard()
+        XCTAssertEqual(ring.staleTemporaries, [StaleTemporary(path: r3, output: "ring_00003_20261126120000.pcapng", outcome: .notLocal(files: 2, fileSystem: "nfs"))])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: r3))
+
+        // Nothing that looks like a dead run's file (another output's, a name off the pattern, a link, a folder): nothing said.
+        let quiet = TempDir()
+        _ = quiet.write(".other.pcapng.peerscope-Ab12Cd", [1])
+        _ = quiet.write(".out.pcapng.peerscope-Ab12C", [2])
+        let notes = quiet.write("notes.txt", [3])
+        XCTAssertEqual(symlink(notes, quiet.path + "/.out.pcapng.peerscope-Sym123"), 0)
+        XCTAssertEqual(link(notes, quiet.path + "/.out.pcapng.peerscope-Hrd123"), 0)
+        try FileManager.default.createDirectory(atPath: quiet.path + "/.out.pcapng.peerscope-Dir123", withIntermediateDirectories: false)
+        let q = try OutputFile(path: quiet.path + "/out.pcapng", option: "--write", mode: .replace, calls: remote)
+        q.discard()
+        XCTAssertEqual(q.staleTemporaries, [])
     }
 
     func testLocalFileSystemTypes() {
