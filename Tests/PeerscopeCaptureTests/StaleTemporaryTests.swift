@@ -199,6 +199,50 @@ final class StaleTemporaryTests: XCTestCase {
         XCTAssertEqual(try frameCount(recovered), 2)
     }
 
+    func frame(_ i: Int) -> RawFrame {
+        RawFrame(info: FrameInfo(input: 0, number: UInt64(i), t: base + Int64(i) * 1_000_000, capturedLength: 100,
+                                 originalLength: 100, linkType: 1, interfaceName: "en0"), data: Bytes([UInt8](repeating: UInt8(i & 0xFF), count: 100)))
+    }
+
+    /// Each file a ring starts mid-capture is opened as its first was: a killed run's temporary ring
+    /// file that turned up since is recovered, and said (once each) by `newStaleTemporaries`.
+    func testEachFileARingStartsDealsWithStaleTemporariesAsTheFirstDid() throws {
+        let dir = TempDir()
+        let w = try LiveCaptureWriter(path: dir.path + "/ring.pcapng", ring: .init(files: 2, bytesPerFile: 1))
+        try w.declare([.init(linkType: 1, name: "en0", snapLength: 65_535)])
+        XCTAssertFalse(w.hasNewStaleTemporaries)
+        XCTAssertEqual(w.newStaleTemporaries(), [])
+        try w.write(frame(1))
+        // A run with the same base, killed after this one started.
+        let bytes = try killedCaptureBytes(frames: 3)
+        let stale = dir.write(".ring_00009_20261126120000.pcapng.peerscope-Xy12Zw", bytes)
+        try w.write(frame(2))   // the ring starts its second file
+        let recovered = dir.path + "/ring_00009_20261126120000.recovered-Xy12Zw.pcapng"
+        let expected = [StaleTemporary(path: stale, output: "ring_00009_20261126120000.pcapng", outcome: .recovered(as: recovered))]
+        XCTAssertEqual(w.staleTemporaries, expected)
+        XCTAssertTrue(w.hasNewStaleTemporaries)
+        XCTAssertEqual(w.newStaleTemporaries(), expected)
+        XCTAssertFalse(w.hasNewStaleTemporaries)
+        XCTAssertEqual(w.newStaleTemporaries(), [])
+        XCTAssertEqual(FileManager.default.contents(atPath: recovered).map { [UInt8]($0) }, bytes)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: stale))
+        try w.write(frame(3))
+        try w.close(stats: nil, at: base)
+        XCTAssertEqual(w.staleTemporaries, expected)
+        XCTAssertEqual(w.files.count, 2)
+
+        // Not on a local file system: said once for the ring, however many files it starts.
+        let remoteDir = TempDir()
+        let r = try LiveCaptureWriter(path: remoteDir.path + "/ring.pcapng", ring: .init(files: 2, bytesPerFile: 1), mode: .replace, calls: remote)
+        try r.declare([.init(linkType: 1, name: "en0", snapLength: 65_535)])
+        try r.write(frame(1))
+        let first = remoteDir.write(".ring_00009_20261126120000.pcapng.peerscope-Xy12Zw", bytes)
+        for i in 2 ... 5 { try r.write(frame(i)) }
+        try r.close(stats: nil, at: base)
+        XCTAssertEqual(r.staleTemporaries, [StaleTemporary(path: first, output: "ring_00009_20261126120000.pcapng", outcome: .notLocal(files: 1, fileSystem: "nfs"))])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: first))
+    }
+
     func testCaptureKindsAndRecoveredNames() {
         XCTAssertEqual(OutputFile.captureKind([0x0A, 0x0D, 0x0D, 0x0A, 0]), .pcapng)
         for magic: [UInt8] in [[0xD4, 0xC3, 0xB2, 0xA1], [0xA1, 0xB2, 0xC3, 0xD4], [0x4D, 0x3C, 0xB2, 0xA1], [0xA1, 0xB2, 0x3C, 0x4D]] {
