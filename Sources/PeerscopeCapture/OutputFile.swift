@@ -123,8 +123,10 @@ public struct StaleTemporary: Sendable, Equatable {
         case removed
         /// Capture data: renamed to this visible path beside the output.
         case recovered(as: String)
-        /// Capture data that could not be renamed: left where it is.
-        case kept(reason: String)
+        /// Capture data that could not be given a visible name (a file system without hard links, say):
+        /// left where it is, under its hidden name, and never removed (each later run onto the output
+        /// finds it and says so again). `visibleName`: the name it would have had.
+        case kept(reason: String, visibleName: String)
         /// Not looked at: the folder is not on a local file system, where a lock cannot prove a writer
         /// dead (`OutputFile.isOnLocalFileSystem`; `fileSystem` names it). One entry per folder:
         /// `path` is the first file there that looks like a temporary file of an earlier run,
@@ -145,8 +147,10 @@ public struct StaleTemporary: Sendable, Equatable {
             return "removed \(path): the temporary file of an earlier run onto \(output) that ended without finishing (killed or crashed)"
         case .recovered(let to):
             return "recovered \(to): the frames of an earlier capture into \(output) that ended without finishing (killed or crashed), readable up to its last complete block (it was the temporary file \(path))"
-        case .kept(let reason):
-            return "kept \(path): it holds the frames of an earlier capture into \(output) that ended without finishing (killed or crashed), and could not be renamed (\(reason))"
+        case .kept(let reason, let visible):
+            return "kept \(path): the frames of an earlier capture into \(output) that ended without finishing (killed or crashed) are in this hidden file,"
+                + " readable up to its last complete block; it could not be given a visible name (\(reason)), so it stays under its hidden name"
+                + " and no run removes it: rename it yourself (to \(visible), say)"
         case .notLocal(let files, let fileSystem):
             let (dir, _) = OutputFile.split(path)
             let them = files == 1 ? "it" : "them"
@@ -157,11 +161,13 @@ public struct StaleTemporary: Sendable, Equatable {
     }
 }
 
-/// The calls by which `OutputFile.removeStaleTemporaries` judges a folder: the system's; tests put in
-/// others (a folder not on a local file system).
+/// The calls by which `OutputFile.removeStaleTemporaries` judges a folder and keeps a capture's frames:
+/// the system's; tests put in others (a folder not on a local file system, no hard links).
 struct FileSystemCalls {
     var isLocal: (Int32) -> Bool = OutputFile.isOnLocalFileSystem
     var fileSystemName: (Int32) -> String = OutputFile.fileSystemName
+    /// `linkat(fromDir, from, toDir, to, 0)`: -1 and `errno` on failure (tests: a file system without hard links).
+    var link: (Int32, String, Int32, String) -> Int32 = { linkat($0, $1, $2, $3, 0) }
 }
 
 /// An output file written safely: to a temporary file in the same folder, renamed into place only by
@@ -431,7 +437,8 @@ public final class OutputFile {
     ///
     /// A file that holds capture data (it starts as a pcapng or pcap file does) is the only copy of a
     /// killed capture's frames: it is renamed to a visible name beside the output
-    /// (`STEM.recovered-XXXXXX.EXT`, never onto an existing file) and kept; anything else (a report,
+    /// (`STEM.recovered-XXXXXX.EXT`, never onto an existing file) and kept (where that cannot be done,
+    /// a file system without hard links, it stays under its own name: `.kept`); anything else (a report,
     /// which can be made again) is removed. Returns what was done, in name order.
     ///
     /// On a folder that is not on a local file system nothing is touched; when files there look like
@@ -500,18 +507,20 @@ public final class OutputFile {
             if let kind = captureKind(f) {
                 // The only copy of a killed capture's frames: keep it under a visible name.
                 let suffix = String(entry.suffix(6))
-                var outcome = StaleTemporary.Outcome.kept(reason: "no free name to rename it to")
+                let visible = inDir(recoveredName(output: name, suffix: suffix, kind: kind))
+                var outcome = StaleTemporary.Outcome.kept(reason: "no free name to rename it to", visibleName: visible)
                 for attempt in 1 ... 20 {
                     let target = recoveredName(output: name, suffix: attempt == 1 ? suffix : "\(suffix)-\(attempt)", kind: kind)
-                    // link + unlink, not rename: a link never replaces an existing file.
-                    if linkat(dfd, entry, dfd, target, 0) == 0 {
+                    // link + unlink, not rename: a link never replaces an existing file. Where the file
+                    // system has no hard links (FAT, exFAT: EPERM or ENOTSUP) the file stays as it is.
+                    if calls.link(dfd, entry, dfd, target) == 0 {
                         if identity(entry) == id { _ = unlinkat(dfd, entry, 0) }
                         outcome = .recovered(as: inDir(target))
                         break
                     }
                     let e = errno
                     if e != EEXIST {
-                        outcome = .kept(reason: describe(e))
+                        outcome = .kept(reason: "making a link to it failed: \(describe(e))", visibleName: visible)
                         break
                     }
                 }

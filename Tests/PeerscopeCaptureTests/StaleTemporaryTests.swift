@@ -199,6 +199,47 @@ final class StaleTemporaryTests: XCTestCase {
         XCTAssertEqual(try frameCount(recovered), 2)
     }
 
+    /// On a file system without hard links (FAT, exFAT) a killed capture's temporary file cannot be
+    /// given a visible name: it stays where it is, whole, under its hidden name, and standard error
+    /// says where the frames are, why, and the name it would have had; every later run says so again
+    /// and never removes it.
+    func testADeadCapturesFileThatCannotBeLinkedStaysWhereItIsAndIsSaid() throws {
+        let dir = TempDir()
+        let bytes = try killedCaptureBytes(frames: 5)
+        let stale = dir.write(".live.pcapng.peerscope-Ab12Cd", bytes)
+        var noLinks = FileSystemCalls()
+        var tried: [String] = []
+        noLinks.link = { _, from, _, to in
+            tried.append("\(from) -> \(to)")
+            errno = EPERM
+            return -1
+        }
+        let visible = dir.path + "/live.recovered-Ab12Cd.pcapng"
+        let expected = [StaleTemporary(path: stale, output: "live.pcapng",
+                                       outcome: .kept(reason: "making a link to it failed: Operation not permitted", visibleName: visible))]
+        let w = try OutputFile(path: dir.path + "/live.pcapng", option: "--write", mode: .replace, calls: noLinks)
+        w.discard()
+        XCTAssertEqual(tried, [".live.pcapng.peerscope-Ab12Cd -> live.recovered-Ab12Cd.pcapng"])
+        XCTAssertEqual(w.staleTemporaries, expected)
+        XCTAssertEqual(w.removedStaleTemporaries, [])
+        let message = try XCTUnwrap(w.staleTemporaries.first?.message)
+        XCTAssertEqual(message, "kept \(stale): the frames of an earlier capture into live.pcapng that ended without finishing (killed or crashed)"
+                       + " are in this hidden file, readable up to its last complete block; it could not be given a visible name"
+                       + " (making a link to it failed: Operation not permitted), so it stays under its hidden name and no run removes it:"
+                       + " rename it yourself (to \(visible), say)")
+        // The frames are where the message says, byte for byte; nothing else was made.
+        XCTAssertEqual(FileManager.default.contents(atPath: stale).map { [UInt8]($0) }, bytes)
+        XCTAssertEqual(try frameCount(stale), 4)
+        XCTAssertEqual(names(dir), [".live.pcapng.peerscope-Ab12Cd"])
+        // The next run onto that output finds it again, says so again, and still keeps it.
+        XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path, where: { $0 == "live.pcapng" }, calls: noLinks), expected)
+        XCTAssertEqual(FileManager.default.contents(atPath: stale).map { [UInt8]($0) }, bytes)
+        // Where links work (the system's calls), the same file is recovered under that visible name.
+        XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path) { $0 == "live.pcapng" },
+                       [StaleTemporary(path: stale, output: "live.pcapng", outcome: .recovered(as: visible))])
+        XCTAssertEqual(FileManager.default.contents(atPath: visible).map { [UInt8]($0) }, bytes)
+    }
+
     func frame(_ i: Int) -> RawFrame {
         RawFrame(info: FrameInfo(input: 0, number: UInt64(i), t: base + Int64(i) * 1_000_000, capturedLength: 100,
                                  originalLength: 100, linkType: 1, interfaceName: "en0"), data: Bytes([UInt8](repeating: UInt8(i & 0xFF), count: 100)))
