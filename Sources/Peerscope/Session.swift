@@ -377,7 +377,7 @@ public final class AnalysisSession {
         t.events = []
         t.queryRuns = QueryRuns()
         let timelines = builder.finish(at: endT)
-        if let spilled, let why = spilled.readError {
+        for why in builder.spillReadErrors {
             // The timelines miss what could not be read back: the report says so (never a silent loss).
             t.inputProblems.append("\(why); the timelines miss the events not read")
             t.complete = false

@@ -57,6 +57,6 @@ extension TimelineBuilder {
         }
         sharing = EventAttrsSharing(slotCount: 1)
         folds.open = [:]
-        return finishResolved(store: store, resolved: resolved, resolver: resolver, endT: endT, foldedMost: true)
+        return finishResolved(store: store, resolved: consume resolved, resolver: resolver, endT: endT, foldedMost: true)
     }
 }
