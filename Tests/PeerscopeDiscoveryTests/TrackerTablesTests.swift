@@ -80,4 +80,27 @@ final class TrackerTablesTests: XCTestCase {
         XCTAssertEqual(bounded.events.filter { $0.kind == .browse }.count, 1200, "both queries of each querier are events")
         XCTAssertEqual(bounded.lines, unbounded.lines)
     }
+
+    /// An instance keeps its TXT record as bytes and its display name, not the record parsed as well:
+    /// the record read back is the parse of the latest bytes, the name follows each change, and the
+    /// `updated` events carry the changed keys and the new name.
+    func testAnInstanceKeepsItsTXTAsBytesAndItsNameFollowsChanges() throws {
+        let h = Harness(fast: true)
+        let key = "1ddatjp8m3xy7._chat._tcp.local"
+        let txts = [["_d=the-air", "room=lobby"], ["_d=the-air", "room=hall"], ["_d=renamed", "room=hall"]]
+        for (i, txt) in txts.enumerated() {
+            h.send(RefreshFastPathTests.announcement(txt: txt), at: t0 + Nanos(i) * 30 * s, from: "192.168.1.10")
+            let tracker = try XCTUnwrap(h.plugin?.tracker)
+            let x = try XCTUnwrap(tracker.instances.index(forKey: key))
+            let inst = tracker.instances.values[x]
+            XCTAssertEqual(inst.txt?.strings, txt)
+            XCTAssertEqual(inst.txt, DNSSD.TXTRecord(try XCTUnwrap(inst.txtRaw)))
+            XCTAssertEqual(inst.displayName, String(txt[0].dropFirst(3)))
+            XCTAssertEqual(tracker.byDisplayName[String(txt[0].dropFirst(3))], [key])
+        }
+        XCTAssertEqual(h.plugin?.tracker.byDisplayName["the-air"] ?? [], [], "the old name no longer lists it")
+        let updated = h.events.filter { $0.kind == .updated }
+        XCTAssertEqual(updated.map { $0.attrs["changedKeys"] }, ["room", "_d"])
+        XCTAssertEqual(updated.map { $0.attrs["displayName"] }, ["the-air", "renamed"])
+    }
 }

@@ -93,7 +93,10 @@ final class DiscoveryTracker {
         var sources: Set<IPAddress> = []
         var lastFlow: FlowKey?
         var srv: SRV?
-        var txt: DNSSD.TXTRecord?
+        /// The TXT record's MPC display name (`_d`), read when the record changes: asked on every
+        /// event's hints. The record itself is read from `txtRaw` when needed (`txt`): keeping it parsed
+        /// as well held every string three times (raw, `key=value`, key and value).
+        var displayName: String?
         var key: String
         var name: DNSSD.InstanceName
         var fullName: String
@@ -117,7 +120,8 @@ final class DiscoveryTracker {
             self.lastEvidence = lastEvidence
         }
 
-        var displayName: String? { txt?.displayName }
+        /// The TXT record, read from its bytes (changes, events' attributes, the summary: not per packet).
+        var txt: DNSSD.TXTRecord? { txtRaw.map { DNSSD.TXTRecord($0) } }
 
         /// The address that last announced the instance (a set's `first` would depend on its hashing,
         /// which differs from run to run and from copy to copy).
@@ -583,15 +587,16 @@ final class DiscoveryTracker {
                     // reader's whole 1 MiB chunk alive for as long as the instance lives.
                     let raw = raw.map { Bytes($0.array) }
                     let txt = DNSSD.TXTRecord(raw)
-                    if let old = inst.txt, old.strings != txt.strings {
+                    let previous = inst.txt
+                    if let old = previous, old.strings != txt.strings {
                         txtChanged[key] = changedKeys(old, txt)
-                    } else if inst.txt == nil, !announcedNow.contains(key) {
+                    } else if previous == nil, !announcedNow.contains(key) {
                         // Announced without TXT earlier (PTR/SRV only): its TXT arriving now is news too.
                         txtChanged[key] = txt.keys
                     }
-                    if let old = inst.txt?.displayName, old != txt.displayName { byDisplayName[old]?.remove(key) }
-                    inst.txt = txt
+                    if let old = inst.displayName, old != txt.displayName { byDisplayName[old]?.remove(key) }
                     inst.txtRaw = raw
+                    inst.displayName = txt.displayName
                 }
                 inst.txtExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
                 touch(&inst, t, src, input)
