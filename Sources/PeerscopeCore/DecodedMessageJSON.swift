@@ -111,15 +111,22 @@ public struct MessageBodyCache {
         guard let idle, !table.isEmpty else { return }
         let (cutoff, under) = t.subtractingReportingOverflow(idle)
         guard !under else { return }
-        var held = 0, count = 0
-        table = table.compactMapValues { entries in
-            let kept = entries.filter { $0.lastUsed >= cutoff }
-            for e in kept { held &+= e.key.count &+ e.body.count }
-            count &+= kept.count
-            return kept.isEmpty ? nil : kept
+        // Visits every bucket but rewrites only those holding an idle entry (most hold none).
+        var stale: [UInt64] = []
+        for i in table.indices where table.values[i].contains(where: { $0.lastUsed < cutoff }) { stale.append(table.keys[i]) }
+        for h in stale {
+            guard let entries = table.removeValue(forKey: h) else { continue }
+            var kept: [Entry] = []
+            for e in entries {
+                if e.lastUsed >= cutoff {
+                    kept.append(e)
+                } else {
+                    held &-= e.key.count &+ e.body.count
+                    count &-= 1
+                }
+            }
+            if !kept.isEmpty { table[h] = kept }
         }
-        self.held = held
-        self.count = count
     }
 
     /// The default hash (`ByteHash.hash`).
