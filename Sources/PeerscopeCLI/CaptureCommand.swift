@@ -263,7 +263,7 @@ struct Capture: ParsableCommand {
         session.noteLiveCapture(summary.stats)
         // Each lossy (or ended) interface is an input problem of the report; on standard error the
         // final line above already gave its counts, so the side notes do not print it again.
-        let liveProblems = summary.stats.interfaces.filter { $0.lost > 0 || $0.ended != nil }.map { "live:" + $0.line }
+        let liveProblems = summary.stats.interfaces.filter { $0.lost > 0 || $0.ended != nil }.map(\.inputProblem)
         for p in liveProblems { session.noteInputProblem(p) }
         if let writeError { session.noteInputProblem(writeError) }
         let result: Analysis

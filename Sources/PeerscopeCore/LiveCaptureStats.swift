@@ -46,6 +46,10 @@ public struct InterfaceCaptureStats: Sendable, Equatable {
         if let ended { s += "; \(ended)" }
         return s
     }
+
+    /// The report's input problem for this interface when it lost packets or went away: `live:` and
+    /// `line`. The text report says it once, in its "live capture" block (JSON: in both places).
+    public var inputProblem: String { "live:" + line }
 }
 
 /// A live capture's account of itself (JSON `stats.capture`); absent for files.

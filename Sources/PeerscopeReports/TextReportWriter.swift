@@ -16,7 +16,9 @@ public enum TextReportWriter {
         out += c.bold("peerscope report") + " (\(Report.schemaID))\n"
         out += "inputs: " + (r.inputs.isEmpty ? "none" : clean(r.inputs.joined(separator: ", ")))
             + (r.complete ? "" : c.yellow("  [incomplete]")) + "\n"
-        for p in r.inputProblems { out += "  input problem: \(clean(p))\n" }
+        // A live interface's loss is said once, in the "live capture" block below, beside its counts.
+        let inLiveBlock = Set(r.stats.capture?.interfaces.map(\.inputProblem) ?? [])
+        for p in r.inputProblems where !inLiveBlock.contains(p) { out += "  input problem: \(clean(p))\n" }
         var cap = r.stats.frames == 0 && r.stats.logLines > 0 ? "capture: none" : "capture: \(r.stats.frames) frames, \(r.stats.bytes) bytes"
         if let a = r.stats.firstT, let b = r.stats.lastT {
             cap += ", \(CaptureTime.iso8601(a)) to \(CaptureTime.iso8601(b)) (\(CaptureTime.duration(b &- a)))"

@@ -121,6 +121,38 @@ final class CaptureQualityTests: XCTestCase {
         }
     }
 
+    // MARK: a live capture's lossy interface
+
+    /// A live capture whose interface lost packets: the text report says it once, in the "live
+    /// capture" block beside the other interfaces' counts, not again among the input problems; other
+    /// input problems stay where they were, and the JSON report keeps both (schema 1 is additive only).
+    func testTheTextReportSaysALossyLiveInterfaceOnce() throws {
+        let s = AnalysisSession()
+        _ = s.addLiveInput("live:vA")
+        _ = s.addLiveInput("live:vB")
+        let lossy = InterfaceCaptureStats(interface: "vA", linkType: 1, received: 100, kernelDropped: 7, pcapReceived: 107)
+        let clean = InterfaceCaptureStats(interface: "vB", linkType: 1, received: 50, pcapReceived: 50)
+        s.noteLiveCapture(LiveCaptureStats(interfaces: [lossy, clean], stopReason: "interrupt"))
+        // As `peerscope capture` notes them: each lossy interface, and a write error.
+        s.noteInputProblem(lossy.inputProblem)
+        s.noteInputProblem("out.pcapng: cannot write: No space left on device")
+        let r = try s.finish().report
+        XCTAssertFalse(r.complete)
+
+        let text = TextReportWriter.render(r)
+        XCTAssertEqual(text.components(separatedBy: lossy.line).count - 1, 1, text)
+        XCTAssertTrue(text.contains("live capture: stopped (interrupt); 7 packet(s) lost\n  \(lossy.line)\n  \(clean.line)\n"), text)
+        XCTAssertFalse(text.contains("input problem: live:"), text)
+        XCTAssertTrue(text.contains("  input problem: out.pcapng: cannot write: No space left on device\n"), text)
+        XCTAssertTrue(text.contains("[incomplete]"), text)
+
+        let json = try JSONParser.parse(JSONReportWriter.render(r))
+        XCTAssertEqual(json["inputProblems"]?.arrayValue?.compactMap(\.stringValue),
+                       ["live:vA: 100 received, 7 dropped by the kernel, 0 by the interface, 0 at the queue",
+                        "out.pcapng: cannot write: No space left on device"])
+        XCTAssertEqual(json["stats"]?["capture"]?["interfaces"]?.arrayValue?.count, 2)
+    }
+
     // MARK: one-sided flows
 
     /// The healthy pair's session flow with Bob's direction (192.0.2.20:16401) cut away, fed as a live
