@@ -47,6 +47,17 @@ public final class AnalysisSession {
         /// false. Default true (the `peerscope` command and the bench keep it). No effect elsewhere.
         public var keepLargeBlocksMapped: Bool
 
+        /// Once decoding is over, kept events that would take more than this many bytes on the heap (as
+        /// plain events) are written to a temporary file and read back in order by the timeline stage
+        /// (`SpilledEvents`): memory then follows what the timelines keep, not the capture's length. The
+        /// report is the same either way. `Int.max`: never. Default `defaultSpillBytes`.
+        public var spillBytes: Int = AnalysisSession.defaultSpillBytes
+        /// Where the temporary file goes: nil is `TMPDIR` (else /tmp), never beside the inputs. A folder that
+        /// cannot take it leaves the events in memory, with a note (`AnalysisSession.onNote`).
+        public var spillDirectory: String?
+        /// Bytes the spill writes and reads at a time (tests make it tiny, so every event crosses buffers).
+        public var spillBufferBytes = 1 << 20
+
         public init(engine: EngineOptions = EngineOptions(), logOptions: LogOptions = LogOptions(),
                     detectors: DetectorConfig = .defaults, keepLargeBlocksMapped: Bool = true) {
             self.engine = engine
@@ -55,6 +66,27 @@ public final class AnalysisSession {
             self.keepLargeBlocksMapped = keepLargeBlocksMapped
         }
     }
+
+    /// 64 MiB (about 560,000 plain events: the bench's 1 GB mDNS file spills, the samples do not), or
+    /// `PEERSCOPE_SPILL_BYTES` when set to a number.
+    public static var defaultSpillBytes: Int {
+        if let v = ProcessInfo.processInfo.environment["PEERSCOPE_SPILL_BYTES"], let n = Int(v), n >= 0 { return n }
+        return 64 << 20
+    }
+
+    /// Where a spill goes when the configuration names no folder: `TMPDIR`, else /tmp.
+    public static var temporaryDirectory: String {
+        if let d = ProcessInfo.processInfo.environment["TMPDIR"], !d.isEmpty { return d }
+        return "/tmp"
+    }
+
+    /// Told things worth a line on standard error that change nothing in the report (the CLI prints them):
+    /// events kept in memory because the temporary file could not be written. Also kept in `notes`.
+    public var onNote: ((String) -> Void)?
+    /// The notes given to `onNote` so far.
+    public private(set) var notes: [String] = []
+    /// Where the last `finish` spilled its events (the file is already unlinked), nil when it did not.
+    public private(set) var spillPath: String?
 
     public let configuration: Configuration
     /// Called as each stage ends (same thread as `finish`).
@@ -182,11 +214,52 @@ public final class AnalysisSession {
         AnalysisSession.returnFreedMemory()
         // The trace moves into the report: `decoded` letting go of its events keeps a large capture's
         // list held once (the timeline builder adopts it instead of copying it).
-        let trace = decoded.trace
+        var trace = decoded.trace
         decoded.trace.events = []
         decoded.trace.queryRuns = QueryRuns()
-        let report = Self.report(consume trace, detectors: configuration.detectors, onStage: onStage, mapLargeBlocks: mapLargeBlocks)
+        let spill = spillIfLarge(&trace)
+        let report = Self.report(consume trace, detectors: configuration.detectors, onStage: onStage, spilled: spill,
+                                 mapLargeBlocks: mapLargeBlocks)
         return Analysis(report: report, run: decoded.run, logs: decoded.logs)
+    }
+
+    /// Moves the trace's events to a temporary file when they pass `configuration.spillBytes` (and are in
+    /// time order, as decoding leaves them). On any failure the events stay in the trace, with a note:
+    /// none is lost.
+    private func spillIfLarge(_ trace: inout EventTrace) -> SpilledEvents? {
+        let n = trace.events.count + trace.queryRuns.count
+        let (bytes, over) = n.multipliedReportingOverflow(by: MemoryLayout<PeerEvent>.stride)
+        guard n > 0, over || bytes > configuration.spillBytes else { return nil }
+        let directory = configuration.spillDirectory ?? AnalysisSession.temporaryDirectory
+        let spill: SpilledEvents
+        do {
+            spill = try SpilledEvents(directory: directory, writeBufferSize: configuration.spillBufferBytes)
+            spill.readBufferSize = configuration.spillBufferBytes
+            spill.failWritesAfter = spillWriteLimit
+            if trace.queryRuns.isEmpty {
+                for e in trace.events { try spill.append(e) }
+            } else {
+                for e in trace.queryRuns.mergedSequence(trace.events) { try spill.append(e) }
+            }
+            try spill.finishWriting()
+        } catch {
+            note("\(error.message); keeping the events in memory")
+            return nil
+        }
+        // Read back in the order written: a list out of time order (never from decoding) stays in memory.
+        guard spill.inTimeOrder else { return nil }
+        spillPath = spill.path
+        trace.events = []
+        trace.queryRuns = QueryRuns()
+        return spill
+    }
+
+    /// Tests: the spill's writes fail past this many bytes (a full disk).
+    var spillWriteLimit: Int?
+
+    private func note(_ message: String) {
+        notes.append(message)
+        onNote?(message)
     }
 
     /// What decoding the inputs gave: the event trace (everything the stages after decoding read),
@@ -279,28 +352,37 @@ public final class AnalysisSession {
                               onStage: ((AnalysisStage) -> Void)? = nil, foldBrowseQueries: Bool = true,
                               keepLargeBlocksMapped: Bool = true) -> Report {
         let map: (() -> Void)? = keepLargeBlocksMapped ? { AnalysisSession.setDefaultMmapThreshold() } : nil
-        return report(consume trace, detectors: detectors, onStage: onStage, foldBrowseQueries: foldBrowseQueries, mapLargeBlocks: map)
+        return report(consume trace, detectors: detectors, onStage: onStage, foldBrowseQueries: foldBrowseQueries, spilled: nil,
+                      mapLargeBlocks: map)
     }
 
-    /// `report`, calling `mapLargeBlocks` (if any) before the timeline stage.
-    static func report(_ trace: consuming EventTrace, detectors: DetectorConfig, onStage: ((AnalysisStage) -> Void)? = nil,
-                       foldBrowseQueries: Bool = true, mapLargeBlocks: (() -> Void)?) -> Report {
+    /// `report`, with the trace's events in `spilled` instead of in the trace (see `SpilledEvents`), calling
+    /// `mapLargeBlocks` (if any) before the timeline stage.
+    static func report(_ trace: consuming EventTrace, detectors: DetectorConfig = .defaults,
+                       onStage: ((AnalysisStage) -> Void)? = nil, foldBrowseQueries: Bool = true,
+                       spilled: SpilledEvents? = nil, mapLargeBlocks: (() -> Void)?) -> Report {
         // From here on a large block is mapped on its own and unmapped when freed (see
         // `Configuration.keepLargeBlocksMapped`).
         mapLargeBlocks?()
         var t = trace
-        let last = max(t.stats.lastT ?? Int64.min, t.lastEventT ?? Int64.min)
+        let last = max(t.stats.lastT ?? Int64.min, t.lastEventT ?? Int64.min, spilled?.lastT ?? Int64.min)
         let endT = last == Int64.min ? t.stats.lastT : last
         let builder = TimelineBuilder(detectors: detectors)
         if !foldBrowseQueries || ProcessInfo.processInfo.environment["PEERSCOPE_NO_FOLDING"] == "1" {
             builder.foldBrowseQueries = false
         }
         builder.add(contentsOf: t.events, queryRuns: t.queryRuns)
+        if let spilled { builder.add(spilled: spilled) }
         // The builder holds the events now: the trace letting go keeps them held once (the builder
         // edits them in place instead of copying a large capture's list).
         t.events = []
         t.queryRuns = QueryRuns()
         let timelines = builder.finish(at: endT)
+        if let spilled, let why = spilled.readError {
+            // The timelines miss what could not be read back: the report says so (never a silent loss).
+            t.inputProblems.append("\(why); the timelines miss the events not read")
+            t.complete = false
+        }
         // The builder's working state (per peer and session) is gone: its pages go back before the
         // detectors allocate.
         returnFreedMemory()

@@ -217,6 +217,7 @@ struct Capture: ParsableCommand {
         configuration.engine.decode.wantsMessages = decode
         let session = AnalysisSession(configuration) { m in liveOut.jsonLine(m.json(includeInput: false)) }
         // One input for all interfaces: the frames are merged by time and numbered in that order.
+        session.onNote = { printError($0) }
         _ = session.addLiveInput("live:" + interfaces.joined(separator: ","))
         session.addLogs(analysis.logs)   // captures given with --log were refused above
         let follower = follow ? LiveFollow() : nil

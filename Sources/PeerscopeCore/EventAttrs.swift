@@ -230,6 +230,21 @@ extension EventAttrs {
         }
         return out
     }
+
+    /// True when one of `set`'s keys is present: when `values(of:)` would give a value that is not nil
+    /// (the same pass, without making the values).
+    public func containsAny(of set: AttributeKeySet) -> Bool {
+        var i = 0
+        while i < bytes.count {
+            let s = slot(at: i)
+            if s.key.count < set.byLength.count {
+                let k = bytes[s.key]
+                for c in set.byLength[s.key.count] where k.elementsEqual(c.bytes) { return true }
+            }
+            i = s.value.upperBound
+        }
+        return false
+    }
 }
 
 /// Attribute buffers kept recently, so that an event whose attributes repeat the bytes of one kept

@@ -93,7 +93,9 @@ public struct ChannelErrorDetector: Detector {
 
         for e in input.timelines.events {
             var scope: String { input.scope(e) }
-            if case .frame = e.evidence, let f = e.flow, f.proto == .udp, e.kind != .icmpUnreachable {
+            // Read once: each read goes to the event store (see `ResolvedEvent`).
+            let eventKind = e.kind
+            if case .frame = e.evidence, let f = e.flow, f.proto == .udp, eventKind != .icmpUnreachable {
                 let last = e.lastEvidence ?? e.evidence   // a coalesced run: its last frame
                 let first = e.evidence
                 // Updated in place (one lookup): the latest first and latest last frame so far.
@@ -103,22 +105,22 @@ public struct ChannelErrorDetector: Detector {
                 }
                 latest(&lastUDPFrame[f, default: (first, last)])
             }
-            if case .frame = e.evidence, e.kind != .dtlsAlert,
-               ["dtls", "gck", "app"].contains(where: { e.kind.isIn($0) }) {
+            if case .frame = e.evidence, eventKind != .dtlsAlert,
+               eventKind.isIn("dtls") || eventKind.isIn("gck") || eventKind.isIn("app") {
                 let k = TrafficScope(e)
                 lastTrafficByScope[k] = max(lastTrafficByScope[k] ?? e.lastT, e.lastT)
             }
-            switch e.kind {
+            switch eventKind {
             case .invitationHello, .invitationAccept, .invite, .inviteConnect, .invitationReceipt:
                 if let f = e.flow { invitationFlows.insert(f.canonical) }
-                if let p = e.pair, e.kind == .invite { answeredPairs.remove(p) }
+                if let p = e.pair, eventKind == .invite { answeredPairs.remove(p) }
             case .inviteResponse:
                 if let f = e.flow { invitationFlows.insert(f.canonical) }
                 if let p = e.pair { answeredPairs.insert(p) }
             default: break
             }
 
-            switch e.kind {
+            switch eventKind {
             case .dtlsAlert:
                 let level = squash(e[.level])
                 let desc = e[.description] ?? "unknown"
@@ -208,13 +210,17 @@ public struct ChannelErrorDetector: Detector {
                                          details: ["case": "checksum"]))
 
             case .appHandshake, .appHandshakeResponse, .appKeepAlive, .appChat, .appOther, .gckData:
-                guard let s = e.session, let inst = input.session(s) else { break }
-                if e.dtlsStartedBefore && !e.secureBefore {
+                // The instance (a lookup and a copy) only for an event that may be a finding: most app
+                // data comes once the session is up.
+                guard let s = e.session else { break }
+                let beforeSecure = e.dtlsStartedBefore && !e.secureBefore
+                guard beforeSecure || (eventKind.isIn("app") && !e.establishedBefore), let inst = input.session(s) else { break }
+                if beforeSecure {
                     out.append(input.finding(kind, .error, peer: e.from, t: e.t,
                                              "\(input.label(e.from)) sent data to \(input.label(e.to)) before the secure channel was established",
                                              evidence: [e.evidence], key: "\(kind)|before-secure|\(s)",
                                              details: ["case": "data-before-secure"]))
-                } else if e.kind.isIn("app"), !e.establishedBefore, !inst.startedBeforeInput,
+                } else if eventKind.isIn("app"), !e.establishedBefore, !inst.startedBeforeInput,
                           [.connecting, .iceChecks, .secureHandshake, .gckHandshake].contains(where: { st in
                               inst.milestone(st).map { $0.t <= e.t } ?? false
                           }) {

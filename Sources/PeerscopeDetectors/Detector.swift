@@ -117,8 +117,9 @@ public enum DetectorSuite {
     /// flow with MPC's UDP ports on both ends (or an ICMP error quoting one).
     public static func isMPCEvidence(_ e: ResolvedEvent) -> Bool {
         if case .logLine = e.evidence { return true }
-        if ["gck", "invitation", "app"].contains(where: { e.kind.isIn($0) }) { return true }
-        if e.kind.isIn("dtls"), e[.mpcPrefix] != nil { return true }
+        let kind = e.kind
+        if kind.isIn("gck") || kind.isIn("invitation") || kind.isIn("app") { return true }
+        if kind.isIn("dtls"), e[.mpcPrefix] != nil { return true }
         if let f = e.flow, f.proto == .udp, MPCPorts.bothGCK(f) { return true }
         // An ICMP error quoting such a flow.
         if let q = e.quotedFlow { return MPCPorts.bothGCK(q) }
@@ -130,14 +131,18 @@ public enum DetectorSuite {
     public static func nonMPCPeers(_ t: Timelines) -> Set<PeerRef> {
         var addressOnly: Set<PeerRef> = [], mpc: Set<PeerRef> = []
         for e in t.events {
+            // Each side read once, without a list per event.
+            let from = e.from, to = e.to
             var identified = false
-            for r in [e.from, e.to] {
-                guard let r else { continue }
+            func look(_ r: PeerRef?) {
+                guard let r else { return }
                 if case .address = r { addressOnly.insert(r) } else { identified = true }
             }
+            look(from)
+            look(to)
             if identified || isMPCEvidence(e) {
-                if let f = e.from { mpc.insert(f) }
-                if let to = e.to { mpc.insert(to) }
+                if let from { mpc.insert(from) }
+                if let to { mpc.insert(to) }
             }
         }
         return addressOnly.subtracting(mpc)

@@ -105,7 +105,9 @@ public struct DuplicateConnectionDetector: Detector {
         var observations: [(pair: PeerPair, finding: Finding)] = []
 
         for e in input.timelines.events {
-            switch e.kind {
+            // Read once: each read goes to the event store (see `ResolvedEvent`).
+            let eventKind = e.kind
+            switch eventKind {
             case .nameConflict, .instanceConflict:
                 let peer = e.from ?? e.to
                 out.append(input.finding(kind, .warning, peer: peer, t: e.t,
@@ -130,16 +132,21 @@ public struct DuplicateConnectionDetector: Detector {
             default: break
             }
 
+            // Only these kinds count below (channels and invitations): the sides are read for them only.
+            switch eventKind {
+            case .invitationHello, .invitationAccept, .invite, .tcpOpened, .tcpClosed, .tcpReset, .tcpRefused, .inviteResponse: break
+            default: continue
+            }
             guard let from = e.from, let to = e.to, let pair = e.pair else { continue }
 
             // Invitation channels (TCP) open at once.
             if let flow = e.flow, flow.proto == .tcp {
                 let c = flow.canonical
-                switch e.kind {
+                switch eventKind {
                 case .invitationHello, .invitationAccept, .invite, .tcpOpened:
                     // A TCP connection counts once it is known to be an invitation channel: to an
                     // advertised SRV port, or carrying invitation frames (seen on a later event).
-                    if e.kind == .tcpOpened, e[.invitation] == nil { break }
+                    if eventKind == .tcpOpened, e[.invitation] == nil { break }
                     var chans = openChannels[pair] ?? [:]
                     if chans[c] == nil {
                         let directed = DuplicateConnectionDetector.clientToServer(flow, e)
@@ -159,7 +166,7 @@ public struct DuplicateConnectionDetector: Detector {
                 }
             }
 
-            switch e.kind {
+            switch eventKind {
             case .invite:
                 let mine = Directed(from: from, to: to)
                 let theirs = Directed(from: to, to: from)

@@ -154,13 +154,19 @@ public struct HandshakeTimeoutDetector: Detector {
         for e in input.timelines.events {
             if let l = lastSeen, captureGap > 0, e.t > l, e.t &- l > captureGap { holes.append((l, e.t)) }
             lastSeen = max(lastSeen ?? e.lastT, e.lastT)
-            if let f = logFinding(e, input) {
-                out.append(f)
-                logTimeouts.append(LogTimeout(t: e.t, phase: HandshakeTimeoutDetector.logPhase(e), session: e.session,
-                                              subject: input.subject(e)))
+            // The kind read once; `logFinding` only for the kinds it can take (it gives nil for any other).
+            let kind = e.kind
+            switch kind {
+            case .inviteTimeout, .iceTimeout, .dtlsTimeout, .gckGivingUp, .gckTimeout, .appTimeout:
+                if let f = logFinding(e, input) {
+                    out.append(f)
+                    logTimeouts.append(LogTimeout(t: e.t, phase: HandshakeTimeoutDetector.logPhase(e), session: e.session,
+                                                  subject: input.subject(e)))
+                }
+            default: break
             }
             guard let s = e.session, let from = e.from, let to = e.to else { continue }
-            switch e.kind {
+            switch kind {
             case .invite:
                 begin(.invitation, e, requester: from, responder: to, session: s, keyResponder: to)
             case .inviteResponse:

@@ -81,32 +81,42 @@ public struct KeepaliveTimeoutDetector: Detector {
         // was observed, so a silence across one is not a finding.
         var holes: [(Nanos, Nanos)] = []
         var lastSeen: Nanos?
+        var lastKind: EventKind?
+        var isApp = false, isSession = false
 
         for (index, e) in events.enumerated() {
             let span = Int32(truncatingIfNeeded: index)
             if let l = lastSeen, captureGap > 0, e.t > l, e.t &- l > captureGap { holes.append((l, e.t)) }
             lastSeen = max(lastSeen ?? e.lastT, e.lastT)
             if case .logLine(let i, _) = e.evidence { logEnd[i] = max(logEnd[i] ?? e.t, e.lastT) }
-            if let f = logFinding(e, input) { out.append(f) }
-            guard let s = e.session, let from = e.from, let to = e.to else { continue }
+            // The kind is read once, and what it says is worked out once per run of one kind (a set
+            // lookup hashes the kind's text).
+            let kind = e.kind
+            if kind != lastKind {
+                lastKind = kind
+                isApp = KeepaliveTimeoutDetector.appKinds.contains(kind)
+                isSession = KeepaliveTimeoutDetector.sessionFamilies.contains(where: { kind.isIn($0) })
+            }
+            if let f = logFinding(e, kind, input) { out.append(f) }
+            guard isApp || isSession, let s = e.session, let from = e.from, let to = e.to else { continue }
             let d = Direction(session: s, from: from, to: to)
-            if KeepaliveTimeoutDetector.appKinds.contains(e.kind) {
+            if isApp {
                 appTimes[d, default: []].append(span)
                 if case .frame = e.evidence { appFrames[d, default: []].append(span) }
                 // The logs that record this direction's keep-alives (usually the receiver's "Received
                 // data" lines) are the ones that can show its silences.
-                if e.kind == .appKeepAlive {
+                if kind == .appKeepAlive {
                     switch e.evidence {
                     case .logLine(let i, _): appLogInputs[d, default: []].insert(i)
                     case .frame: appFromFrames.insert(d)
                     }
                 }
-                if e.kind == .appKeepAlive {
+                if kind == .appKeepAlive {
                     if keepAliveStart[s] == nil { keepAliveStart[s] = e.t }
                     kaSeen.insert(d)
                 }
             }
-            if case .frame = e.evidence, KeepaliveTimeoutDetector.sessionFamilies.contains(where: { e.kind.isIn($0) }) {
+            if case .frame = e.evidence, isSession {
                 packetTimes[d, default: []].append(span)
             }
         }
@@ -259,10 +269,10 @@ public struct KeepaliveTimeoutDetector: Detector {
         return f
     }
 
-    private func logFinding(_ e: ResolvedEvent, _ input: DetectorInput) -> Finding? {
+    private func logFinding(_ e: ResolvedEvent, _ kind: EventKind, _ input: DetectorInput) -> Finding? {
         // Asked of every event: the kind first, the attributes only of the two timeout kinds.
-        let isHeartbeat = e.kind == .gckTimeout && squash(e[.wait]).contains("heartbeat")
-        let isAppKeepAlive = e.kind == .appTimeout && squash(e[.what] ?? e[.type] ?? e[.phase] ?? e[.timer]).contains("keep")
+        let isHeartbeat = kind == .gckTimeout && squash(e[.wait]).contains("heartbeat")
+        let isAppKeepAlive = kind == .appTimeout && squash(e[.what] ?? e[.type] ?? e[.phase] ?? e[.timer]).contains("keep")
         guard isHeartbeat || isAppKeepAlive else { return nil }
         let peer = input.subject(e)
         let scope = e.session.map { "\($0)" } ?? peer.map { "\($0)" } ?? "?"

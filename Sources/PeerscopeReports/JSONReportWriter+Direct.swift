@@ -179,19 +179,18 @@ extension JSONReportWriter {
         key(.source); JSONValue.escape(e.source, into: &out)
         key(.detail); JSONValue.escape(e.detail, into: &out)
         key(.evidence)
-        let items = e.evidence
-        if items.isEmpty {
-            out.append(0x5B); out.append(0x5D)
-        } else {
-            out.append(0x5B)
-            for (i, ev) in items.enumerated() {
-                if i > 0 { out.append(0x2C) }
-                w.newline(&out, m + 1)
-                w.writeEvidence(ev, &out)
-            }
-            w.newline(&out, m)
-            out.append(0x5D)
+        // `evidence` is one or two items: written from its two ends, without the list the getter builds.
+        let ends = e.evidenceEnds
+        out.append(0x5B)
+        w.newline(&out, m + 1)
+        w.writeEvidence(ends.first, &out)
+        if let last = ends.last {
+            out.append(0x2C)
+            w.newline(&out, m + 1)
+            w.writeEvidence(last, &out)
         }
+        w.newline(&out, m)
+        out.append(0x5D)
         if !e.corroboration.isEmpty {
             key(.corroboration)
             JSONValue.array(e.corroboration.map {

@@ -175,7 +175,8 @@ public struct PeerResolver: Sendable {
     /// A display name written `idString+name` (as invitation Hellos and some logs print peers)
     /// becomes the peer ID and the name.
     public static func normalized(_ h: PeerHint) -> PeerHint {
-        guard let n = h.displayName, let plus = n.firstIndex(of: "+") else { return h }
+        // No `+` byte, no `+` character (checked by bytes first: most names have none).
+        guard let n = h.displayName, n.utf8.contains(UInt8(ascii: "+")), let plus = n.firstIndex(of: "+") else { return h }
         let head = n[..<plus]
         guard head.count == 13, let id = PeerIdentity.parse(idString: head), h.peerID == nil || h.peerID == id else { return h }
         var out = PeerHint(peerID: id, displayName: String(n[n.index(after: plus)...]), endpoint: h.endpoint,
@@ -264,11 +265,13 @@ public struct PeerResolver: Sendable {
 
     /// Takes each log input's device from the lines that name it (see `ownerKinds`). An input whose
     /// lines name two different devices is left to `inferLogOwners`.
-    public mutating func identifyLogOwners(_ events: [PeerEvent]) {
+    public mutating func identifyLogOwners(_ events: some Sequence<PeerEvent>) {
         var found: [Int: PeerRef] = [:]
         var conflicting: Set<Int> = []
-        for e in events where PeerResolver.ownerKinds.contains(e.kind) {
-            guard case .logLine(let input, _) = e.evidence, let r = resolve(e.from) else { continue }
+        // The evidence first: a set lookup hashes the kind, and most events are not log lines.
+        for e in events {
+            guard case .logLine(let input, _) = e.evidence, PeerResolver.ownerKinds.contains(e.kind),
+                  let r = resolve(e.from) else { continue }
             if let prev = found[input], prev != r { conflicting.insert(input) } else { found[input] = r }
         }
         for (input, r) in found where !conflicting.contains(input) { logOwners[input] = r }
@@ -276,7 +279,10 @@ public struct PeerResolver: Sendable {
 
     /// Infers the device behind each log input: log lines name only the remote side, so when every
     /// peer a log names has, in the packets, exactly one counterpart in common, that peer wrote the log.
-    public mutating func inferLogOwners(_ events: [PeerEvent]) {
+    public mutating func inferLogOwners(_ events: some Sequence<PeerEvent>) {
+        // Only log inputs get an owner: without log lines nothing below is read (a capture's millions
+        // of events would each be resolved twice for nothing).
+        guard events.contains(where: { if case .logLine = $0.evidence { true } else { false } }) else { return }
         var counterparts: [PeerRef: Set<PeerRef>] = [:]
         var named: [Int: [PeerRef: Int]] = [:]
         for e in events where !e.kind.isIn("discovery") {

@@ -233,6 +233,12 @@ public struct TimelineEntry: Sendable, Hashable {
     }
 }
 
+// What a report writer reads of an entry without building values (see `JSONReportWriter+Direct.swift`).
+extension TimelineEntry {
+    /// `evidence` as its two ends (`last` nil for one item), without building a list.
+    public var evidenceEnds: (first: Evidence, last: Evidence?) { (evidencePair.first, evidencePair.last) }
+}
+
 /// How each event kind shows in a timeline.
 public enum TimelineMapping {
     /// Attribute keys safe to show as detail (names, states, codes; never payloads).
@@ -268,7 +274,9 @@ public enum TimelineMapping {
     /// The detail of packed attributes: what `detail(_:)` gives by key lookups, with the detail keys
     /// found in one pass over the entries.
     static func detail(packed attrs: EventAttrs) -> String {
-        if attrs.isEmpty { return "" }
+        // Most attributes of repeated traffic (a heartbeat's `length`, `sn`) hold no detail key: no
+        // list of values for them.
+        if attrs.isEmpty || !attrs.containsAny(of: detailKeySet) { return "" }
         var out = ""
         for (k, v) in zip(detailKeys, attrs.values(of: detailKeySet)) {
             guard let v, !v.isEmpty else { continue }

@@ -8,8 +8,11 @@ extension TimelineBuilder {
                      session: Shared<SessionKey>?) -> Bool {
         let isLog = if case .logLine = e.evidence { true } else { false }
         for i in w.entries.indices.reversed().prefix(8) {
+            guard abs(e.t &- w.entries[i].t) <= TimelineBuilder.corroborationWindow else { break }
+            // A frame matches only an entry a log line gave (`matches` below): the others are passed
+            // over without copying them (on a capture without logs, every one).
+            if !isLog, case .frame = w.entries[i].firstEvidence { continue }
             let x = w.entries[i]
-            guard abs(e.t &- x.t) <= TimelineBuilder.corroborationWindow else { break }
             // Repeated traffic (heartbeats, GCK DD/LSA...) corroborates only the same message.
             // A state change is the pair's, not one side's: each device's log words it from its own
             // side ("Bob changed state" on Alice's device), so direction does not tell two apart.

@@ -180,13 +180,22 @@ struct BrowseFolds {
         var q: Set<FlowKey> = []
         var framesOnly = true
         if self.enabled {
-            for e in events {
-                if case .logLine = e.evidence { framesOnly = false }
-                if e.kind == .icmpUnreachable, let f = e.quotedFlow { q.insert(f.canonical) }
+            // Two fields of each event, read in place (a copied event retains every shared field).
+            for i in events.indices {
+                if case .logLine = events[i].evidence { framesOnly = false }
+                if events[i].kind == .icmpUnreachable, let f = events[i].quotedFlow { q.insert(f.canonical) }
             }
         }
         quoted = q
         self.framesOnly = framesOnly
+    }
+
+    /// Folds whose scan of the events was done by the caller (a spilled list read once for all it needs).
+    init(enabled: Bool, gap: Nanos, quoted: Set<FlowKey>, framesOnly: Bool) {
+        self.enabled = enabled && gap > 0
+        self.gap = gap
+        self.quoted = self.enabled ? quoted : []
+        self.framesOnly = self.enabled ? framesOnly : true
     }
 }
 

@@ -181,6 +181,8 @@ public final class TimelineBuilder {
     var pending: [PeerEvent] = []
     /// Browse queries held compactly beside `pending` (see `QueryRuns`: they stand for events in it).
     var pendingRuns = QueryRuns()
+    /// Events spilled to a temporary file (see `add(spilled:)`).
+    var pendingSpill: SpilledEvents?
 
     /// A builder whose identity facts come with the events (`identity.*`), as decoding emits them.
     public init() { identities = PeerIdentities() }
@@ -209,6 +211,16 @@ public final class TimelineBuilder {
         }
         pending = es
         pendingRuns = queryRuns
+    }
+
+    /// Adds events held in a temporary file (`SpilledEvents`, in time order): `finish` reads them back in
+    /// passes instead of holding them (see `finish(spilled:at:)`). Analysis adds nothing else then.
+    public func add(spilled: SpilledEvents) {
+        if let earlier = pendingSpill {
+            // A second file (never from analysis): the first one's events as a list.
+            earlier.forEach { pending.append($0) }
+        }
+        pendingSpill = spilled
     }
 
     // MARK: working state
@@ -333,6 +345,14 @@ public final class TimelineBuilder {
     func role(_ e: PeerEvent) -> SessionRole { EventCatalogue.role(e) }
 
     public func finish(at end: Nanos? = nil) -> Timelines {
+        if let spill = pendingSpill {
+            pendingSpill = nil
+            if pending.isEmpty, pendingRuns.isEmpty { return finish(spilled: spill, at: end) }
+            // Events added both ways (never by analysis): all of them as one list.
+            pending = pendingRuns.merged(pending)
+            pendingRuns = QueryRuns()
+            spill.forEach { pending.append($0) }
+        }
         // Normalised in place (the list can be large: no second copy).
         var events = pending
         pending = []
@@ -364,7 +384,8 @@ public final class TimelineBuilder {
         }
         for i in events.indices { normalize(&events[i]) }
         runs.updateTemplates(normalize)
-        if !zip(events, events.dropFirst()).allSatisfy({ $0.t <= $1.t }) {
+        // By index: a pair of copied events per step retains every shared field of both.
+        if !events.indices.dropFirst().allSatisfy({ events[$0 - 1].t <= events[$0].t }) {
             // Not from the engine (its list is sorted, the runs placed in it): the list as a whole.
             if !runs.isEmpty {
                 events = runs.merged(events)
@@ -420,6 +441,13 @@ public final class TimelineBuilder {
             foldedMost = true
         }
         folds.open = [:]
+        return finishResolved(store: store, resolved: resolved, resolver: resolver, endT: endT, foldedMost: foldedMost)
+    }
+
+    /// The end of `finish`, once every event is resolved: the working state goes, what stays is kept.
+    func finishResolved(store: EventStore, resolved: [ResolvedEvent], resolver: PeerResolver, endT: Nanos,
+                        foldedMost: Bool) -> Timelines {
+        var resolved = resolved
         settleSuperseded()
         // The working state goes before what stays is moved out of its way (see
         // `TimelineBuilder+Compaction.swift`): the copies then take the room it leaves instead of growing

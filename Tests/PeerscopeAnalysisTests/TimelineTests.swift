@@ -410,6 +410,26 @@ final class TimelineTests: XCTestCase {
         XCTAssertNil(r.logOwners[1])
     }
 
+    /// `inferLogOwners` returns at once without log lines (only log inputs get owners): with one line,
+    /// the same packets make its owner; without it, nothing (what the whole pass gives), and a capture's
+    /// events are not each resolved twice for that.
+    func testLogOwnersAreInferredFromThePacketsOnlyWhenThereAreLogLines() throws {
+        let s = Script()
+        s.connect(A, B, at: 1)
+        s.connect(C, A, at: 2)
+        s.log(.appKeepAlive, 3, B)
+        let aID = try XCTUnwrap(A.peerID)
+        var r = PeerResolver(identities: s.facts.identities, events: s.events)
+        r.inferLogOwners(s.events)
+        XCTAssertEqual(r.logOwners, [1: .id(aID)], "the one counterpart of every peer the log names")
+        let frames = s.events.filter { if case .frame = $0.evidence { true } else { false } }
+        var q = PeerResolver(identities: s.facts.identities, events: frames)
+        q.inferLogOwners(frames)
+        XCTAssertEqual(q.logOwners, [:])
+        XCTAssertEqual(frames.map { q.resolve($0.from, evidence: $0.evidence, at: $0.t) },
+                       frames.map { r.resolve($0.from, evidence: $0.evidence, at: $0.t) })
+    }
+
     func testADisplayNameTwoPeersShareNamesTheOneInSession() throws {
         let s = Script()
         let first = PeerHint(peerID: 0x0111_2222_3333_4444, displayName: "Alice")

@@ -47,7 +47,13 @@ final class FastPathEquivalenceTests: XCTestCase {
             let found = a.values(of: set)
             XCTAssertEqual(found.count, keys.count)
             for (i, k) in keys.enumerated() { XCTAssertEqual(found[i], a[k], "round \(round) key \(k)") }
+            // `containsAny` says whether that pass finds anything, without making the values.
+            XCTAssertEqual(a.containsAny(of: set), found.contains { $0 != nil }, "round \(round): \(d)")
         }
+        XCTAssertFalse(EventAttrs().containsAny(of: set))
+        XCTAssertFalse(EventAttrs(["length": "20", "sn": "0"]).containsAny(of: set))
+        XCTAssertTrue(EventAttrs(["length": "20", "state": ""]).containsAny(of: set))
+        XCTAssertFalse(EventAttrs(["x": "1"]).containsAny(of: AttributeKeySet([])))
         XCTAssertEqual(EventAttrs().values(of: set), [String?](repeating: nil, count: keys.count))
         XCTAssertEqual(EventAttrs(["x": "1"]).values(of: AttributeKeySet([])), [])
     }
