@@ -358,8 +358,9 @@ public final class AnalysisSession {
 
     /// `report`, with the trace's events in `spilled` instead of in the trace (see `SpilledEvents`), calling
     /// `mapLargeBlocks` (if any) before the timeline stage.
-    static func report(_ trace: consuming EventTrace, detectors: DetectorConfig, onStage: ((AnalysisStage) -> Void)? = nil,
-                       foldBrowseQueries: Bool = true, spilled: SpilledEvents? = nil, mapLargeBlocks: (() -> Void)?) -> Report {
+    static func report(_ trace: consuming EventTrace, detectors: DetectorConfig = .defaults,
+                       onStage: ((AnalysisStage) -> Void)? = nil, foldBrowseQueries: Bool = true,
+                       spilled: SpilledEvents? = nil, mapLargeBlocks: (() -> Void)?) -> Report {
         // From here on a large block is mapped on its own and unmapped when freed (see
         // `Configuration.keepLargeBlocksMapped`).
         mapLargeBlocks?()
