@@ -60,12 +60,12 @@ if Context.environment["PEERSCOPE_FUZZ"] == "1" {
 
 let testTargets: [(String, [Target.Dependency])] = [
     ("PeerscopeCoreTests", ["PeerscopeCore", "PeerscopeSimulator"]),
-    ("PeerscopeCaptureTests", ["PeerscopeCapture", "PeerscopeCore"]),
-    ("PeerscopePacketsTests", ["PeerscopePackets", "PeerscopeCore"]),
+    ("PeerscopeCaptureTests", ["PeerscopeCapture", "PeerscopeCore", "PeerscopeSimulator"]),
+    ("PeerscopePacketsTests", ["PeerscopePackets", "PeerscopeCore", "PeerscopeSimulator"]),
     ("PeerscopePipelineTests", ["PeerscopePlugins", "PeerscopeCore"]),
-    ("PeerscopeDiscoveryTests", ["PeerscopePlugins", "PeerscopeCore"]),
-    ("PeerscopeInvitationTests", ["PeerscopePlugins", "PeerscopeCore"]),
-    ("PeerscopeSessionTests", ["PeerscopePlugins", "PeerscopeTimeline", "PeerscopeDetectors", "PeerscopeCore"]),
+    ("PeerscopeDiscoveryTests", ["PeerscopePlugins", "PeerscopeCore", "PeerscopeSimulator"]),
+    ("PeerscopeInvitationTests", ["PeerscopePlugins", "PeerscopeCore", "PeerscopeSimulator"]),
+    ("PeerscopeSessionTests", ["PeerscopePlugins", "PeerscopeTimeline", "PeerscopeDetectors", "PeerscopeCore", "PeerscopeSimulator"]),
     ("PeerscopeLogsTests", ["PeerscopeLogs", "PeerscopeCore"]),
     ("PeerscopeAnalysisTests", ["PeerscopeTimeline", "PeerscopeDetectors", "PeerscopeReports", "PeerscopeCore", "PeerscopeSimulator"]),
     ("PeerscopeSimulatorTests", ["PeerscopeSimulator"]),

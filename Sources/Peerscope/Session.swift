@@ -40,6 +40,12 @@ public final class AnalysisSession {
         public var engine: EngineOptions
         public var logOptions: LogOptions
         public var detectors: DetectorConfig
+        /// Linux (glibc): from the timeline stage on, large blocks are mapped on their own and unmapped
+        /// when freed, which keeps a long capture's peak memory down (see `setDefaultMmapThreshold`). This
+        /// is a setting of the whole process (`mallopt`, once per analysis): an app embedding peerscope
+        /// that tunes its own allocator, or minds the extra `mmap` calls in its other work, sets it
+        /// false. Default true (the `peerscope` command and the bench keep it). No effect elsewhere.
+        public var keepLargeBlocksMapped: Bool
 
         /// Once decoding is over, kept events that would take more than this many bytes on the heap (as
         /// plain events) are written to a temporary file and read back in order by the timeline stage
@@ -59,10 +65,11 @@ public final class AnalysisSession {
         public var spillOnlyQueryHeavy = true
 
         public init(engine: EngineOptions = EngineOptions(), logOptions: LogOptions = LogOptions(),
-                    detectors: DetectorConfig = .defaults) {
+                    detectors: DetectorConfig = .defaults, keepLargeBlocksMapped: Bool = true) {
             self.engine = engine
             self.logOptions = logOptions
             self.detectors = detectors
+            self.keepLargeBlocksMapped = keepLargeBlocksMapped
         }
     }
 
@@ -104,6 +111,8 @@ public final class AnalysisSession {
     private var engine: Engine
     private var liveCapture: LiveCaptureStats?
     private var finished = false
+    /// What sets the mmap threshold when `configuration.keepLargeBlocksMapped` (tests count the calls).
+    var setMmapThreshold: () -> Void = AnalysisSession.setDefaultMmapThreshold
 
     /// `onMessage` receives each decoded message as it is decoded (`--decode`); set
     /// `configuration.engine.decode.wantsMessages` to get them.
@@ -184,7 +193,7 @@ public final class AnalysisSession {
         var events = engine.events
         Engine.sortByTime(&events)
         let trace = EventTrace(inputs: liveInputs, stats: engine.stats, events: events)
-        return Self.report(trace, detectors: configuration.detectors)
+        return Self.report(trace, detectors: configuration.detectors, mapLargeBlocks: mapLargeBlocks)
     }
 
     // MARK: finishing
@@ -200,7 +209,7 @@ public final class AnalysisSession {
             finished = true
             let t = try Self.readTrace(trace)
             onStage?(.decoded(frames: t.stats.frames, events: t.events.count, folded: 0))
-            let report = Self.report(consume t, detectors: configuration.detectors, onStage: onStage)
+            let report = Self.report(consume t, detectors: configuration.detectors, onStage: onStage, mapLargeBlocks: mapLargeBlocks)
             return Analysis(report: report, run: RunResult(inputs: report.inputs, stats: report.stats, complete: report.complete,
                                                            inputProblems: report.inputProblems), logs: nil)
         }
@@ -215,7 +224,8 @@ public final class AnalysisSession {
         decoded.trace.events = []
         decoded.trace.queryRuns = QueryRuns()
         let spill = spillIfLarge(&trace)
-        let report = Self.report(consume trace, detectors: configuration.detectors, onStage: onStage, spilled: spill)
+        let report = Self.report(consume trace, detectors: configuration.detectors, onStage: onStage, spilled: spill,
+                                 mapLargeBlocks: mapLargeBlocks)
         return Analysis(report: report, run: decoded.run, logs: decoded.logs)
     }
 
@@ -316,7 +326,7 @@ public final class AnalysisSession {
                             complete: false, inputProblems: [error.description], directory: PeerDirectory(),
                             diagnosticCounts: ["input.unreadable": 1])
         let decoded = try Self.readLogs(run, captureNames: inputs, logs: [], configuration: configuration, onStage: nil)
-        return Analysis(report: Self.report(decoded.trace, detectors: configuration.detectors, onStage: nil), run: decoded.run,
+        return Analysis(report: Self.report(decoded.trace, detectors: configuration.detectors, onStage: nil, mapLargeBlocks: mapLargeBlocks), run: decoded.run,
                         logs: decoded.logs)
     }
 
@@ -339,20 +349,28 @@ public final class AnalysisSession {
         }
     }
 
+    /// What this session's reports call to keep large blocks mapped: nothing when the configuration says not to.
+    private var mapLargeBlocks: (() -> Void)? { configuration.keepLargeBlocksMapped ? setMmapThreshold : nil }
+
     /// Timelines, then detectors, then the report model, from what decoding gave.
     /// `foldBrowseQueries` false keeps every browse query its own resolved event (the report is the
-    /// same; `PEERSCOPE_NO_FOLDING=1` does it too).
+    /// same; `PEERSCOPE_NO_FOLDING=1` does it too). `keepLargeBlocksMapped`: as the configuration's.
     public static func report(_ trace: consuming EventTrace, detectors: DetectorConfig = .defaults,
-                              onStage: ((AnalysisStage) -> Void)? = nil, foldBrowseQueries: Bool = true) -> Report {
-        report(trace, detectors: detectors, onStage: onStage, foldBrowseQueries: foldBrowseQueries, spilled: nil)
+                              onStage: ((AnalysisStage) -> Void)? = nil, foldBrowseQueries: Bool = true,
+                              keepLargeBlocksMapped: Bool = true) -> Report {
+        let map: (() -> Void)? = keepLargeBlocksMapped ? { AnalysisSession.setDefaultMmapThreshold() } : nil
+        return report(consume trace, detectors: detectors, onStage: onStage, foldBrowseQueries: foldBrowseQueries, spilled: nil,
+                      mapLargeBlocks: map)
     }
 
-    /// `report`, with the trace's events in `spilled` instead of in the trace (see `SpilledEvents`).
+    /// `report`, with the trace's events in `spilled` instead of in the trace (see `SpilledEvents`), calling
+    /// `mapLargeBlocks` (if any) before the timeline stage.
     static func report(_ trace: consuming EventTrace, detectors: DetectorConfig = .defaults,
                        onStage: ((AnalysisStage) -> Void)? = nil, foldBrowseQueries: Bool = true,
-                       spilled: SpilledEvents?) -> Report {
-        // From here on a large block is mapped on its own and unmapped when freed (see `keepLargeBlocksMapped`).
-        keepLargeBlocksMapped()
+                       spilled: SpilledEvents? = nil, mapLargeBlocks: (() -> Void)?) -> Report {
+        // From here on a large block is mapped on its own and unmapped when freed (see
+        // `Configuration.keepLargeBlocksMapped`).
+        mapLargeBlocks?()
         var t = trace
         let last = max(t.stats.lastT ?? Int64.min, t.lastEventT ?? Int64.min, spilled?.lastT ?? Int64.min)
         let endT = last == Int64.min ? t.stats.lastT : last
@@ -367,7 +385,7 @@ public final class AnalysisSession {
         t.events = []
         t.queryRuns = QueryRuns()
         let timelines = builder.finish(at: endT)
-        if let spilled, let why = spilled.readError {
+        for why in builder.spillReadErrors {
             // The timelines miss what could not be read back: the report says so (never a silent loss).
             t.inputProblems.append("\(why); the timelines miss the events not read")
             t.complete = false
@@ -411,8 +429,9 @@ public final class AnalysisSession {
     /// stage lets go of the decoded list, every list and table below that size (the resolved events,
     /// long timelines, the detectors' tables, the findings) comes from the heap, and the pieces freed
     /// among the ones that stay keep their pages resident. Mapped on their own they go back whole when
-    /// freed. Setting the threshold once turns the raising off for the process. Elsewhere nothing to do.
-    static func keepLargeBlocksMapped() {
+    /// freed. Setting the threshold once turns the raising off for the process (which is why it can be
+    /// turned off: `Configuration.keepLargeBlocksMapped`). Elsewhere nothing to do.
+    static func setDefaultMmapThreshold() {
         #if canImport(Glibc)
         typealias Option = @convention(c) (Int32, Int32) -> Int32
         // M_MMAP_THRESHOLD (malloc.h)

@@ -33,40 +33,58 @@ public struct DeferredFields: MessageFieldsWriter {
 /// `peerscope decode`'s memory of members already written: mDNS refreshes repeat byte for byte, so
 /// the members of a message whose writer names its `cacheKey` are written once and, for every later
 /// message of the same writer type and the same key bytes, copied. A hit compares the key bytes in
-/// full (the hash only finds candidates), so what is copied is what writing would give. Bounded: past
-/// `limit` bytes held, it starts again empty.
+/// full (the hash only finds candidates), so what is copied is what writing would give.
+///
+/// Bounded by what repeats lately, not by the capture's length: an entry not used for `idle` of
+/// capture time (the message's frame time) is forgotten, every `sweepEvery` of capture time, as the
+/// mDNS decoder forgets the responses its refreshes stop repeating. Past `limit` bytes held (a flood
+/// of distinct keys within `idle`), it starts again empty. Forgetting only costs writing again.
 public struct MessageBodyCache {
     struct Entry {
         var type: ObjectIdentifier
         var key: [UInt8]
         var body: [UInt8]
+        /// The latest capture time the entry was written or copied at.
+        var lastUsed: Nanos
     }
 
     public static let defaultLimit = 32 << 20
+    /// Entries not used for this long (capture time) are forgotten: mDNS hosts refresh well within it.
+    public static let defaultIdle: Nanos = 300 * CaptureTime.second
+    /// How often (capture time) the table is swept for idle entries.
+    public static let sweepEvery: Nanos = 10 * CaptureTime.second
     public let limit: Int
+    /// nil: entries are forgotten only past `limit` (for tests comparing with the unbounded table).
+    public let idle: Nanos?
     private let hash: (UnsafeRawBufferPointer) -> UInt64
     private var table: [UInt64: [Entry]] = [:]
-    /// Key and body bytes held.
+    private var nextSweep: Nanos = .min
+    /// Key and body bytes held, and entries.
     public private(set) var held = 0
+    public private(set) var count = 0
     public private(set) var hits = 0
     public private(set) var misses = 0
 
     /// `hash` may be replaced to test collisions (every key on one hash must still write its own members).
-    public init(limit: Int = MessageBodyCache.defaultLimit,
+    public init(limit: Int = MessageBodyCache.defaultLimit, idle: Nanos? = MessageBodyCache.defaultIdle,
                 hash: @escaping (UnsafeRawBufferPointer) -> UInt64 = MessageBodyCache.hash) {
         self.limit = limit
+        self.idle = idle
         self.hash = hash
     }
 
-    /// Writes `writer`'s members into `out`: copied when the same type and key were written before.
-    public mutating func writeMembers(_ writer: any MessageFieldsWriter, to out: inout JSONBytes) {
+    /// Writes `writer`'s members into `out` for a message captured at `t`: copied when the same type
+    /// and key were written before.
+    public mutating func writeMembers(_ writer: any MessageFieldsWriter, t: Nanos, to out: inout JSONBytes) {
         guard let key = writer.cacheKey else { return writer.writeMembers(to: &out) }
+        if t >= nextSweep { sweep(t) }
         let type = ObjectIdentifier(Swift.type(of: writer))
         let h = key.withUnsafeBytes { hash($0) }
         if let entries = table[h] {
-            for e in entries where e.type == type && key.same(as: e.key) {
+            for (i, e) in entries.enumerated() where e.type == type && key.same(as: e.key) {
                 hits &+= 1
                 out.bytes.append(contentsOf: e.body)
+                if t > e.lastUsed { table[h]?[i].lastUsed = t }
                 return
             }
         }
@@ -78,10 +96,37 @@ public struct MessageBodyCache {
         if held &+ size > limit {
             table.removeAll()
             held = 0
+            count = 0
         }
         guard size <= limit else { return }
-        table[h, default: []].append(Entry(type: type, key: key.array, body: body))
+        table[h, default: []].append(Entry(type: type, key: key.array, body: body, lastUsed: t))
         held &+= size
+        count &+= 1
+    }
+
+    /// Forgets the entries not used since `t - idle`; the next sweep comes `sweepEvery` later.
+    private mutating func sweep(_ t: Nanos) {
+        let (next, over) = t.addingReportingOverflow(Self.sweepEvery)
+        nextSweep = over ? .max : next
+        guard let idle, !table.isEmpty else { return }
+        let (cutoff, under) = t.subtractingReportingOverflow(idle)
+        guard !under else { return }
+        // Visits every bucket but rewrites only those holding an idle entry (most hold none).
+        var stale: [UInt64] = []
+        for i in table.indices where table.values[i].contains(where: { $0.lastUsed < cutoff }) { stale.append(table.keys[i]) }
+        for h in stale {
+            guard let entries = table.removeValue(forKey: h) else { continue }
+            var kept: [Entry] = []
+            for e in entries {
+                if e.lastUsed >= cutoff {
+                    kept.append(e)
+                } else {
+                    held &-= e.key.count &+ e.body.count
+                    count &-= 1
+                }
+            }
+            if !kept.isEmpty { table[h] = kept }
+        }
     }
 
     /// The default hash (`ByteHash.hash`).
@@ -259,7 +304,7 @@ extension DecodedMessage {
     public func writeJSONLine(to out: inout JSONBytes, includeInput: Bool, cache: inout MessageBodyCache) {
         writeHead(to: &out, includeInput: includeInput)
         if let writer {
-            cache.writeMembers(writer, to: &out)
+            cache.writeMembers(writer, t: frame.t, to: &out)
         } else {
             writeFieldList(to: &out)
         }

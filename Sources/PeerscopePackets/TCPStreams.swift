@@ -57,12 +57,12 @@ struct TCPHalf {
     }
 }
 
-/// A connection's entry in the sweep's queue: its key and id (the entry is stale once `conns` holds
-/// another connection, or none, under the key) and a time no later than it could next be due.
+/// A connection's entry in the sweep's queue: the connection (the entry is stale once it left
+/// `conns`: `removed`) and a time no later than it could next be due. 16 bytes: a busy capture has
+/// an entry or two for every open connection (a key and id made it 104).
 struct TCPSweepEntry {
     var t: Nanos
-    var key: FlowKey
-    var id: UInt64
+    var conn: TCPConn
 }
 
 /// `TCPSweepEntry`s, earliest first (a binary heap; equal times in any order: the sweep sorts what it finds).
@@ -127,6 +127,14 @@ final class TCPConn {
     @exclusivity(unchecked) var firstAckToClient: UInt32?
     @exclusivity(unchecked) var ackAdvanceToServer: Int64 = 0
     @exclusivity(unchecked) var ackAdvanceToClient: Int64 = 0
+    /// Set when the connection leaves the decoder's table (its sweep entries are then stale).
+    @exclusivity(unchecked) var removed = false
+
+    /// The decoder's table key: the two endpoints, the lower first.
+    var key: FlowKey {
+        let s = info.client, d = info.server
+        return s < d ? FlowKey(.tcp, s, d) : FlowKey(.tcp, d, s)
+    }
 
     init(info: TCPConnectionInfo, frame: FrameInfo, t: Nanos) {
         self.info = info
@@ -562,6 +570,10 @@ extension PacketDecoder {
         c.c2s.buffered = 0
         c.s2c.buffered = 0
         conns.removeValue(forKey: key)
+        // Its sweep entries hold it until they come up: keep nothing else alive meanwhile.
+        c.removed = true
+        c.c2s.segs = []
+        c.s2c.segs = []
     }
 
     /// Evicts the least recently seen eighth of the table when it is full.
@@ -585,7 +597,7 @@ extension PacketDecoder {
     /// Queues connection `c` (under `key`) for the sweep at the earliest time it could be due.
     func queueSweep(_ key: FlowKey, _ c: TCPConn) {
         guard options.sweepByDeadlines else { return }
-        sweepQueue.insert(TCPSweepEntry(t: c.sweepDue(options), key: key, id: c.info.id))
+        sweepQueue.insert(TCPSweepEntry(t: c.sweepDue(options), conn: c))
     }
 
     /// Idle, closed and FIN-holding connections whose time came. The connections looked at are those
@@ -616,10 +628,12 @@ extension PacketDecoder {
             var again: [(FlowKey, TCPConn)] = []
             while let top = sweepQueue.min, top.t <= now {
                 sweepQueue.removeMin()
-                // Stale when the key holds another connection (or none); judged once per sweep.
-                guard let c = conns[top.key], c.info.id == top.id, c.sweptIn != sweepRound else { continue }
+                // Stale when the connection left the table; judged once per sweep.
+                let c = top.conn
+                guard !c.removed, c.sweptIn != sweepRound else { continue }
                 c.sweptIn = sweepRound
-                if !judge(top.key, c) { again.append((top.key, c)) }
+                let key = c.key
+                if !judge(key, c) { again.append((key, c)) }
             }
             for (key, c) in again { queueSweep(key, c) }
         } else {

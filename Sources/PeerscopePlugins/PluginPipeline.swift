@@ -33,7 +33,10 @@ public final class PluginPipeline {
     private let limits: [StreamLimits]
     private var probes: [UInt64]
 
-    private struct Pending {
+    /// A class, so a connection's entry in `streams` is a reference whatever the state: most
+    /// connections of a busy capture are never claimed, and an inline `Pending` (two buffers) made
+    /// every entry of the table that large.
+    private final class Pending {
         var toServer = StreamBuffer()
         var toClient = StreamBuffer()
         var rejectedToServer = false
@@ -68,6 +71,8 @@ public final class PluginPipeline {
         case unclaimed
     }
     private var streams: [UInt64: StreamState] = [:]
+    /// Bytes per entry of the per-connection stream table (a test keeps it one reference and a tag).
+    static var streamStateStride: Int { MemoryLayout<StreamState>.stride }
     /// Bytes a stream may buffer while plugins ask for more before deciding.
     public var probeLimit = 512
     private var handOffDepth = 0
@@ -237,7 +242,7 @@ public final class PluginPipeline {
             feed(f, dir, frame: frame, conn: conn, payload: payload)
         case .unclaimed:
             unclaimed["tcp", default: 0] &+= 1
-        case .pending(var p):
+        case .pending(let p):
             if dir == .toServer ? p.rejectedToServer : p.rejectedToClient {
                 unclaimed["tcp", default: 0] &+= 1
                 return

@@ -21,8 +21,7 @@ public enum JSONReportWriter {
         case list(Int, (Int) -> JSONValue, write: ((Int, inout [UInt8], String?, Int) -> Void)? = nil)
     }
 
-    private static func members(_ r: Report, _ m: FindingMarks) -> [(String, Member)] {
-        let ids = FindingIdentities(r)
+    private static func members(_ r: Report, _ m: FindingMarks, _ ids: FindingIdentities) -> [(String, Member)] {
         var list: [(String, Member)] = [
             ("schema", .value(.string(Report.schemaID))),
             ("tool", .value(.object([("name", .string(Report.toolName)), ("version", .string(r.toolVersion))]))),
@@ -83,9 +82,15 @@ public enum JSONReportWriter {
                  ("reason", .string(s.reason)), ("expires", str(s.expires))])
     }
 
+    /// `FindingMarks(r)` (fingerprints only) from identities already made for the report.
+    static func marksOf(_ r: Report, _ ids: FindingIdentities) -> FindingMarks {
+        FindingMarks(fingerprints: r.findings.map(ids.fingerprint))
+    }
+
     /// The whole document as one JSON value (for callers that want the tree; `write` streams).
     public static func json(_ r: Report, marks: FindingMarks? = nil) -> JSONValue {
-        .object(members(r, marks ?? FindingMarks(r)).map { key, m in
+        let ids = FindingIdentities(r)
+        return .object(members(r, marks ?? marksOf(r, ids), ids).map { key, m in
             switch m {
             case .value(let v): (key, v)
             case .list(let n, let make, _): (key, .array((0 ..< n).map(make)))
@@ -111,7 +116,8 @@ public enum JSONReportWriter {
             for _ in 0 ..< level { out.append(contentsOf: indent?.utf8 ?? "".utf8) }
         }
         out.append(0x7B)
-        for (i, (key, m)) in members(r, marks ?? FindingMarks(r)).enumerated() {
+        let ids = FindingIdentities(r)
+        for (i, (key, m)) in members(r, marks ?? marksOf(r, ids), ids).enumerated() {
             if i > 0 { out.append(0x2C) }
             if pretty { newline(1) }
             JSONValue.escape(key, into: &out)

@@ -61,6 +61,6 @@ extension TimelineBuilder {
         sharing = EventAttrsSharing(slotCount: 1)
         folds.open = [:]
         let foldedMost = folds.folded > resolved.count || resolved.capacity - resolved.count > resolved.count / 8
-        return finishResolved(store: store, resolved: resolved, resolver: resolver, endT: endT, foldedMost: foldedMost)
+        return finishResolved(store: store, resolved: consume resolved, resolver: resolver, endT: endT, foldedMost: foldedMost)
     }
 }

@@ -3,6 +3,7 @@ import PeerscopeCore
 import XCTest
 
 @testable import PeerscopeCapture
+import PeerscopeSimulator
 
 final class FileReaderTests: XCTestCase {
     let base: Int64 = 1_763_800_000 * 1_000_000_000  // 2025-11-22
@@ -413,7 +414,7 @@ final class FileReaderTests: XCTestCase {
         let (ng, _) = makePcapng(bigEndian: false)
         let classic = Synth.pcap(frames: (0 ..< 20).map { SynthFrame(t: base + Int64($0), data: Synth.payload($0, 50), origLen: 50) },
                                  bigEndian: true, nanos: false)
-        var rng = SplitMix(seed: 42)
+        var rng = SimRandom(seed: 42)
         for (name, original) in [("ng", ng), ("classic", classic)] {
             for round in 0 ..< 80 {
                 var b = original
@@ -501,15 +502,3 @@ final class FileReaderTests: XCTestCase {
     }
 }
 
-/// Small deterministic PRNG for the corruption test.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

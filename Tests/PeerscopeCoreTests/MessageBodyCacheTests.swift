@@ -92,6 +92,48 @@ final class MessageBodyCacheTests: XCTestCase {
         XCTAssertGreaterThan(small.misses, distinct.count, "entries were dropped and written again")
     }
 
+    /// A churning crowd: 600 hosts, one starting every 2 s for 20 minutes of capture time, each repeating
+    /// its own announcement at 0, 30 and 60 s and then gone. The cache holds the keys used within the
+    /// last `defaultIdle` (plus a sweep interval and those 60 s), not all 600 seen since the start;
+    /// every repeat is still copied, and the lines equal those of a cache that never forgets by time
+    /// and of writing afresh. Fails with the forgetting off (the table then holds 600).
+    func testKeysNotRepeatedLatelyAreForgottenAndTheLinesStayTheSame() {
+        let s = CaptureTime.second, t0: Nanos = 1_767_225_600 * CaptureTime.second
+        var messages: [DecodedMessage] = []
+        var timed: [(Nanos, Int)] = []
+        for i in 0 ..< 600 { for dt: Int64 in [0, 30, 60] { timed.append((t0 + (Int64(i) * 2 + dt) * s, i)) } }
+        timed.sort { ($0.0, $0.1) < ($1.0, $1.1) }
+        for (n, (t, i)) in timed.enumerated() {
+            let key = Bytes(Array("host-\(i).local announcement".utf8) + [UInt8(truncatingIfNeeded: i), UInt8(i >> 8)])
+            let frame = FrameInfo(input: 0, number: UInt64(n + 1), t: t, capturedLength: 0, originalLength: 0, linkType: 1)
+            messages.append(DecodedMessage(plugin: "test", type: "t", frame: frame, flow: nil, writer: HexWriter(payload: key)))
+        }
+        var plain = JSONBytes(), forgetting = JSONBytes(), keeping = JSONBytes()
+        var bounded = MessageBodyCache(), unbounded = MessageBodyCache(idle: nil)
+        var most = 0, mostUnbounded = 0
+        for m in messages {
+            m.writeJSONLine(to: &plain, includeInput: false)
+            m.writeJSONLine(to: &forgetting, includeInput: false, cache: &bounded)
+            m.writeJSONLine(to: &keeping, includeInput: false, cache: &unbounded)
+            most = max(most, bounded.count)
+            mostUnbounded = max(mostUnbounded, unbounded.count)
+        }
+        XCTAssertEqual(forgetting.bytes, plain.bytes, "a forgetting cache writes what writing afresh writes")
+        XCTAssertEqual(keeping.bytes, plain.bytes)
+        let idle = Int(MessageBodyCache.defaultIdle / s), sweep = Int(MessageBodyCache.sweepEvery / s)
+        XCTAssertLessThanOrEqual(most, (idle + sweep + 60) / 2 + 2, "the cache holds the keys repeated lately")
+        XCTAssertGreaterThan(most, 100, "and those still repeating keep their entries")
+        XCTAssertEqual(mostUnbounded, 600, "without forgetting, every key stays")
+        XCTAssertEqual(bounded.hits, 1200, "every repeat is copied")
+        XCTAssertEqual(bounded.misses, 600)
+        // Much later, one more message: everything idle goes at the next sweep.
+        let late = FrameInfo(input: 0, number: 9999, t: t0 + 5000 * s, capturedLength: 0, originalLength: 0, linkType: 1)
+        DecodedMessage(plugin: "test", type: "t", frame: late, flow: nil, writer: HexWriter(payload: Bytes([1, 2, 3])))
+            .writeJSONLine(to: &forgetting, includeInput: false, cache: &bounded)
+        XCTAssertEqual(bounded.count, 1, "only the new key is left")
+        XCTAssertLessThan(bounded.held, 200, "and its bytes")
+    }
+
     func testWritersWithoutAKeyAreAlwaysWritten() {
         struct Plain: MessageFieldsWriter {
             var fields: [(String, JSONValue)] { [("x", .int(1))] }

@@ -245,7 +245,7 @@ final class DNSMessageTests: XCTestCase {
         b.txt(inst, ["_d=Phone", "k=v"], ttl: 4500)
         b.a("host.local", [192, 168, 1, 2], ttl: 120)
         let base = b.bytes
-        var rng = SplitMix(seed: 42)
+        var rng = SimRandom(seed: 42)
         for _ in 0 ..< 20000 {
             let bytes = rng.corrupted(base)
             let (m, _) = DNSMessage.parse(Bytes(bytes))
@@ -253,28 +253,5 @@ final class DNSMessageTests: XCTestCase {
                 XCTAssertLessThanOrEqual(m.records.count * 11 + m.questions.count * 5, bytes.count)
             }
         }
-    }
-}
-
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// `base` with 1 to 6 random bytes changed and, one time in four, cut short at a random length.
-    mutating func corrupted(_ base: [UInt8]) -> [UInt8] {
-        var bytes = base
-        for _ in 0 ..< 1 + Int(next() % 6) {
-            let i = Int(next() % UInt64(bytes.count))
-            bytes[i] = UInt8(truncatingIfNeeded: next())
-        }
-        if next() % 4 == 0 { bytes.removeLast(Int(next() % UInt64(bytes.count))) }
-        return bytes
     }
 }

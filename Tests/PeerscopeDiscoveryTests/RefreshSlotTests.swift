@@ -50,7 +50,7 @@ final class RefreshSlotTests: XCTestCase {
     func testTheDeadlineQueueHoldsWhatAHeapWouldHold() {
         // Mostly increasing deadlines under a few TTLs, some out of order, drops at ticks: after every
         // step the earliest is the heap's (seeded, so a failure replays).
-        var rng = SplitMix(seed: 13)
+        var rng = SimRandom(seed: 13)
         var q = DeadlineQueue(), heap = Heap<Nanos>()
         var now: Nanos = 1000
         for step in 0 ..< 20000 {

@@ -1,7 +1,7 @@
 import Foundation
 import Peerscope
 import PeerscopeCore
-import PeerscopeReports
+@testable import PeerscopeReports
 import PeerscopeSimulator
 import PeerscopeTimeline
 import XCTest
@@ -35,6 +35,7 @@ final class DirectJSONGroupTests: XCTestCase {
             var compact: [UInt8] = []
             JSONReportWriter.write(r, pretty: false) { compact += $0 }
             XCTAssertEqual(String(decoding: compact, as: UTF8.self), JSONReportWriter.json(r).jsonText + "\n", "\(c.count) captures")
+            XCTAssertEqual(JSONReportWriter.marksOf(r, FindingIdentities(r)).fingerprints, FindingMarks(r).fingerprints)
             for p in r.timelines.peers {
                 for e in p.entries {
                     let ends = e.evidenceEnds
@@ -43,6 +44,12 @@ final class DirectJSONGroupTests: XCTestCase {
                     entries += 1
                 }
             }
+        }
+        // The writer's marks come from the identities it makes anyway: the fingerprints `FindingMarks` makes.
+        for name in ["keepalive-timeout", "channel-error-reset", "declined-invitation"] {
+            let r = try PeerscopeAnalysis.analyze(AnalysisOptions(captures: [Place.samples.appendingPathComponent("\(name).pcapng").path])).report
+            XCTAssertGreaterThan(r.findings.count, 0, name)
+            XCTAssertEqual(JSONReportWriter.marksOf(r, FindingIdentities(r)).fingerprints, FindingMarks(r).fingerprints, name)
         }
         XCTAssertGreaterThan(entries, 1000)
         XCTAssertGreaterThan(twoEnds, 100, "runs with a first and a last frame")

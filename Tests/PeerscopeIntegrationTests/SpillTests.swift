@@ -1,6 +1,6 @@
 import Foundation
 @testable import Peerscope
-import PeerscopeCore
+@testable import PeerscopeCore
 import PeerscopeReports
 import PeerscopeSimulator
 import XCTest
@@ -209,5 +209,47 @@ final class SpillTests: XCTestCase {
         XCTAssertFalse(try Self.analyse([sample], logs: [], c).spilled)
         c.spillBytes = bytes - 1
         XCTAssertTrue(try Self.analyse([sample], logs: [], c).spilled)
+    }
+
+    /// The builder's own guards, for a spill analysis never gives it: a list out of time order is read
+    /// into memory and sorted as a list is (the passes read the file in its order), and a file that
+    /// cannot be read back to its end makes the report incomplete and say so, never a silent loss.
+    func testABuilderSortsASpillOutOfTimeOrderAndSaysWhatADamagedOneMissed() throws {
+        let sample = Place.samples.appendingPathComponent("group-8.pcapng").path
+        let trace = try AnalysisSession(AnalysisOptions(captures: [sample])).decode(compactQueries: false).trace
+        var reversed = trace
+        reversed.events = trace.allEvents.reversed()
+        XCTAssertGreaterThan(reversed.events.count, 100)
+        XCTAssertNotEqual(Set(reversed.events.map(\.t)).count, 1)
+        func spill(_ events: [PeerEvent]) throws -> SpilledEvents {
+            let s = try SpilledEvents(directory: NSTemporaryDirectory(), writeBufferSize: 64)
+            s.readBufferSize = 64
+            for e in events { try s.append(e) }
+            try s.finishWriting()
+            return s
+        }
+        let memory = JSONReportWriter.render(AnalysisSession.report(reversed))
+        let outOfOrder = try spill(reversed.events)
+        XCTAssertFalse(outOfOrder.inTimeOrder)
+        var empty = reversed
+        empty.events = []
+        let fromSpill = AnalysisSession.report(empty, detectors: .defaults, spilled: outOfOrder, mapLargeBlocks: nil)
+        XCTAssertEqual(JSONReportWriter.render(fromSpill), memory)
+        XCTAssertEqual(fromSpill.inputProblems, [])
+
+        // In time order, cut in half: the passes stop where the file does, and the report says so.
+        let inOrder = try spill(trace.allEvents)
+        XCTAssertTrue(inOrder.inTimeOrder)
+        XCTAssertEqual(ftruncate(inOrder.fd, off_t(inOrder.bytesWritten / 2)), 0)
+        let cut = AnalysisSession.report(empty, detectors: .defaults, spilled: inOrder, mapLargeBlocks: nil)
+        XCTAssertFalse(cut.complete)
+        XCTAssertEqual(cut.inputProblems.count, 1)
+        XCTAssertTrue(cut.inputProblems.first?.hasSuffix("the timelines miss the events not read") ?? false, "\(cut.inputProblems)")
+        // Out of time order and cut: read into memory, and still said.
+        let both = try spill(reversed.events)
+        XCTAssertEqual(ftruncate(both.fd, off_t(both.bytesWritten / 2)), 0)
+        let cutList = AnalysisSession.report(empty, detectors: .defaults, spilled: both, mapLargeBlocks: nil)
+        XCTAssertFalse(cutList.complete)
+        XCTAssertEqual(cutList.inputProblems.count, 1)
     }
 }

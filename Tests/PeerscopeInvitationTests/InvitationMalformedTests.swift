@@ -1,6 +1,7 @@
 import XCTest
 import PeerscopeCore
 @testable import PeerscopePlugins
+import PeerscopeSimulator
 
 final class InvitationMalformedTests: XCTestCase {
     typealias X = InvitationExchangeTests
@@ -336,17 +337,6 @@ final class InvitationGapTests: XCTestCase {
 final class InvitationMutationTests: XCTestCase {
     typealias X = InvitationExchangeTests
 
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     func checkDiagnostics(_ h: Harness, _ label: String) {
         let owners = ["mpc-invitation.", "mpc-invite.", "mpc-invite-response.", "mpc-invite-connect."]
         for d in h.diagnostics {
@@ -357,7 +347,7 @@ final class InvitationMutationTests: XCTestCase {
 
     /// Message plists with random byte changes, framed with correct CRCs so the message plugins see them.
     func testMutatedMessagesInValidFrames() {
-        var rng = SplitMix(state: 0x5EED)
+        var rng = SimRandom(seed: 0x5EED)
         let bodies = [X.invite(), X.response(accept: true), X.response(accept: false), X.connect()]
         for i in 0 ..< 400 {
             var body = bodies[i % bodies.count]
@@ -373,7 +363,7 @@ final class InvitationMutationTests: XCTestCase {
 
     /// The whole exchange with random byte changes anywhere (headers included) and random chunking.
     func testMutatedStreams() {
-        var rng = SplitMix(state: 0xC0FFEE)
+        var rng = SimRandom(seed: 0xC0FFEE)
         for i in 0 ..< 150 {
             let h = Harness()
             for (dir, turn) in X.exchange() {

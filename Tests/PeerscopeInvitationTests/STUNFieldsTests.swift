@@ -1,6 +1,7 @@
 import XCTest
 import PeerscopeCore
 @testable import PeerscopePlugins
+import PeerscopeSimulator
 
 /// Issue 13: the direct writers of STUN and GCK messages (`STUNFields`, `GCKDataFields`,
 /// `GCKHeartbeatFields`) write the bytes of the field lists they replace, on random messages: every
@@ -9,11 +10,9 @@ import PeerscopeCore
 /// checked or not, software, unknown attributes of every length) and random GCK Data and Heartbeat
 /// packets (every kind byte, short bodies, with and without `--show-payloads`).
 final class STUNFieldsTests: XCTestCase {
-    typealias SplitMix = InvitationMutationTests.SplitMix
+    static func bytes(_ n: Int, _ rng: inout SimRandom) -> [UInt8] { (0 ..< n).map { _ in UInt8.random(in: 0 ... 255, using: &rng) } }
 
-    static func bytes(_ n: Int, _ rng: inout SplitMix) -> [UInt8] { (0 ..< n).map { _ in UInt8.random(in: 0 ... 255, using: &rng) } }
-
-    static func attribute(_ rng: inout SplitMix) -> (UInt16, [UInt8]) {
+    static func attribute(_ rng: inout SimRandom) -> (UInt16, [UInt8]) {
         let types: [UInt16] = [0x0001, 0x0020, 0x0006, 0x0009, 0x0024, 0x8029, 0x802A, 0x8028, 0x8022, 0x8001, 0x0008, 0x0025,
                                UInt16.random(in: 0 ... 0xFFFF, using: &rng)]
         let t = types[Int.random(in: 0 ..< types.count, using: &rng)]
@@ -36,7 +35,7 @@ final class STUNFieldsTests: XCTestCase {
         return (t, v)
     }
 
-    static func stunPayload(_ rng: inout SplitMix) -> [UInt8] {
+    static func stunPayload(_ rng: inout SimRandom) -> [UInt8] {
         var attrs: [UInt8] = []
         for _ in 0 ..< Int.random(in: 0 ... 7, using: &rng) {
             let (t, v) = attribute(&rng)
@@ -56,7 +55,7 @@ final class STUNFieldsTests: XCTestCase {
     }
 
     func testSTUNWriterWritesTheFieldListsBytesOnRandomMessages() throws {
-        var rng = SplitMix(state: 0x57_0E)
+        var rng = SimRandom(seed: 0x57_0E)
         var checked = 0, addresses = 0
         for _ in 0 ..< 3000 {
             guard let m = STUNMessage(Bytes(Self.stunPayload(&rng))) else { continue }
@@ -73,7 +72,7 @@ final class STUNFieldsTests: XCTestCase {
     }
 
     func testGCKWritersWriteTheFieldListsBytesOnRandomPackets() throws {
-        var rng = SplitMix(state: 0x6C_4B)
+        var rng = SimRandom(seed: 0x6C_4B)
         var data = 0
         for i in 0 ..< 3000 {
             var b = Self.bytes(16 + Int.random(in: 0 ... 80, using: &rng), &rng)

@@ -1,12 +1,13 @@
 import PeerscopeCore
 @testable import PeerscopePackets
 import XCTest
+import PeerscopeSimulator
 
 /// Seeded mutation fuzzing: hostile bytes at every layer must never trap or hang, and the decoder's
 /// bookkeeping stays consistent.
 final class FuzzTests: XCTestCase {
     func testMutatedFramesNeverTrap() {
-        var rng = SplitMix(state: 7)
+        var rng = SimRandom(seed: 7)
         let conv = Conversation()
         let seeds: [[UInt8]] = [
             conv.syn, conv.synAck, conv.data(true, at: 0, pattern(30, seed: 1)), conv.data(false, at: 5, pattern(9, seed: 2)),

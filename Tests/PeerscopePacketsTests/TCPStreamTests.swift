@@ -1,6 +1,7 @@
 import PeerscopeCore
 @testable import PeerscopePackets
 import XCTest
+import PeerscopeSimulator
 
 /// A scripted TCP conversation between a client and a server over Ethernet/IPv4.
 struct Conversation {
@@ -57,7 +58,7 @@ final class TCPStreamTests: XCTestCase {
         XCTAssertEqual(inOrder.stream(.toClient), down)
         XCTAssertEqual(inOrder.eventNames, ["syn/toServer", "established/toClient", "fin/toServer", "fin/toClient", "closed/toClient"])
 
-        var rng = SplitMix(state: 42)
+        var rng = SimRandom(seed: 42)
         var body: [[UInt8]] = []
         for (toServer, bytes) in [(true, up), (false, down)] {
             for i in bytes.indices { body.append(conv.data(toServer, at: i, [bytes[i]])) }

@@ -170,4 +170,11 @@ final class StreamFramingTests: XCTestCase {
         XCTAssertTrue(b.isEmpty)
         XCTAssertEqual(b.offset, 10000)
     }
+
+    /// Issue 13: a busy capture's TCP connections are mostly never claimed, and each has an entry in the
+    /// pipeline's stream table for as long as it is open: the entry is a reference and a tag (a waiting
+    /// connection's buffers are boxed), not two stream buffers inline.
+    func testAConnectionsStreamTableEntryIsOneReferenceWide() {
+        XCTAssertLessThanOrEqual(PluginPipeline.streamStateStride, 16)
+    }
 }

@@ -1,6 +1,7 @@
 import PeerscopeCore
 @testable import PeerscopePlugins
 import XCTest
+import PeerscopeSimulator
 
 /// The seeds' JSON messages (../shared/seeds 000-003): shapes copied from the apps' code.
 enum Seeds {
@@ -219,7 +220,7 @@ final class AppStreamEvidenceTests: XCTestCase {
     let client = Endpoint(v4(10, 6, 0, 1), 50612)
 
     /// `count` pseudo-random bytes starting with `head`.
-    func random(_ rng: inout SplitMix, _ head: [UInt8], _ count: Int) -> [UInt8] {
+    func random(_ rng: inout SimRandom, _ head: [UInt8], _ count: Int) -> [UInt8] {
         head + (0 ..< max(0, count - head.count)).map { _ in rng.byte() }
     }
 
@@ -234,7 +235,7 @@ final class AppStreamEvidenceTests: XCTestCase {
     }
 
     func testCiphertextStartingWithABraceOrAZeroIsNeitherClaimedNorDiagnosed() {
-        var rng = SplitMix(state: 0xC1F3)
+        var rng = SimRandom(seed: 0xC1F3)
         // Server data seen from mid-connection (no TLS record header), on 443 and on an ephemeral port.
         let heads: [[UInt8]] = [[0x7B], [0x7B, 0x22], [0x20, 0x0A, 0x7B], [0x00, 0x00, 0x01, 0x10], [0x00, 0x00, 0x00, 0x40, 0x7B]]
         for server in [UInt16(443), 51234] {
@@ -324,7 +325,7 @@ final class AppStreamEvidenceTests: XCTestCase {
     }
 
     func testADatagramIsAppJSONWhenItIsAnObjectOrItsFlowCarriedOne() {
-        var rng = SplitMix(state: 0x0171C)
+        var rng = SimRandom(seed: 0x0171C)
         let h = Harness()
         // QUIC-like datagrams (443 and ephemeral ports) that start with '{' and end with '}'.
         for k in 0 ..< 500 {

@@ -2,6 +2,7 @@ import Foundation
 import PeerscopeCore
 import PeerscopePlugins
 import XCTest
+import PeerscopeSimulator
 
 /// Drives plugins through `PluginPipeline` with transport units built by hand and records what they report.
 final class Harness {
@@ -165,16 +166,8 @@ enum TestCRC {
     }
 }
 
-/// Deterministic pseudo-random numbers for fuzz-style tests.
-struct SplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+/// Draws for fuzz-style tests, from the simulator's deterministic generator (SplitMix64).
+extension SimRandom {
     mutating func byte() -> UInt8 { UInt8(truncatingIfNeeded: next()) }
     mutating func below(_ n: Int) -> Int { n <= 0 ? 0 : Int(next() % UInt64(n)) }
 }

@@ -1,6 +1,7 @@
 import PeerscopeCore
 import PeerscopePlugins
 import XCTest
+import PeerscopeSimulator
 
 /// Bad bytes become diagnostics with stable ids and offsets; nothing traps.
 final class MalformedInputTests: XCTestCase {
@@ -285,7 +286,7 @@ final class MalformedInputTests: XCTestCase {
         let lines = (try? Shared.gckSession()) ?? []
         var seeds: [[UInt8]] = lines + DTLSBuild.flights().flatMap { $0.1 } + Seeds.all.map { Array($0.utf8) }
         seeds.append(gckData(Array(Seeds.chat.utf8)))
-        var rng = SplitMix(state: 0x5EED)
+        var rng = SimRandom(seed: 0x5EED)
         let h = Harness()
         let conn = TCPConnectionInfo(id: 9, client: s, server: d, sawSYN: true)
         for round in 0 ..< 4000 {

@@ -60,7 +60,8 @@ extension DiscoveryTracker {
     /// How often (capture time) `sweepMemos` looks for entries to forget.
     static let memoSweepEvery: Nanos = 10 * CaptureTime.second
 
-    /// Forgets remembered responses and queries not used for `refreshIdle` / `queryRepeatIdle`, so both
+    /// Forgets remembered responses and queries not used for `refreshIdle` / `queryRepeatIdle` (and
+    /// browse attributes not used for `refreshIdle`, see `browseAttrs`), so both
     /// tables hold what the hosts heard lately say, not everything said since the capture began: a
     /// long capture of churning hosts (new addresses, changed TXT records, hosts gone) would otherwise
     /// fill them to `maxRefreshes`. They are caches of the full path's result: forgetting an entry
@@ -81,6 +82,13 @@ extension DiscoveryTracker {
             if used <= t, t &- used >= Self.queryRepeatIdle { stale.append(queryRepeats.keys[i]) }
         }
         for k in stale { queryRepeats.removeValue(forKey: k) }
+        guard forgetsBrowseAttrs else { return }
+        var staleAttrs: [BrowseAttrs] = []
+        for i in browseAttrs.indices {
+            let used = browseAttrs.values[i].lastUsed
+            if used <= t, t &- used >= Self.refreshIdle { staleAttrs.append(browseAttrs.keys[i]) }
+        }
+        for k in staleAttrs { browseAttrs.removeValue(forKey: k) }
     }
 
     /// Takes `p` by the fast path when it repeats a remembered response and nothing it touches changed;

@@ -93,7 +93,10 @@ final class DiscoveryTracker {
         var sources: Set<IPAddress> = []
         var lastFlow: FlowKey?
         var srv: SRV?
-        var txt: DNSSD.TXTRecord?
+        /// The TXT record's MPC display name (`_d`), read when the record changes: asked on every
+        /// event's hints. The record itself is read from `txtRaw` when needed (`txt`): keeping it parsed
+        /// as well held every string three times (raw, `key=value`, key and value).
+        var displayName: String?
         var key: String
         var name: DNSSD.InstanceName
         var fullName: String
@@ -117,7 +120,8 @@ final class DiscoveryTracker {
             self.lastEvidence = lastEvidence
         }
 
-        var displayName: String? { txt?.displayName }
+        /// The TXT record, read from its bytes (changes, events' attributes, the summary: not per packet).
+        var txt: DNSSD.TXTRecord? { txtRaw.map { DNSSD.TXTRecord($0) } }
 
         /// The address that last announced the instance (a set's `first` would depend on its hashing,
         /// which differs from run to run and from copy to copy).
@@ -231,7 +235,12 @@ final class DiscoveryTracker {
         var known: Int
         var any: Bool
     }
-    var browseAttrs: [BrowseAttrs: EventAttrs] = [:]
+    /// With the capture time each was last used at: `sweepMemos` forgets those not used for
+    /// `refreshIdle`, so the table holds what queriers asked lately, not every (querier, question,
+    /// known-answer count) since the start. A cache only: attributes built again are equal.
+    var browseAttrs: [BrowseAttrs: (attrs: EventAttrs, lastUsed: Nanos)] = [:]
+    /// Off (for tests comparing with it): kept until the table reaches `maxInstances`.
+    var forgetsBrowseAttrs = true
     var browsers: [IPAddress: Set<String>] = [:]
     var serviceStats: [String: (instances: Set<String>, queries: Int, mpc: Set<String>)] = [:]
     var reportedConflicts: Set<String> = []
@@ -253,7 +262,16 @@ final class DiscoveryTracker {
     /// hosts and browse entries are pruned at the same ticks as before. Plain times: cheap to keep.
     var dueTimes = DeadlineQueue()
     /// Instances that ended, by last seen (entries go stale when one revives or leaves the table).
+    /// Each goodbye or expiry adds one, so stale ones are dropped once there are twice as many entries
+    /// as instances (at least `endedSlack`): the heap is bounded by the table, not by the capture's
+    /// churn. Dropping stale entries changes no victim: `nextVictim` skips them.
     var ended = Heap<Due>()
+    static let endedSlack = 4096
+    /// Off (for tests comparing with it): stale entries are dropped only past 4 x `maxInstances`.
+    var compactsEnded = true
+    var endedCompactionAt: Int {
+        compactsEnded ? max(Self.endedSlack, 2 * instances.count) : 4 * Self.maxInstances
+    }
     /// Address expiries by host, earliest first (stale entries are harmless: the host is checked again).
     var hostDue = Heap<Due>()
     /// Display name -> keys of alive instances with that name (a superset: entries that ended or
@@ -332,8 +350,9 @@ final class DiscoveryTracker {
             let attrKey = BrowseAttrs(querier: src, labels: q.name.labels, qu: q.unicastResponse, known: known,
                                       any: q.type == DNSType.any)
             let attrs: EventAttrs
-            if let cached = browseAttrs[attrKey] {
-                attrs = cached
+            if let i = browseAttrs.index(forKey: attrKey) {
+                attrs = browseAttrs.values[i].attrs
+                if t > browseAttrs.values[i].lastUsed { browseAttrs.values[i].lastUsed = t }
             } else {
                 var a: [String: String] = ["service": service, "qu": q.unicastResponse ? "true" : "false"]
                 if q.name.labels.count > 1, DNSName.foldedEqual(q.name.labels[1], "_sub") { a["subtype"] = q.name.labels[0] }
@@ -343,7 +362,7 @@ final class DiscoveryTracker {
                 if browseAttrs.count >= Self.maxInstances { browseAttrs.removeAll(keepingCapacity: true) }
                 // Packed as `ctx.event(_:attrs:)` packs a dictionary: the same bytes.
                 attrs = EventAttrs(a)
-                browseAttrs[attrKey] = attrs
+                browseAttrs[attrKey] = (attrs, t)
             }
             let hints = ctx.hints()
             ctx.event(.browse, from: hints.from, packed: attrs)
@@ -434,10 +453,13 @@ final class DiscoveryTracker {
     /// An instance ended (goodbye, expiry): it is an eviction candidate from now on, by last seen.
     private func noteEnded(_ i: Instance) {
         ended.insert(Due(t: i.lastSeen, key: i.key, slot: instances.index(forKey: i.key) ?? -1))
-        if ended.count > 4 * Self.maxInstances {
-            // Drop the entries that no longer hold (the instance revived, changed or left the table).
+        if ended.count > endedCompactionAt {
+            // Drop the entries that no longer hold (the instance revived, changed or left the table),
+            // and repeats of one that does (the first to come up evicts it; the rest would be stale).
+            var kept = Set<String>()
             ended = Heap(ended.unordered.filter { e in
-                instances[e.key].map { $0.state != .alive && $0.lastSeen == e.t } ?? false
+                guard instances[e.key].map({ $0.state != .alive && $0.lastSeen == e.t }) ?? false else { return false }
+                return kept.insert(e.key).inserted
             })
         }
     }
@@ -565,15 +587,16 @@ final class DiscoveryTracker {
                     // reader's whole 1 MiB chunk alive for as long as the instance lives.
                     let raw = raw.map { Bytes($0.array) }
                     let txt = DNSSD.TXTRecord(raw)
-                    if let old = inst.txt, old.strings != txt.strings {
+                    let previous = inst.txt
+                    if let old = previous, old.strings != txt.strings {
                         txtChanged[key] = changedKeys(old, txt)
-                    } else if inst.txt == nil, !announcedNow.contains(key) {
+                    } else if previous == nil, !announcedNow.contains(key) {
                         // Announced without TXT earlier (PTR/SRV only): its TXT arriving now is news too.
                         txtChanged[key] = txt.keys
                     }
-                    if let old = inst.txt?.displayName, old != txt.displayName { byDisplayName[old]?.remove(key) }
-                    inst.txt = txt
+                    if let old = inst.displayName, old != txt.displayName { byDisplayName[old]?.remove(key) }
                     inst.txtRaw = raw
+                    inst.displayName = txt.displayName
                 }
                 inst.txtExpiry = t &+ Nanos(r.ttl) &* CaptureTime.second
                 touch(&inst, t, src, input)
