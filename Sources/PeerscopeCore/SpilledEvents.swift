@@ -6,6 +6,9 @@ import Glibc
 import Musl
 #endif
 
+/// The C library's `close` (the list's own `close()` hides it inside the class).
+private func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }
+
 /// Kept events written to a temporary file instead of held on the heap (issue 13): a long capture's
 /// events leave memory once decoding is over, and the timeline stage reads them back in order, as many
 /// times as it needs (`forEach`, or the list as a `Sequence`).
@@ -84,7 +87,24 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
     }
 
     deinit {
-        if fd >= 0 { _ = close(fd) }
+        if fd >= 0 { _ = closeDescriptor(fd) }
+    }
+
+    /// Lets the file and the tables go (the timelines are built): the list then reads as empty.
+    public func close() {
+        if fd >= 0 { _ = closeDescriptor(fd) }
+        fd = -1
+        count = 0
+        bytesWritten = 0
+        finished = true
+        buffer = []
+        labels = []
+        labelIDs = [:]
+        hints = []
+        hintIDs = [:]
+        flows = []
+        flowIDs = [:]
+        lastLabel = nil
     }
 
     // MARK: writing
@@ -153,13 +173,19 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         }
     }
 
+    /// The last event's label and its id: most events repeat the one before (no hashing of two strings).
+    private var lastLabel: (label: Label, id: UInt32)?
+
     private func encode(_ e: PeerEvent) {
-        let label = Label(kind: e.kind, source: e.source)
         let id: UInt32
-        if let l = labelIDs[label] { id = l } else {
-            id = UInt32(truncatingIfNeeded: labels.count)
-            labels.append(label)
-            labelIDs[label] = id
+        if let l = lastLabel, l.label.kind == e.kind, l.label.source == e.source { id = l.id } else {
+            let label = Label(kind: e.kind, source: e.source)
+            if let l = labelIDs[label] { id = l } else {
+                id = UInt32(truncatingIfNeeded: labels.count)
+                labels.append(label)
+                labelIDs[label] = id
+            }
+            lastLabel = (label, id)
         }
         put(UInt64(id))
         // Times as differences (the list is nearly in time order): wrapping both ways gives the value back.

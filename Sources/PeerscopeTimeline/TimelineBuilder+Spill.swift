@@ -48,7 +48,10 @@ extension TimelineBuilder {
         // read back are shared again with an equal one read shortly before (the engine shared them so).
         let store = EventStore()
         var resolved: [ResolvedEvent] = []
-        var sharing = EventAttrsSharing(slotCount: 1 << 14)
+        // At most one per event (facts and folds fewer): no copies while it grows, and no slack kept
+        // where little is folded (`finishResolved` trims it when most was).
+        resolved.reserveCapacity(spill.count)
+        var sharing = EventAttrsSharing(slotCount: 1 << 16)
         for var e in events {
             sharing.share(&e.attrs)
             let k = resolved.count
@@ -57,6 +60,7 @@ extension TimelineBuilder {
         }
         sharing = EventAttrsSharing(slotCount: 1)
         folds.open = [:]
-        return finishResolved(store: store, resolved: consume resolved, resolver: resolver, endT: endT, foldedMost: true)
+        let foldedMost = folds.folded > resolved.count || resolved.capacity - resolved.count > resolved.count / 8
+        return finishResolved(store: store, resolved: consume resolved, resolver: resolver, endT: endT, foldedMost: foldedMost)
     }
 }

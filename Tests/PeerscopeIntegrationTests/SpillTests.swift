@@ -15,6 +15,7 @@ final class SpillTests: XCTestCase {
         var c = AnalysisSession.Configuration()
         c.spillBytes = spill ? 0 : Int.max
         c.spillBufferBytes = 64
+        c.spillOnlyQueryHeavy = false
         c.spillDirectory = directory
         return c
     }
@@ -168,6 +169,28 @@ final class SpillTests: XCTestCase {
         }
     }
 
+    /// By default only a list whose query runs outnumber its events spills (a crowded mDNS capture), not
+    /// one the in-memory path frees before any entry exists (a group session).
+    func testByDefaultOnlyAQueryHeavyListSpills() throws {
+        var c = AnalysisSession.Configuration()
+        c.spillBytes = 0
+        XCTAssertTrue(c.spillOnlyQueryHeavy)
+        let sample = Place.samples.appendingPathComponent("group-8.pcapng").path
+        let trace = try AnalysisSession(AnalysisOptions(captures: [sample])).decode(compactQueries: true).trace
+        XCTAssertLessThanOrEqual(trace.queryRuns.count, trace.events.count)
+        XCTAssertFalse(try Self.analyse([sample], logs: [], c).spilled)
+        var crowds = 0
+        try withGeneratedCrowds("spill-default") { path, _ in
+            let t = try AnalysisSession(AnalysisOptions(captures: [path])).decode(compactQueries: true).trace
+            XCTAssertGreaterThan(t.queryRuns.count, t.events.count)
+            let spilled = try Self.analyse([path], logs: [], c), memory = try Self.analyse([path], logs: [], Self.configuration(spill: false))
+            XCTAssertTrue(spilled.spilled)
+            XCTAssertEqual(spilled.json, memory.json)
+            crowds += 1
+        }
+        XCTAssertEqual(crowds, 2)
+    }
+
     /// The threshold: the samples stay in memory by default, a list past it spills.
     func testTheDefaultThresholdKeepsSamplesInMemoryAndALargerListSpills() throws {
         XCTAssertEqual(AnalysisSession.Configuration().spillBytes, AnalysisSession.defaultSpillBytes)
@@ -176,6 +199,7 @@ final class SpillTests: XCTestCase {
         }
         let sample = Place.samples.appendingPathComponent("healthy-pair.pcapng").path
         var c = AnalysisSession.Configuration()
+        c.spillOnlyQueryHeavy = false
         c.spillBytes = 64 << 20
         XCTAssertFalse(try Self.analyse([sample], logs: [], c).spilled)
         // Just under and just over what the sample's events take as plain events.
