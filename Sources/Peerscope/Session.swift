@@ -40,14 +40,53 @@ public final class AnalysisSession {
         public var engine: EngineOptions
         public var logOptions: LogOptions
         public var detectors: DetectorConfig
+        /// Linux (glibc): from the timeline stage on, large blocks are mapped on their own and unmapped
+        /// when freed, which keeps a long capture's peak memory down (see `setDefaultMmapThreshold`). This
+        /// is a setting of the whole process (`mallopt`, once per analysis): an app embedding peerscope
+        /// that tunes its own allocator, or minds the extra `mmap` calls in its other work, sets it
+        /// false. Default true (the `peerscope` command and the bench keep it). No effect elsewhere.
+        public var keepLargeBlocksMapped: Bool
+
+        /// Once decoding is over, kept events that would take more than this many bytes on the heap (as
+        /// plain events) are written to a temporary file and read back in order by the timeline stage
+        /// (`SpilledEvents`): memory then follows what the timelines keep, not the capture's length. The
+        /// report is the same either way. `Int.max`: never. Default `defaultSpillBytes`.
+        public var spillBytes: Int = AnalysisSession.defaultSpillBytes
+        /// Where the temporary file goes: nil is `TMPDIR` (else /tmp), never beside the inputs. A folder that
+        /// cannot take it leaves the events in memory, with a note (`AnalysisSession.onNote`).
+        public var spillDirectory: String?
+        /// Bytes the spill writes and reads at a time (tests make it tiny, so every event crosses buffers).
+        public var spillBufferBytes = 1 << 20
 
         public init(engine: EngineOptions = EngineOptions(), logOptions: LogOptions = LogOptions(),
-                    detectors: DetectorConfig = .defaults) {
+                    detectors: DetectorConfig = .defaults, keepLargeBlocksMapped: Bool = true) {
             self.engine = engine
             self.logOptions = logOptions
             self.detectors = detectors
+            self.keepLargeBlocksMapped = keepLargeBlocksMapped
         }
     }
+
+    /// 64 MiB (about 560,000 plain events: the bench's 1 GB mDNS file spills, the samples do not), or
+    /// `PEERSCOPE_SPILL_BYTES` when set to a number.
+    public static var defaultSpillBytes: Int {
+        if let v = ProcessInfo.processInfo.environment["PEERSCOPE_SPILL_BYTES"], let n = Int(v), n >= 0 { return n }
+        return 64 << 20
+    }
+
+    /// Where a spill goes when the configuration names no folder: `TMPDIR`, else /tmp.
+    public static var temporaryDirectory: String {
+        if let d = ProcessInfo.processInfo.environment["TMPDIR"], !d.isEmpty { return d }
+        return "/tmp"
+    }
+
+    /// Told things worth a line on standard error that change nothing in the report (the CLI prints them):
+    /// events kept in memory because the temporary file could not be written. Also kept in `notes`.
+    public var onNote: ((String) -> Void)?
+    /// The notes given to `onNote` so far.
+    public private(set) var notes: [String] = []
+    /// Where the last `finish` spilled its events (the file is already unlinked), nil when it did not.
+    public private(set) var spillPath: String?
 
     public let configuration: Configuration
     /// Called as each stage ends (same thread as `finish`).
@@ -66,6 +105,8 @@ public final class AnalysisSession {
     private var engine: Engine
     private var liveCapture: LiveCaptureStats?
     private var finished = false
+    /// What sets the mmap threshold when `configuration.keepLargeBlocksMapped` (tests count the calls).
+    var setMmapThreshold: () -> Void = AnalysisSession.setDefaultMmapThreshold
 
     /// `onMessage` receives each decoded message as it is decoded (`--decode`); set
     /// `configuration.engine.decode.wantsMessages` to get them.
@@ -146,7 +187,7 @@ public final class AnalysisSession {
         var events = engine.events
         Engine.sortByTime(&events)
         let trace = EventTrace(inputs: liveInputs, stats: engine.stats, events: events)
-        return Self.report(trace, detectors: configuration.detectors)
+        return Self.report(trace, detectors: configuration.detectors, mapLargeBlocks: mapLargeBlocks)
     }
 
     // MARK: finishing
@@ -162,7 +203,7 @@ public final class AnalysisSession {
             finished = true
             let t = try Self.readTrace(trace)
             onStage?(.decoded(frames: t.stats.frames, events: t.events.count, folded: 0))
-            let report = Self.report(consume t, detectors: configuration.detectors, onStage: onStage)
+            let report = Self.report(consume t, detectors: configuration.detectors, onStage: onStage, mapLargeBlocks: mapLargeBlocks)
             return Analysis(report: report, run: RunResult(inputs: report.inputs, stats: report.stats, complete: report.complete,
                                                            inputProblems: report.inputProblems), logs: nil)
         }
@@ -173,11 +214,52 @@ public final class AnalysisSession {
         AnalysisSession.returnFreedMemory()
         // The trace moves into the report: `decoded` letting go of its events keeps a large capture's
         // list held once (the timeline builder adopts it instead of copying it).
-        let trace = decoded.trace
+        var trace = decoded.trace
         decoded.trace.events = []
         decoded.trace.queryRuns = QueryRuns()
-        let report = Self.report(consume trace, detectors: configuration.detectors, onStage: onStage)
+        let spill = spillIfLarge(&trace)
+        let report = Self.report(consume trace, detectors: configuration.detectors, onStage: onStage, spilled: spill,
+                                 mapLargeBlocks: mapLargeBlocks)
         return Analysis(report: report, run: decoded.run, logs: decoded.logs)
+    }
+
+    /// Moves the trace's events to a temporary file when they pass `configuration.spillBytes` (and are in
+    /// time order, as decoding leaves them). On any failure the events stay in the trace, with a note:
+    /// none is lost.
+    private func spillIfLarge(_ trace: inout EventTrace) -> SpilledEvents? {
+        let n = trace.events.count + trace.queryRuns.count
+        let (bytes, over) = n.multipliedReportingOverflow(by: MemoryLayout<PeerEvent>.stride)
+        guard n > 0, over || bytes > configuration.spillBytes else { return nil }
+        let directory = configuration.spillDirectory ?? AnalysisSession.temporaryDirectory
+        let spill: SpilledEvents
+        do {
+            spill = try SpilledEvents(directory: directory, writeBufferSize: configuration.spillBufferBytes)
+            spill.readBufferSize = configuration.spillBufferBytes
+            spill.failWritesAfter = spillWriteLimit
+            if trace.queryRuns.isEmpty {
+                for e in trace.events { try spill.append(e) }
+            } else {
+                for e in trace.queryRuns.mergedSequence(trace.events) { try spill.append(e) }
+            }
+            try spill.finishWriting()
+        } catch {
+            note("\(error.message); keeping the events in memory")
+            return nil
+        }
+        // Read back in the order written: a list out of time order (never from decoding) stays in memory.
+        guard spill.inTimeOrder else { return nil }
+        spillPath = spill.path
+        trace.events = []
+        trace.queryRuns = QueryRuns()
+        return spill
+    }
+
+    /// Tests: the spill's writes fail past this many bytes (a full disk).
+    var spillWriteLimit: Int?
+
+    private func note(_ message: String) {
+        notes.append(message)
+        onNote?(message)
     }
 
     /// What decoding the inputs gave: the event trace (everything the stages after decoding read),
@@ -237,7 +319,7 @@ public final class AnalysisSession {
                             complete: false, inputProblems: [error.description], directory: PeerDirectory(),
                             diagnosticCounts: ["input.unreadable": 1])
         let decoded = try Self.readLogs(run, captureNames: inputs, logs: [], configuration: configuration, onStage: nil)
-        return Analysis(report: Self.report(decoded.trace, detectors: configuration.detectors, onStage: nil), run: decoded.run,
+        return Analysis(report: Self.report(decoded.trace, detectors: configuration.detectors, onStage: nil, mapLargeBlocks: mapLargeBlocks), run: decoded.run,
                         logs: decoded.logs)
     }
 
@@ -260,26 +342,46 @@ public final class AnalysisSession {
         }
     }
 
+    /// What this session's reports call to keep large blocks mapped: nothing when the configuration says not to.
+    private var mapLargeBlocks: (() -> Void)? { configuration.keepLargeBlocksMapped ? setMmapThreshold : nil }
+
     /// Timelines, then detectors, then the report model, from what decoding gave.
     /// `foldBrowseQueries` false keeps every browse query its own resolved event (the report is the
-    /// same; `PEERSCOPE_NO_FOLDING=1` does it too).
+    /// same; `PEERSCOPE_NO_FOLDING=1` does it too). `keepLargeBlocksMapped`: as the configuration's.
     public static func report(_ trace: consuming EventTrace, detectors: DetectorConfig = .defaults,
-                              onStage: ((AnalysisStage) -> Void)? = nil, foldBrowseQueries: Bool = true) -> Report {
-        // From here on a large block is mapped on its own and unmapped when freed (see `keepLargeBlocksMapped`).
-        keepLargeBlocksMapped()
+                              onStage: ((AnalysisStage) -> Void)? = nil, foldBrowseQueries: Bool = true,
+                              keepLargeBlocksMapped: Bool = true) -> Report {
+        let map: (() -> Void)? = keepLargeBlocksMapped ? { AnalysisSession.setDefaultMmapThreshold() } : nil
+        return report(consume trace, detectors: detectors, onStage: onStage, foldBrowseQueries: foldBrowseQueries, spilled: nil,
+                      mapLargeBlocks: map)
+    }
+
+    /// `report`, with the trace's events in `spilled` instead of in the trace (see `SpilledEvents`), calling
+    /// `mapLargeBlocks` (if any) before the timeline stage.
+    static func report(_ trace: consuming EventTrace, detectors: DetectorConfig, onStage: ((AnalysisStage) -> Void)? = nil,
+                       foldBrowseQueries: Bool = true, spilled: SpilledEvents? = nil, mapLargeBlocks: (() -> Void)?) -> Report {
+        // From here on a large block is mapped on its own and unmapped when freed (see
+        // `Configuration.keepLargeBlocksMapped`).
+        mapLargeBlocks?()
         var t = trace
-        let last = max(t.stats.lastT ?? Int64.min, t.lastEventT ?? Int64.min)
+        let last = max(t.stats.lastT ?? Int64.min, t.lastEventT ?? Int64.min, spilled?.lastT ?? Int64.min)
         let endT = last == Int64.min ? t.stats.lastT : last
         let builder = TimelineBuilder(detectors: detectors)
         if !foldBrowseQueries || ProcessInfo.processInfo.environment["PEERSCOPE_NO_FOLDING"] == "1" {
             builder.foldBrowseQueries = false
         }
         builder.add(contentsOf: t.events, queryRuns: t.queryRuns)
+        if let spilled { builder.add(spilled: spilled) }
         // The builder holds the events now: the trace letting go keeps them held once (the builder
         // edits them in place instead of copying a large capture's list).
         t.events = []
         t.queryRuns = QueryRuns()
         let timelines = builder.finish(at: endT)
+        for why in builder.spillReadErrors {
+            // The timelines miss what could not be read back: the report says so (never a silent loss).
+            t.inputProblems.append("\(why); the timelines miss the events not read")
+            t.complete = false
+        }
         // The builder's working state (per peer and session) is gone: its pages go back before the
         // detectors allocate.
         returnFreedMemory()
@@ -317,8 +419,9 @@ public final class AnalysisSession {
     /// stage lets go of the decoded list, every list and table below that size (the resolved events,
     /// long timelines, the detectors' tables, the findings) comes from the heap, and the pieces freed
     /// among the ones that stay keep their pages resident. Mapped on their own they go back whole when
-    /// freed. Setting the threshold once turns the raising off for the process. Elsewhere nothing to do.
-    static func keepLargeBlocksMapped() {
+    /// freed. Setting the threshold once turns the raising off for the process (which is why it can be
+    /// turned off: `Configuration.keepLargeBlocksMapped`). Elsewhere nothing to do.
+    static func setDefaultMmapThreshold() {
         #if canImport(Glibc)
         typealias Option = @convention(c) (Int32, Int32) -> Int32
         // M_MMAP_THRESHOLD (malloc.h)

@@ -189,6 +189,8 @@ struct AnalysisArguments: ParsableArguments {
         // Bytes read, rate and time left on a terminal's standard error (erased before the report).
         let progress = ProgressLine.make()
         session.progress = progress?.callback
+        // Notes that change nothing in the report (events kept in memory: no temporary file) go to standard error.
+        if session.onNote == nil { session.onNote = { printError($0) } }
         defer { progress?.finish() }
         do {
             return try session.finish()

@@ -191,7 +191,7 @@ struct Capture: ParsableCommand {
             }
             // A killed run's frames were renamed to a visible name (a report's temporary removed): say so
             // before anything else can fail.
-            for s in writer?.staleTemporaries ?? [] { printError(s.message) }
+            for s in writer?.newStaleTemporaries() ?? [] { printError(s.message) }
         }
         // Any failure before the capture is closed leaves no temporary file behind (exit() skips deinit).
         defer { writer?.discard() }
@@ -217,6 +217,7 @@ struct Capture: ParsableCommand {
         configuration.engine.decode.wantsMessages = decode
         let session = AnalysisSession(configuration) { m in liveOut.jsonLine(m.json(includeInput: false)) }
         // One input for all interfaces: the frames are merged by time and numbered in that order.
+        session.onNote = { printError($0) }
         _ = session.addLiveInput("live:" + interfaces.joined(separator: ","))
         session.addLogs(analysis.logs)   // captures given with --log were refused above
         let follower = follow ? LiveFollow() : nil
@@ -253,6 +254,10 @@ struct Capture: ParsableCommand {
             session.feed(frame)
             if let w = writer, writeError == nil {
                 do { try w.write(frame) } catch { writeError = "\(error)" }
+                // A ring's next file was started and found earlier runs' temporary files: said as the first file's were.
+                if w.hasNewStaleTemporaries {
+                    for s in w.newStaleTemporaries() { printError(s.message) }
+                }
             }
         }
         look()

@@ -53,33 +53,73 @@ public final class LiveCaptureWriter {
     public private(set) var framesWritten: UInt64 = 0
 
     /// Temporary files of earlier runs onto this output (for a ring: onto this base name) that ended
-    /// without finishing, and what opening this writer did with each: a capture's frames are renamed
-    /// to a visible name, never removed (see `OutputFile.removeStaleTemporaries`). The caller prints
-    /// each `message` on standard error.
+    /// without finishing, and what opening each file of this writer did with them: a capture's frames
+    /// are renamed to a visible name, never removed (see `OutputFile.removeStaleTemporaries`). A ring
+    /// looks again each time it starts a file, so the list grows mid-capture; the caller prints each
+    /// `message` on standard error (the new ones after a `write`: see `newStaleTemporaries`).
     public private(set) var staleTemporaries: [StaleTemporary] = []
+    /// How many of `staleTemporaries` `newStaleTemporaries` has handed out.
+    private var staleHandedOut = 0
 
     private var current: PcapngWriter?
     private var sequence = 0
+    private let calls: FileSystemCalls
 
     /// Opens the first file (through `OutputFile`: it appears under its name when closed). `mode`
     /// applies to a single file (`--force`, `--append`); ring files are always new names. Throws the
     /// refusal or failure of opening it, before any interface need be opened.
-    public init(path: String, ring: Ring? = nil, mode: OutputFile.Mode = .replace) throws(OutputError) {
+    public convenience init(path: String, ring: Ring? = nil, mode: OutputFile.Mode = .replace) throws(OutputError) {
+        try self.init(path: path, ring: ring, mode: mode, calls: FileSystemCalls())
+    }
+
+    /// `calls`: how earlier runs' temporary files are looked for (see `OutputFile.removeStaleTemporaries`).
+    init(path: String, ring: Ring?, mode: OutputFile.Mode, calls: FileSystemCalls) throws(OutputError) {
         self.path = path
         self.ring = ring
+        self.calls = calls
         sequence = 1
-        if ring != nil {
-            // Ring files have new names each run: a killed run's temporary ring file is found by the pattern.
-            let (dir, base) = OutputFile.split(path)
-            staleTemporaries = OutputFile.removeStaleTemporaries(in: dir) { LiveCaptureWriter.isRingName($0, base: base) }
-        }
         let name = ring == nil ? path : LiveCaptureWriter.ringName(base: path, number: 1, at: LiveCapture.realtimeNanos())
-        let file = try OutputFile(path: name, option: "--write", mode: ring == nil ? mode : .createNew)
-        staleTemporaries += file.staleTemporaries
+        let file = try open(name, mode: ring == nil ? mode : .createNew)
         do { current = try PcapngWriter(output: file) } catch {
             throw .writeFailed(path: name, reason: LiveCaptureWriter.reason(error))
         }
         files = [name]
+    }
+
+    /// Opens file `name` of this writer (the single file, or a ring's next) through `OutputFile`, every
+    /// one alike: for a ring, a killed run's temporary ring files are looked for by the pattern first
+    /// (ring files have new names each run), then `OutputFile` looks for `name`'s own; what was done
+    /// with them goes into `staleTemporaries`.
+    private func open(_ name: String, mode: OutputFile.Mode) throws(OutputError) -> OutputFile {
+        if ring != nil {
+            let (dir, base) = OutputFile.split(path)
+            note(OutputFile.removeStaleTemporaries(in: dir, where: { LiveCaptureWriter.isRingName($0, base: base) }, calls: calls))
+        }
+        let file = try OutputFile(path: name, option: "--write", mode: mode, calls: calls)
+        note(file.staleTemporaries)
+        return file
+    }
+
+    /// The `staleTemporaries` not handed out by an earlier call: what a ring's files started since
+    /// found (the first call also gives what opening the writer found).
+    public func newStaleTemporaries() -> [StaleTemporary] {
+        let new = Array(staleTemporaries[staleHandedOut...])
+        staleHandedOut = staleTemporaries.count
+        return new
+    }
+
+    /// True when `newStaleTemporaries` has something to hand out (cheap: a caller asks after each `write`).
+    public var hasNewStaleTemporaries: Bool { staleTemporaries.count > staleHandedOut }
+
+    /// Adds to `staleTemporaries`; a folder not on a local file system is said once (a ring's files
+    /// are all in one folder).
+    private func note(_ list: [StaleTemporary]) {
+        for s in list {
+            if case .notLocal = s.outcome, staleTemporaries.contains(where: { if case .notLocal = $0.outcome { true } else { false } }) {
+                continue
+            }
+            staleTemporaries.append(s)
+        }
     }
 
     /// Convenience for a writer whose interfaces are known at once.
@@ -135,7 +175,7 @@ public final class LiveCaptureWriter {
         sequence += 1
         let name = LiveCaptureWriter.ringName(base: path, number: sequence, at: LiveCapture.realtimeNanos())
         let file: OutputFile
-        do { file = try OutputFile(path: name, option: "--write", mode: .replace) } catch {
+        do { file = try open(name, mode: .replace) } catch {
             throw .writeFailed(path: name, reason: error.reason)
         }
         let w = try PcapngWriter(output: file)

@@ -123,8 +123,15 @@ public struct StaleTemporary: Sendable, Equatable {
         case removed
         /// Capture data: renamed to this visible path beside the output.
         case recovered(as: String)
-        /// Capture data that could not be renamed: left where it is.
-        case kept(reason: String)
+        /// Capture data that could not be given a visible name (a file system without hard links, say):
+        /// left where it is, under its hidden name, and never removed (each later run onto the output
+        /// finds it and says so again). `visibleName`: the name it would have had.
+        case kept(reason: String, visibleName: String)
+        /// Not looked at: the folder is not on a local file system, where a lock cannot prove a writer
+        /// dead (`OutputFile.isOnLocalFileSystem`; `fileSystem` names it). One entry per folder:
+        /// `path` is the first file there that looks like a temporary file of an earlier run,
+        /// `files` how many do.
+        case notLocal(files: Int, fileSystem: String)
     }
 
     /// The temporary file's path (`DIR/.NAME.peerscope-XXXXXX`).
@@ -140,10 +147,27 @@ public struct StaleTemporary: Sendable, Equatable {
             return "removed \(path): the temporary file of an earlier run onto \(output) that ended without finishing (killed or crashed)"
         case .recovered(let to):
             return "recovered \(to): the frames of an earlier capture into \(output) that ended without finishing (killed or crashed), readable up to its last complete block (it was the temporary file \(path))"
-        case .kept(let reason):
-            return "kept \(path): it holds the frames of an earlier capture into \(output) that ended without finishing (killed or crashed), and could not be renamed (\(reason))"
+        case .kept(let reason, let visible):
+            return "kept \(path): the frames of an earlier capture into \(output) that ended without finishing (killed or crashed) are in this hidden file,"
+                + " readable up to its last complete block; it could not be given a visible name (\(reason)), so it stays under its hidden name"
+                + " and no run removes it: rename it yourself (to \(visible), say)"
+        case .notLocal(let files, let fileSystem):
+            let (dir, _) = OutputFile.split(path)
+            let them = files == 1 ? "it" : "them"
+            return "left \(path)" + (files > 1 ? " and \(files - 1) more file(s) like it" : "")
+                + " as found: \(dir) is not on a local file system (\(fileSystem)), where no lock can prove that the run which wrote \(them) has ended,"
+                + " so no temporary file of an earlier run is cleaned up there; once no run writes there, remove \(them) (or rename \(them) if \(them == "it" ? "it holds" : "they hold") capture frames)"
         }
     }
+}
+
+/// The calls by which `OutputFile.removeStaleTemporaries` judges a folder and keeps a capture's frames:
+/// the system's; tests put in others (a folder not on a local file system, no hard links).
+struct FileSystemCalls {
+    var isLocal: (Int32) -> Bool = OutputFile.isOnLocalFileSystem
+    var fileSystemName: (Int32) -> String = OutputFile.fileSystemName
+    /// `linkat(fromDir, from, toDir, to, 0)`: -1 and `errno` on failure (tests: a file system without hard links).
+    var link: (Int32, String, Int32, String) -> Int32 = { linkat($0, $1, $2, $3, 0) }
 }
 
 /// An output file written safely: to a temporary file in the same folder, renamed into place only by
@@ -195,7 +219,12 @@ public final class OutputFile {
         staleTemporaries.compactMap { $0.outcome == .removed ? $0.path : nil }
     }
 
-    public init(path: String, option: String = "--output", mode: Mode = .replace) throws(OutputError) {
+    public convenience init(path: String, option: String = "--output", mode: Mode = .replace) throws(OutputError) {
+        try self.init(path: path, option: option, mode: mode, calls: FileSystemCalls())
+    }
+
+    /// `calls`: how earlier runs' temporary files are looked for (see `removeStaleTemporaries`).
+    init(path: String, option: String, mode: Mode, calls: FileSystemCalls) throws(OutputError) {
         self.path = path
         self.option = option
         var st = stat()
@@ -210,7 +239,7 @@ public final class OutputFile {
         // while its writer may still be running.
         if !exists || isRegular {
             let (dir, name) = OutputFile.split(finalPath)
-            staleTemporaries = OutputFile.removeStaleTemporaries(in: dir) { $0 == name }
+            staleTemporaries = OutputFile.removeStaleTemporaries(in: dir, where: { $0 == name }, calls: calls)
         }
         // A new file, or a regular file replaced: through a temporary file. Appending and special files: in place.
         if !exists || (isRegular && mode != .append) {
@@ -408,15 +437,27 @@ public final class OutputFile {
     ///
     /// A file that holds capture data (it starts as a pcapng or pcap file does) is the only copy of a
     /// killed capture's frames: it is renamed to a visible name beside the output
-    /// (`STEM.recovered-XXXXXX.EXT`, never onto an existing file) and kept; anything else (a report,
+    /// (`STEM.recovered-XXXXXX.EXT`, never onto an existing file) and kept (where that cannot be done,
+    /// a file system without hard links, it stays under its own name: `.kept`); anything else (a report,
     /// which can be made again) is removed. Returns what was done, in name order.
+    ///
+    /// On a folder that is not on a local file system nothing is touched; when files there look like
+    /// temporary files of earlier runs (name, regular file, this user's, one link), the one entry
+    /// returned says so (`.notLocal`), for standard error.
     @discardableResult
     public static func removeStaleTemporaries(in dir: String, where isOurs: (String) -> Bool,
-                                              isLocal: (Int32) -> Bool = OutputFile.isOnLocalFileSystem) -> [StaleTemporary] {
+                                              isLocal: @escaping (Int32) -> Bool = OutputFile.isOnLocalFileSystem) -> [StaleTemporary] {
+        var calls = FileSystemCalls()
+        calls.isLocal = isLocal
+        return removeStaleTemporaries(in: dir, where: isOurs, calls: calls)
+    }
+
+    /// `removeStaleTemporaries` with the file system calls it judges the folder by (tests: a remote folder).
+    static func removeStaleTemporaries(in dir: String, where isOurs: (String) -> Bool, calls: FileSystemCalls) -> [StaleTemporary] {
         let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard dfd >= 0 else { return [] }
         defer { close(dfd) }
-        guard isLocal(dfd) else { return [] }
+        let local = calls.isLocal(dfd)
         let listFD = dup(dfd)
         guard listFD >= 0 else { return [] }
         guard let d = fdopendir(listFD) else {
@@ -433,12 +474,24 @@ public final class OutputFile {
         closedir(d)
         var done: [StaleTemporary] = []
         let me = geteuid()
+        func looksStale(_ entry: String) -> Bool {
+            var st = stat()
+            return fstatat(dfd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_IFMT) == S_IFREG
+                && st.st_uid == me && st.st_nlink == 1
+        }
         func identity(_ entry: String) -> FileIdentity? {
             var st = stat()
             guard fstatat(dfd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
             return FileIdentity(device: UInt64(truncatingIfNeeded: st.st_dev), inode: UInt64(truncatingIfNeeded: st.st_ino))
         }
         func inDir(_ entry: String) -> String { dir == "/" ? "/" + entry : dir + "/" + entry }
+        guard local else {
+            // Said once for the folder, and only when something there looks like a dead run's file.
+            let seen = candidates.sorted(by: { $0.entry < $1.entry }).filter { looksStale($0.entry) }
+            guard let first = seen.first else { return [] }
+            return [StaleTemporary(path: inDir(first.entry), output: first.name,
+                                   outcome: .notLocal(files: seen.count, fileSystem: calls.fileSystemName(dfd)))]
+        }
         for (entry, name) in candidates.sorted(by: { $0.entry < $1.entry }) {
             var st = stat()
             guard fstatat(dfd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG,
@@ -454,18 +507,20 @@ public final class OutputFile {
             if let kind = captureKind(f) {
                 // The only copy of a killed capture's frames: keep it under a visible name.
                 let suffix = String(entry.suffix(6))
-                var outcome = StaleTemporary.Outcome.kept(reason: "no free name to rename it to")
+                let visible = inDir(recoveredName(output: name, suffix: suffix, kind: kind))
+                var outcome = StaleTemporary.Outcome.kept(reason: "no free name to rename it to", visibleName: visible)
                 for attempt in 1 ... 20 {
                     let target = recoveredName(output: name, suffix: attempt == 1 ? suffix : "\(suffix)-\(attempt)", kind: kind)
-                    // link + unlink, not rename: a link never replaces an existing file.
-                    if linkat(dfd, entry, dfd, target, 0) == 0 {
+                    // link + unlink, not rename: a link never replaces an existing file. Where the file
+                    // system has no hard links (FAT, exFAT: EPERM or ENOTSUP) the file stays as it is.
+                    if calls.link(dfd, entry, dfd, target) == 0 {
                         if identity(entry) == id { _ = unlinkat(dfd, entry, 0) }
                         outcome = .recovered(as: inDir(target))
                         break
                     }
                     let e = errno
                     if e != EEXIST {
-                        outcome = .kept(reason: describe(e))
+                        outcome = .kept(reason: "making a link to it failed: \(describe(e))", visibleName: visible)
                         break
                     }
                 }
@@ -528,6 +583,30 @@ public final class OutputFile {
         return false
         #endif
     }
+
+    /// The name of the file system the folder open on `dirFD` is on, for messages: Linux: a network or
+    /// user-space file system's name (`nfs`, `fuse`), else `type 0x...` (`f_type`); macOS: `f_fstypename`.
+    public static func fileSystemName(_ dirFD: Int32) -> String {
+        #if os(Linux)
+        var s = statfs()
+        guard fstatfs(dirFD, &s) == 0 else { return "unknown: \(describe(errno))" }
+        let type = UInt32(truncatingIfNeeded: s.f_type)
+        return localFileSystemTypes[type] ?? otherFileSystemTypes[type] ?? "type 0x" + String(type, radix: 16)
+        #elseif canImport(Darwin)
+        var s = statfs()
+        guard fstatfs(dirFD, &s) == 0 else { return "unknown: \(describe(errno))" }
+        let name = withUnsafeBytes(of: s.f_fstypename) { b in String(decoding: b.prefix { $0 != 0 }, as: UTF8.self) }
+        return name.isEmpty ? "unknown" : name
+        #else
+        return "unknown"
+        #endif
+    }
+
+    /// Linux `f_type` magic numbers of network and user-space file systems, for messages (linux/magic.h).
+    static let otherFileSystemTypes: [UInt32: String] = [
+        0x6969: "nfs", 0xFF53_4D42: "cifs", 0xFE53_4D42: "smb2", 0x6573_5546: "fuse", 0x0102_1997: "9p",
+        0x6A65_6A63: "virtiofs", 0x00C3_6400: "ceph", 0x5346_414F: "afs", 0x0BD0_0BD0: "lustre",
+    ]
 
     /// Linux `statfs.f_type` magic numbers of local disk and memory file systems (linux/magic.h).
     static let localFileSystemTypes: [UInt32: String] = [

@@ -265,13 +265,13 @@ public struct PeerResolver: Sendable {
 
     /// Takes each log input's device from the lines that name it (see `ownerKinds`). An input whose
     /// lines name two different devices is left to `inferLogOwners`.
-    public mutating func identifyLogOwners(_ events: [PeerEvent]) {
+    public mutating func identifyLogOwners(_ events: some Sequence<PeerEvent>) {
         var found: [Int: PeerRef] = [:]
         var conflicting: Set<Int> = []
         // The evidence first: a set lookup hashes the kind, and most events are not log lines.
-        for i in events.indices {
-            guard case .logLine(let input, _) = events[i].evidence, PeerResolver.ownerKinds.contains(events[i].kind),
-                  let r = resolve(events[i].from) else { continue }
+        for e in events {
+            guard case .logLine(let input, _) = e.evidence, PeerResolver.ownerKinds.contains(e.kind),
+                  let r = resolve(e.from) else { continue }
             if let prev = found[input], prev != r { conflicting.insert(input) } else { found[input] = r }
         }
         for (input, r) in found where !conflicting.contains(input) { logOwners[input] = r }
@@ -279,7 +279,7 @@ public struct PeerResolver: Sendable {
 
     /// Infers the device behind each log input: log lines name only the remote side, so when every
     /// peer a log names has, in the packets, exactly one counterpart in common, that peer wrote the log.
-    public mutating func inferLogOwners(_ events: [PeerEvent]) {
+    public mutating func inferLogOwners(_ events: some Sequence<PeerEvent>) {
         // Only log inputs get an owner: without log lines nothing below is read (a capture's millions
         // of events would each be resolved twice for nothing).
         guard events.contains(where: { if case .logLine = $0.evidence { true } else { false } }) else { return }

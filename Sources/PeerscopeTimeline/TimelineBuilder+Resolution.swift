@@ -189,6 +189,14 @@ struct BrowseFolds {
         quoted = q
         self.framesOnly = framesOnly
     }
+
+    /// Folds whose scan of the events was done by the caller (a spilled list read once for all it needs).
+    init(enabled: Bool, gap: Nanos, quoted: Set<FlowKey>, framesOnly: Bool) {
+        self.enabled = enabled && gap > 0
+        self.gap = gap
+        self.quoted = self.enabled ? quoted : []
+        self.framesOnly = self.enabled ? framesOnly : true
+    }
 }
 
 extension TimelineBuilder {

@@ -181,6 +181,8 @@ public final class TimelineBuilder {
     var pending: [PeerEvent] = []
     /// Browse queries held compactly beside `pending` (see `QueryRuns`: they stand for events in it).
     var pendingRuns = QueryRuns()
+    /// Events spilled to a temporary file (see `add(spilled:)`).
+    var pendingSpill: SpilledEvents?
 
     /// A builder whose identity facts come with the events (`identity.*`), as decoding emits them.
     public init() { identities = PeerIdentities() }
@@ -209,6 +211,20 @@ public final class TimelineBuilder {
         }
         pending = es
         pendingRuns = queryRuns
+    }
+
+    /// Adds events held in a temporary file (`SpilledEvents`, in time order): `finish` reads them back in
+    /// passes instead of holding them (see `finish(spilled:at:)`). Analysis adds nothing else then.
+    /// Why events added with `add(spilled:)` could not all be read back (their file cut short or
+    /// unreadable), once `finish` has read them: the timelines miss those events, and the caller says so.
+    public private(set) var spillReadErrors: [String] = []
+
+    public func add(spilled: SpilledEvents) {
+        if let earlier = pendingSpill {
+            // A second file (never from analysis): the first one's events as a list.
+            if !earlier.forEach({ pending.append($0) }), let why = earlier.readError { spillReadErrors.append(why) }
+        }
+        pendingSpill = spilled
     }
 
     // MARK: working state
@@ -333,6 +349,19 @@ public final class TimelineBuilder {
     func role(_ e: PeerEvent) -> SessionRole { EventCatalogue.role(e) }
 
     public func finish(at end: Nanos? = nil) -> Timelines {
+        if let spill = pendingSpill {
+            pendingSpill = nil
+            // The passes read the file in its order: a list out of time order is sorted as a list is.
+            if pending.isEmpty, pendingRuns.isEmpty, spill.inTimeOrder {
+                let timelines = finish(spilled: spill, at: end)
+                if let why = spill.readError { spillReadErrors.append(why) }
+                return timelines
+            }
+            // Events added both ways, or out of time order (never by analysis): all of them as one list.
+            pending = pendingRuns.merged(pending)
+            pendingRuns = QueryRuns()
+            if !spill.forEach({ pending.append($0) }), let why = spill.readError { spillReadErrors.append(why) }
+        }
         // Normalised in place (the list can be large: no second copy).
         var events = pending
         pending = []
@@ -421,6 +450,14 @@ public final class TimelineBuilder {
             foldedMost = true
         }
         folds.open = [:]
+        return finishResolved(store: store, resolved: consume resolved, resolver: resolver, endT: endT, foldedMost: foldedMost)
+    }
+
+    /// The end of `finish`, once every event is resolved: the working state goes, what stays is kept.
+    /// `resolved` is consumed: the callers give up their list, so it is edited in place and freed at
+    /// `shrink` (a borrowed list copied here stayed held, whole, through the stage's peak).
+    func finishResolved(store: EventStore, resolved: consuming [ResolvedEvent], resolver: PeerResolver, endT: Nanos,
+                        foldedMost: Bool) -> Timelines {
         settleSuperseded()
         // The working state goes before what stays is moved out of its way (see
         // `TimelineBuilder+Compaction.swift`): the copies then take the room it leaves instead of growing

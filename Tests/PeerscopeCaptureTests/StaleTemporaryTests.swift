@@ -199,6 +199,91 @@ final class StaleTemporaryTests: XCTestCase {
         XCTAssertEqual(try frameCount(recovered), 2)
     }
 
+    /// On a file system without hard links (FAT, exFAT) a killed capture's temporary file cannot be
+    /// given a visible name: it stays where it is, whole, under its hidden name, and standard error
+    /// says where the frames are, why, and the name it would have had; every later run says so again
+    /// and never removes it.
+    func testADeadCapturesFileThatCannotBeLinkedStaysWhereItIsAndIsSaid() throws {
+        let dir = TempDir()
+        let bytes = try killedCaptureBytes(frames: 5)
+        let stale = dir.write(".live.pcapng.peerscope-Ab12Cd", bytes)
+        var noLinks = FileSystemCalls()
+        var tried: [String] = []
+        noLinks.link = { _, from, _, to in
+            tried.append("\(from) -> \(to)")
+            errno = EPERM
+            return -1
+        }
+        let visible = dir.path + "/live.recovered-Ab12Cd.pcapng"
+        let expected = [StaleTemporary(path: stale, output: "live.pcapng",
+                                       outcome: .kept(reason: "making a link to it failed: Operation not permitted", visibleName: visible))]
+        let w = try OutputFile(path: dir.path + "/live.pcapng", option: "--write", mode: .replace, calls: noLinks)
+        w.discard()
+        XCTAssertEqual(tried, [".live.pcapng.peerscope-Ab12Cd -> live.recovered-Ab12Cd.pcapng"])
+        XCTAssertEqual(w.staleTemporaries, expected)
+        XCTAssertEqual(w.removedStaleTemporaries, [])
+        let message = try XCTUnwrap(w.staleTemporaries.first?.message)
+        XCTAssertEqual(message, "kept \(stale): the frames of an earlier capture into live.pcapng that ended without finishing (killed or crashed)"
+                       + " are in this hidden file, readable up to its last complete block; it could not be given a visible name"
+                       + " (making a link to it failed: Operation not permitted), so it stays under its hidden name and no run removes it:"
+                       + " rename it yourself (to \(visible), say)")
+        // The frames are where the message says, byte for byte; nothing else was made.
+        XCTAssertEqual(FileManager.default.contents(atPath: stale).map { [UInt8]($0) }, bytes)
+        XCTAssertEqual(try frameCount(stale), 4)
+        XCTAssertEqual(names(dir), [".live.pcapng.peerscope-Ab12Cd"])
+        // The next run onto that output finds it again, says so again, and still keeps it.
+        XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path, where: { $0 == "live.pcapng" }, calls: noLinks), expected)
+        XCTAssertEqual(FileManager.default.contents(atPath: stale).map { [UInt8]($0) }, bytes)
+        // Where links work (the system's calls), the same file is recovered under that visible name.
+        XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path) { $0 == "live.pcapng" },
+                       [StaleTemporary(path: stale, output: "live.pcapng", outcome: .recovered(as: visible))])
+        XCTAssertEqual(FileManager.default.contents(atPath: visible).map { [UInt8]($0) }, bytes)
+    }
+
+    func frame(_ i: Int) -> RawFrame {
+        RawFrame(info: FrameInfo(input: 0, number: UInt64(i), t: base + Int64(i) * 1_000_000, capturedLength: 100,
+                                 originalLength: 100, linkType: 1, interfaceName: "en0"), data: Bytes([UInt8](repeating: UInt8(i & 0xFF), count: 100)))
+    }
+
+    /// Each file a ring starts mid-capture is opened as its first was: a killed run's temporary ring
+    /// file that turned up since is recovered, and said (once each) by `newStaleTemporaries`.
+    func testEachFileARingStartsDealsWithStaleTemporariesAsTheFirstDid() throws {
+        let dir = TempDir()
+        let w = try LiveCaptureWriter(path: dir.path + "/ring.pcapng", ring: .init(files: 2, bytesPerFile: 1))
+        try w.declare([.init(linkType: 1, name: "en0", snapLength: 65_535)])
+        XCTAssertFalse(w.hasNewStaleTemporaries)
+        XCTAssertEqual(w.newStaleTemporaries(), [])
+        try w.write(frame(1))
+        // A run with the same base, killed after this one started.
+        let bytes = try killedCaptureBytes(frames: 3)
+        let stale = dir.write(".ring_00009_20261126120000.pcapng.peerscope-Xy12Zw", bytes)
+        try w.write(frame(2))   // the ring starts its second file
+        let recovered = dir.path + "/ring_00009_20261126120000.recovered-Xy12Zw.pcapng"
+        let expected = [StaleTemporary(path: stale, output: "ring_00009_20261126120000.pcapng", outcome: .recovered(as: recovered))]
+        XCTAssertEqual(w.staleTemporaries, expected)
+        XCTAssertTrue(w.hasNewStaleTemporaries)
+        XCTAssertEqual(w.newStaleTemporaries(), expected)
+        XCTAssertFalse(w.hasNewStaleTemporaries)
+        XCTAssertEqual(w.newStaleTemporaries(), [])
+        XCTAssertEqual(FileManager.default.contents(atPath: recovered).map { [UInt8]($0) }, bytes)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: stale))
+        try w.write(frame(3))
+        try w.close(stats: nil, at: base)
+        XCTAssertEqual(w.staleTemporaries, expected)
+        XCTAssertEqual(w.files.count, 2)
+
+        // Not on a local file system: said once for the ring, however many files it starts.
+        let remoteDir = TempDir()
+        let r = try LiveCaptureWriter(path: remoteDir.path + "/ring.pcapng", ring: .init(files: 2, bytesPerFile: 1), mode: .replace, calls: remote)
+        try r.declare([.init(linkType: 1, name: "en0", snapLength: 65_535)])
+        try r.write(frame(1))
+        let first = remoteDir.write(".ring_00009_20261126120000.pcapng.peerscope-Xy12Zw", bytes)
+        for i in 2 ... 5 { try r.write(frame(i)) }
+        try r.close(stats: nil, at: base)
+        XCTAssertEqual(r.staleTemporaries, [StaleTemporary(path: first, output: "ring_00009_20261126120000.pcapng", outcome: .notLocal(files: 1, fileSystem: "nfs"))])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: first))
+    }
+
     func testCaptureKindsAndRecoveredNames() {
         XCTAssertEqual(OutputFile.captureKind([0x0A, 0x0D, 0x0D, 0x0A, 0]), .pcapng)
         for magic: [UInt8] in [[0xD4, 0xC3, 0xB2, 0xA1], [0xA1, 0xB2, 0xC3, 0xD4], [0x4D, 0x3C, 0xB2, 0xA1], [0xA1, 0xB2, 0x3C, 0x4D]] {
@@ -216,10 +301,19 @@ final class StaleTemporaryTests: XCTestCase {
 
     // MARK: only where a lock proves a writer dead
 
+    /// The calls of a folder on NFS.
+    var remote: FileSystemCalls {
+        var c = FileSystemCalls()
+        c.isLocal = { _ in false }
+        c.fileSystemName = { _ in "nfs" }
+        return c
+    }
+
     func testNothingIsTouchedWhereTheFileSystemIsNotKnownToBeLocal() throws {
         let dir = TempDir()
         let stale = dir.write(".out.json.peerscope-Ab12Cd", [1])
-        XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path, where: { _ in true }, isLocal: { _ in false }), [])
+        XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path, where: { _ in true }, calls: remote),
+                       [StaleTemporary(path: stale, output: "out.json", outcome: .notLocal(files: 1, fileSystem: "nfs"))])
         XCTAssertTrue(FileManager.default.fileExists(atPath: stale))
         // The test folder itself is local (where these tests run): the same call with the real check acts.
         let f = open(dir.path, O_RDONLY | O_DIRECTORY)
@@ -227,6 +321,45 @@ final class StaleTemporaryTests: XCTestCase {
         if OutputFile.isOnLocalFileSystem(f) {
             XCTAssertEqual(OutputFile.removeStaleTemporaries(in: dir.path) { _ in true }.map(\.path), [stale])
         }
+    }
+
+    /// Where nothing can be cleaned up, the run says so once, naming the folder and why, and only when
+    /// something there looks like an earlier run's temporary file.
+    func testAFolderNotOnALocalFileSystemIsSaidOnceWhenItHoldsWhatLooksStale() throws {
+        let dir = TempDir()
+        let a = dir.write(".out.pcapng.peerscope-Ab12Cd", [1])
+        let b = dir.write(".out.pcapng.peerscope-Zz99Yy", [2])
+        _ = dir.write(".other.pcapng.peerscope-Ab12Cd", [3])   // another output's
+        let w = try OutputFile(path: dir.path + "/out.pcapng", option: "--write", mode: .replace, calls: remote)
+        w.discard()
+        XCTAssertEqual(w.staleTemporaries, [StaleTemporary(path: a, output: "out.pcapng", outcome: .notLocal(files: 2, fileSystem: "nfs"))])
+        XCTAssertEqual(w.removedStaleTemporaries, [])
+        let message = try XCTUnwrap(w.staleTemporaries.first?.message)
+        XCTAssertTrue(message.hasPrefix("left \(a) and 1 more file(s) like it as found: \(dir.path) is not on a local file system (nfs)"), message)
+        XCTAssertTrue(message.contains("no temporary file of an earlier run is cleaned up there"), message)
+        XCTAssertEqual(FileManager.default.contents(atPath: a).map { [UInt8]($0) }, [1])
+        XCTAssertEqual(FileManager.default.contents(atPath: b).map { [UInt8]($0) }, [2])
+
+        // A ring: the folder is said once, though both the ring's pattern and its first file's name are looked for.
+        let ringDir = TempDir()
+        let r3 = ringDir.write(".ring_00003_20261126120000.pcapng.peerscope-Xy12Zw", try killedCaptureBytes(frames: 2))
+        _ = ringDir.write(".ring_00004_20261126120100.pcapng.peerscope-Xy12Zw", [4])
+        let ring = try LiveCaptureWriter(path: ringDir.path + "/ring.pcapng", ring: .init(files: 2, bytesPerFile: 1 << 20), mode: .replace, calls: remote)
+        ring.discard()
+        XCTAssertEqual(ring.staleTemporaries, [StaleTemporary(path: r3, output: "ring_00003_20261126120000.pcapng", outcome: .notLocal(files: 2, fileSystem: "nfs"))])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: r3))
+
+        // Nothing that looks like a dead run's file (another output's, a name off the pattern, a link, a folder): nothing said.
+        let quiet = TempDir()
+        _ = quiet.write(".other.pcapng.peerscope-Ab12Cd", [1])
+        _ = quiet.write(".out.pcapng.peerscope-Ab12C", [2])
+        let notes = quiet.write("notes.txt", [3])
+        XCTAssertEqual(symlink(notes, quiet.path + "/.out.pcapng.peerscope-Sym123"), 0)
+        XCTAssertEqual(link(notes, quiet.path + "/.out.pcapng.peerscope-Hrd123"), 0)
+        try FileManager.default.createDirectory(atPath: quiet.path + "/.out.pcapng.peerscope-Dir123", withIntermediateDirectories: false)
+        let q = try OutputFile(path: quiet.path + "/out.pcapng", option: "--write", mode: .replace, calls: remote)
+        q.discard()
+        XCTAssertEqual(q.staleTemporaries, [])
     }
 
     func testLocalFileSystemTypes() {

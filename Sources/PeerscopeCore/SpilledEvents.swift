@@ -1,0 +1,379 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Kept events written to a temporary file instead of held on the heap (issue 13): a long capture's
+/// events leave memory once decoding is over, and the timeline stage reads them back in order, as many
+/// times as it needs (`forEach`, or the list as a `Sequence`).
+///
+/// The file is created with `mkstemp` in the directory given (the analysis passes `TMPDIR`, never the
+/// user's folders) and unlinked at once: it has no name while it is used and goes when the list goes,
+/// whatever ends the process. Writes are buffered (`writeBufferSize`), reads too (`pread` of
+/// `readBufferSize` bytes at a time): no system call per event.
+///
+/// A record holds an event's fields packed: kind and plugin as one label, times as deltas, the hints and
+/// flow as indexes into tables kept here (one box per distinct value, by value: reading gives an equal
+/// box), the count, both evidences and the attribute bytes. Reading an event back gives an event equal
+/// to the one written. The file is read as untrusted input: a record cut short or out of range stops the
+/// reading with `readError` set (never a crash).
+public final class SpilledEvents: Sequence, @unchecked Sendable {
+    /// Why the list could not be written or read.
+    public struct SpillError: Error, CustomStringConvertible, Sendable {
+        public var message: String
+        public var description: String { message }
+    }
+
+    /// Where the file was created (it is unlinked at once: nothing is there while the list lives).
+    public let path: String
+    private(set) var fd: Int32
+    /// Events written.
+    public private(set) var count = 0
+    /// Bytes written to the file (after `finishWriting`, its size).
+    public private(set) var bytesWritten = 0
+    /// The latest time of the events written (nil: none).
+    public private(set) var lastT: Nanos?
+    /// False when an event came before one written earlier (the list is not in time order).
+    public private(set) var inTimeOrder = true
+    /// Why reading stopped early, if it did (the events read before it were given).
+    public private(set) var readError: String?
+
+    private var buffer: [UInt8] = []
+    private let writeBufferSize: Int
+    /// Bytes `pread` asks for at a time when reading back.
+    public var readBufferSize = 1 << 20
+    /// Tests: the write that would take the file past this many bytes fails (as a full disk would).
+    public var failWritesAfter: Int?
+    private var finished = false
+    private var previousT: Nanos = 0
+
+    private struct Label: Hashable {
+        var kind: EventKind
+        var source: String
+    }
+
+    private var labels: [Label] = []
+    private var labelIDs: [Label: UInt32] = [:]
+    private var hints: [Shared<PeerHint>] = []
+    private var hintIDs: [Shared<PeerHint>: UInt32] = [:]
+    private var flows: [Shared<FlowKey>] = []
+    private var flowIDs: [Shared<FlowKey>: UInt32] = [:]
+
+    /// A new, empty list in a temporary file of `directory`. Throws when the file cannot be made there.
+    public init(directory: String, writeBufferSize: Int = 1 << 20) throws(SpillError) {
+        let dir = directory.isEmpty ? "." : directory
+        var template = Array((dir.hasSuffix("/") ? dir : dir + "/").utf8CString.dropLast()) + Array("peerscope-spill-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { p -> Int32 in
+            guard let base = p.baseAddress else { return -1 }
+            return mkstemp(base)
+        }
+        guard fd >= 0 else {
+            let why = String(cString: strerror(errno))
+            throw SpillError(message: "cannot create a temporary file in \(dir): \(why)")
+        }
+        path = template.withUnsafeBufferPointer { p in p.baseAddress.map { String(cString: $0) } ?? "" }
+        // No name while it is used: the file goes with its descriptor, even if the process is killed.
+        _ = unlink(path)
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        self.fd = fd
+        self.writeBufferSize = Swift.max(1, writeBufferSize)
+        buffer.reserveCapacity(Swift.min(self.writeBufferSize, 1 << 20) + 256)
+    }
+
+    deinit {
+        if fd >= 0 { _ = close(fd) }
+    }
+
+    // MARK: writing
+
+    /// Appends `e` (buffered). Throws when the file cannot take it; the events given stay the caller's.
+    public func append(_ e: PeerEvent) throws(SpillError) {
+        precondition(!finished, "SpilledEvents: append after finishWriting")
+        encode(e)
+        count += 1
+        if let l = lastT, e.t < l { inTimeOrder = false }
+        lastT = Swift.max(lastT ?? e.t, e.t)
+        if buffer.count >= writeBufferSize { try flush() }
+    }
+
+    /// Writes what is buffered; the list can then be read.
+    public func finishWriting() throws(SpillError) {
+        guard !finished else { return }
+        try flush()
+        finished = true
+        buffer = []
+    }
+
+    private func flush() throws(SpillError) {
+        guard !buffer.isEmpty else { return }
+        let failAt = failWritesAfter
+        let total = buffer.count
+        let err: Int32? = buffer.withUnsafeBytes { raw -> Int32? in
+            guard let base = raw.baseAddress else { return nil }
+            var done = 0
+            while done < total {
+                var n = total - done
+                if let failAt {
+                    let room = failAt - bytesWritten - done
+                    if room <= 0 { return ENOSPC }
+                    n = Swift.min(n, room)
+                }
+                let w = write(fd, base + done, n)
+                if w < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                if w == 0 { return EIO }
+                done += w
+            }
+            return nil
+        }
+        if let err {
+            throw SpillError(message: "cannot write the temporary file \(path): \(String(cString: strerror(err)))")
+        }
+        bytesWritten += total
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    private func put(_ v: UInt64) { LEB128.append(v, to: &buffer) }
+    private static func zigzag(_ v: Int64) -> UInt64 { UInt64(bitPattern: (v << 1) ^ (v >> 63)) }
+    private static func unzigzag(_ v: UInt64) -> Int64 { Int64(bitPattern: v >> 1) ^ -Int64(bitPattern: v & 1) }
+
+    private func putEvidence(_ e: Evidence) {
+        switch e {
+        case .frame(let input, let frame):
+            put(Self.zigzag(Int64(input)) << 1)
+            put(frame)
+        case .logLine(let input, let line):
+            put(Self.zigzag(Int64(input)) << 1 | 1)
+            put(UInt64(bitPattern: Int64(line)))
+        }
+    }
+
+    private func encode(_ e: PeerEvent) {
+        let label = Label(kind: e.kind, source: e.source)
+        let id: UInt32
+        if let l = labelIDs[label] { id = l } else {
+            id = UInt32(truncatingIfNeeded: labels.count)
+            labels.append(label)
+            labelIDs[label] = id
+        }
+        put(UInt64(id))
+        // Times as differences (the list is nearly in time order): wrapping both ways gives the value back.
+        put(Self.zigzag(e.t &- previousT))
+        previousT = e.t
+        put(Self.zigzag(e.lastT &- e.t))
+        put(Self.boxID(e.fromBox, &hints, &hintIDs))
+        put(Self.boxID(e.toBox, &hints, &hintIDs))
+        put(Self.boxID(e.flowBox, &flows, &flowIDs))
+        put(UInt64(bitPattern: Int64(e.count)))
+        let last = e.lastEvidence
+        buffer.append(last == nil ? 0 : 1)
+        putEvidence(e.evidence)
+        if let last { putEvidence(last) }
+        let bytes = e.attrs.bytes
+        put(UInt64(bytes.count))
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// 0 for no box, else 1 + the box's index in `table` (added when new).
+    private static func boxID<V>(_ box: Shared<V>?, _ table: inout [Shared<V>], _ ids: inout [Shared<V>: UInt32]) -> UInt64 {
+        guard let box else { return 0 }
+        if let i = ids[box] { return UInt64(i) + 1 }
+        let i = UInt32(truncatingIfNeeded: table.count)
+        table.append(box)
+        ids[box] = i
+        return UInt64(i) + 1
+    }
+
+    // MARK: reading
+
+    /// Calls `body` with each event, in the order written. Stops early (with `readError` set) when the
+    /// file cannot be read or a record is damaged; returns false then.
+    @discardableResult
+    public func forEach(_ body: (PeerEvent) -> Void) -> Bool {
+        var it = makeIterator()
+        while let e = it.next() { body(e) }
+        return readError == nil
+    }
+
+    public func makeIterator() -> Iterator { Iterator(self) }
+
+    /// Reads the file front to back in `readBufferSize` pieces.
+    public struct Iterator: IteratorProtocol {
+        private let list: SpilledEvents
+        private var chunk: [UInt8] = []
+        private var p = 0
+        private var fileOffset = 0
+        private var left: Int
+        private var previousT: Nanos = 0
+        private var done = false
+
+        init(_ list: SpilledEvents) {
+            self.list = list
+            left = list.count
+            if !list.finished {
+                do { try list.finishWriting() } catch {
+                    list.readError = error.message
+                    done = true
+                }
+            }
+        }
+
+        public mutating func next() -> PeerEvent? {
+            guard !done else { return nil }
+            guard left > 0 else {
+                done = true
+                return nil
+            }
+            while true {
+                var q = p
+                switch decode(&q) {
+                case .event(let e):
+                    p = q
+                    left -= 1
+                    previousT = e.t
+                    return e
+                case .damaged(let why):
+                    return fail("the temporary file \(list.path) is damaged: \(why)")
+                case .needMore:
+                    if let why = refill() { return fail(why) }
+                }
+            }
+        }
+
+        private mutating func fail(_ why: String) -> PeerEvent? {
+            if list.readError == nil { list.readError = why }
+            done = true
+            chunk = []
+            return nil
+        }
+
+        /// Keeps the unread tail and reads more after it (a record longer than the buffer grows it).
+        /// Returns why it could not.
+        private mutating func refill() -> String? {
+            if p > 0 {
+                chunk.removeSubrange(0 ..< p)
+                p = 0
+            }
+            guard fileOffset < list.bytesWritten else {
+                return "the temporary file \(list.path) ends inside an event (\(left) of \(list.count) events not read)"
+            }
+            let want = Swift.min(Swift.max(1, list.readBufferSize), list.bytesWritten - fileOffset)
+            let old = chunk.count
+            chunk.append(contentsOf: repeatElement(0, count: want))
+            let fd = list.fd
+            var got = 0
+            var err: Int32 = 0
+            chunk.withUnsafeMutableBytes { raw in
+                guard let base = raw.baseAddress else { return }
+                while got < want {
+                    let r = pread(fd, base + old + got, want - got, off_t(fileOffset + got))
+                    if r < 0 {
+                        if errno == EINTR { continue }
+                        err = errno
+                        return
+                    }
+                    if r == 0 { return }
+                    got += r
+                }
+            }
+            chunk.removeSubrange((old + got)...)
+            if err != 0 { return "cannot read the temporary file \(list.path): \(String(cString: strerror(err)))" }
+            if got == 0 { return "the temporary file \(list.path) is shorter than written (\(left) of \(list.count) events not read)" }
+            fileOffset += got
+            return nil
+        }
+
+        enum Step {
+            case event(PeerEvent)
+            case needMore
+            case damaged(String)
+        }
+
+        /// One varint at `q`: nil when the chunk ends inside it; throws past 10 bytes.
+        private func varint(_ q: inout Int) -> UInt64?? {
+            var v: UInt64 = 0
+            var shift: UInt64 = 0
+            var i = q
+            while i < chunk.count {
+                let b = chunk[i]
+                i += 1
+                if shift == 63, b > 1 { return .some(nil) }
+                v |= UInt64(b & 0x7F) << shift
+                if b < 0x80 {
+                    q = i
+                    return .some(v)
+                }
+                shift += 7
+                if shift > 63 { return .some(nil) }
+            }
+            return nil
+        }
+
+        private func decode(_ q: inout Int) -> Step {
+            var bad: String?
+            var short = false
+            func next() -> UInt64 {
+                guard bad == nil, !short else { return 0 }
+                switch varint(&q) {
+                case .none: short = true; return 0
+                case .some(.none): bad = "a number runs past 64 bits"; return 0
+                case .some(.some(let v)): return v
+                }
+            }
+            func box<V>(_ table: [Shared<V>], _ what: String) -> Shared<V>? {
+                let id = next()
+                guard id != 0 else { return nil }
+                guard id <= UInt64(table.count) else {
+                    if bad == nil, !short { bad = "\(what) \(id) of \(table.count)" }
+                    return nil
+                }
+                return table[Int(id - 1)]
+            }
+            func evidence() -> Evidence {
+                let meta = next()
+                let value = next()
+                let input = Int(SpilledEvents.unzigzag(meta >> 1))
+                return meta & 1 == 0 ? .frame(input: input, frame: value) : .logLine(input: input, line: Int(Int64(bitPattern: value)))
+            }
+            let labelID = next()
+            let dt = SpilledEvents.unzigzag(next())
+            let span = SpilledEvents.unzigzag(next())
+            let from = box(list.hints, "hint")
+            let to = box(list.hints, "hint")
+            let flow = box(list.flows, "flow")
+            let count = Int(Int64(bitPattern: next()))
+            var hasLast: UInt8 = 0
+            if bad == nil, !short {
+                if q < chunk.count {
+                    hasLast = chunk[q]
+                    q += 1
+                } else {
+                    short = true
+                }
+            }
+            let first = evidence()
+            let last: Evidence? = hasLast == 1 ? evidence() : nil
+            let n = next()
+            if short { return .needMore }
+            if let bad { return .damaged(bad) }
+            guard hasLast <= 1 else { return .damaged("an evidence mark of \(hasLast)") }
+            guard labelID < UInt64(list.labels.count) else { return .damaged("label \(labelID) of \(list.labels.count)") }
+            guard n <= UInt64(Int.max - q) else { return .damaged("attributes of \(n) bytes") }
+            let end = q + Int(n)
+            guard end <= chunk.count else { return .needMore }
+            var attrs = EventAttrs()
+            if n > 0 { attrs.bytes = Array(chunk[q ..< end]) }
+            q = end
+            let label = list.labels[Int(labelID)]
+            let t = previousT &+ dt
+            return .event(PeerEvent(kind: label.kind, t: t, lastT: t &+ span, fromBox: from, toBox: to, flowBox: flow,
+                                    source: label.source, attrs: attrs, count: count,
+                                    evidencePair: EvidencePair(first, last)))
+        }
+    }
+}

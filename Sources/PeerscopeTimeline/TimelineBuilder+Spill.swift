@@ -1,0 +1,62 @@
+import PeerscopeCore
+
+/// The timeline stage over events spilled to a temporary file (`SpilledEvents`, issue 13): the events
+/// are never all on the heap; they are read back in order, in passes, and only what the timelines keep
+/// (the packed store of events not folded, the resolved list, entries) grows.
+///
+/// What needs every event before the first is resolved, and so a pass of its own: the identity facts
+/// (the resolver starts from them), the resolver's bindings (`PeerResolver`: a later announcement
+/// resolves earlier queries, see `BrowseFolds`), and the log owners (read through the finished
+/// resolver). The folds' scan (log lines, ICMP-quoted flows) and the end of input go with the first
+/// pass. Resolving itself only needs the events in order: the last pass appends each event to the store,
+/// resolves it (`resolveStep`) and drops it again when it was folded, as the in-memory path does with
+/// query runs. Without log lines the log-owner passes find nothing and are skipped: three passes.
+///
+/// The events read are those the in-memory path holds after its own steps: identity facts out, hints
+/// normalised, in the file's (time) order; so the timelines are the same.
+extension TimelineBuilder {
+    func finish(spilled spill: SpilledEvents, at end: Nanos?) -> Timelines {
+        // Pass 1: identity facts, the folds' scan, the end of input.
+        var quoted: Set<FlowKey> = []
+        var framesOnly = true
+        var lastT: Nanos?
+        spill.forEach { e in
+            if identities.add(e) { return }
+            lastT = e.t
+            if case .logLine = e.evidence { framesOnly = false }
+            if e.kind == .icmpUnreachable, let f = e.quotedFlow { quoted.insert(f.canonical) }
+        }
+        // Every later pass: the list without the facts, hints normalised.
+        let events = spill.lazy.filter { !$0.kind.isIn("identity") }.map { e -> PeerEvent in
+            var e = e
+            let from = e.from, to = e.to
+            let nf = PeerResolver.normalized(from), nt = PeerResolver.normalized(to)
+            if nf != from { e.from = nf }
+            if nt != to { e.to = nt }
+            return e
+        }
+        // Pass 2: the resolver's bindings.
+        var resolver = PeerResolver(identities: identities, events: events)
+        if !framesOnly {
+            // Passes 3 and 4: log owners (nothing to find without log lines).
+            resolver.identifyLogOwners(events)
+            if inferLogOwners { resolver.inferLogOwners(events) }
+        }
+        let endT = max(end ?? Nanos.min, lastT ?? 0)
+        var folds = BrowseFolds(enabled: foldBrowseQueries, gap: browseFoldGap, quoted: quoted, framesOnly: framesOnly)
+        // Last pass: each event into the store, resolved, and out again when folded. Attribute buffers
+        // read back are shared again with an equal one read shortly before (the engine shared them so).
+        let store = EventStore()
+        var resolved: [ResolvedEvent] = []
+        var sharing = EventAttrsSharing(slotCount: 1 << 14)
+        for var e in events {
+            sharing.share(&e.attrs)
+            let k = resolved.count
+            store.events.append(e)
+            if let r = resolveStep(k, into: k, store, resolver, &folds) { resolved.append(r) } else { store.events.removeLast() }
+        }
+        sharing = EventAttrsSharing(slotCount: 1)
+        folds.open = [:]
+        return finishResolved(store: store, resolved: consume resolved, resolver: resolver, endT: endT, foldedMost: true)
+    }
+}

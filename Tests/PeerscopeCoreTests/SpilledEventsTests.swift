@@ -1,0 +1,118 @@
+import Foundation
+@testable import PeerscopeCore
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The spill file (`SpilledEvents`): events read back equal the ones written, through buffers of any
+/// size; a file cut short or damaged stops the reading with a message, never a crash.
+final class SpilledEventsTests: XCTestCase {
+    /// Events with every field at its edges: no hints, shared and distinct boxes, times before 1970 and
+    /// far apart, out of order, counts past 32 bits, evidence of inputs that do not fit the packed pair,
+    /// log lines, attributes empty and long.
+    static func events() throws -> [PeerEvent] {
+        let a = try XCTUnwrap(IPAddress("10.0.0.7")), m = try XCTUnwrap(IPAddress("224.0.0.251"))
+        let l1 = try XCTUnwrap(IPAddress("fe80::1")), l2 = try XCTUnwrap(IPAddress("fe80::2"))
+        var out: [PeerEvent] = []
+        var rng = SystemRandomNumberGenerator()
+        let hints = [PeerHint.unknown, PeerHint(peerID: 0x1234_5678_9ABC, displayName: "Ann's iPhone"),
+                     PeerHint(address: a), PeerHint(participantID: 0x7FFF_FFFF, displayName: "")]
+        let flows: [FlowKey?] = [nil, FlowKey(.udp, Endpoint(a, 5353), Endpoint(m, 5353)),
+                                 FlowKey(.tcp, Endpoint(l1, 49152), Endpoint(l2, 7000))]
+        let times: [Nanos] = [0, -1, Int64.min, Int64.max, 1_700_000_000_000_000_000, 5, 4]
+        let evidence: [Evidence] = [.frame(input: 0, frame: 1), .frame(input: Int(Int32.max) + 5, frame: UInt64.max),
+                                    .logLine(input: 3, line: 42), .logLine(input: -2, line: -7)]
+        for i in 0 ..< 400 {
+            var e = PeerEvent(kind: i % 3 == 0 ? .browse : EventKind("x.kind\(i % 7)"), t: times[i % times.count],
+                              evidence: evidence[i % evidence.count], from: hints[i % hints.count],
+                              to: hints[(i / 4) % hints.count], flow: flows[i % flows.count], source: "plugin\(i % 5)",
+                              attrs: i % 4 == 0 ? [:] : ["k": "v\(i)", "long": String(repeating: "é", count: i % 50 * 40)])
+            e.lastT = i % 2 == 0 ? e.t : e.t &+ Int64.random(in: 0 ... 1 << 40, using: &rng)
+            e.count = [1, 2, Int(UInt32.max) + 3, Int.max, 0][i % 5]
+            if i % 3 == 1 { e.lastEvidence = evidence[(i + 1) % evidence.count] }
+            out.append(e)
+        }
+        return out
+    }
+
+    static func written(_ events: [PeerEvent], buffer: Int) throws -> SpilledEvents {
+        let s = try SpilledEvents(directory: NSTemporaryDirectory(), writeBufferSize: buffer)
+        s.readBufferSize = buffer
+        for e in events { try s.append(e) }
+        try s.finishWriting()
+        return s
+    }
+
+    func testEventsReadBackEqualTheOnesWrittenThroughAnyBuffer() throws {
+        let events = try Self.events()
+        for buffer in [3, 64, 4096, 1 << 20] {
+            let s = try Self.written(events, buffer: buffer)
+            XCTAssertEqual(s.count, events.count)
+            XCTAssertFalse(s.inTimeOrder)
+            XCTAssertEqual(s.lastT, Int64.max)
+            // Twice: the passes of the timeline stage read it again from the start.
+            for _ in 0 ..< 2 {
+                let back = Array(s)
+                XCTAssertNil(s.readError)
+                XCTAssertEqual(back.count, events.count, "buffer \(buffer)")
+                for (a, b) in zip(back, events) where a != b || a.count != b.count || a.lastEvidence != b.lastEvidence {
+                    XCTFail("buffer \(buffer): \(a) != \(b)")
+                    break
+                }
+                // Boxes by value, one per distinct value: identity across events is kept too.
+                XCTAssertTrue(zip(back, back.dropFirst(4)).allSatisfy { $0.fromAndFlowBoxes.flow === $1.fromAndFlowBoxes.flow || $0.flow != $1.flow })
+            }
+        }
+    }
+
+    func testTheFileHasNoNameWhileUsedAndAFolderThatCannotTakeItThrows() throws {
+        let s = try Self.written(try Self.events(), buffer: 1 << 20)
+        XCTAssertTrue(s.path.hasPrefix(NSTemporaryDirectory().hasSuffix("/") ? NSTemporaryDirectory() : NSTemporaryDirectory() + "/"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: s.path))
+        XCTAssertGreaterThan(s.bytesWritten, 0)
+        XCTAssertThrowsError(try SpilledEvents(directory: "/nonexistent-peerscope-dir")) { e in
+            XCTAssertTrue("\(e)".hasPrefix("cannot create a temporary file in /nonexistent-peerscope-dir: "), "\(e)")
+        }
+    }
+
+    func testAWriteFailingHalfWayThrowsAndWritesNothingPastIt() throws {
+        let s = try SpilledEvents(directory: NSTemporaryDirectory(), writeBufferSize: 16)
+        s.failWritesAfter = 1000
+        var threw = false
+        for e in try Self.events() {
+            do { try s.append(e) } catch {
+                XCTAssertTrue(error.message.contains("cannot write the temporary file"), error.message)
+                threw = true
+                break
+            }
+        }
+        XCTAssertTrue(threw)
+        XCTAssertLessThanOrEqual(s.bytesWritten, 1000)
+    }
+
+    /// Cut at every length, or overwritten with bytes no writer makes: the reading stops with a message
+    /// and gives only whole events, equal to the ones written.
+    func testAFileCutShortOrDamagedStopsTheReadingWithAMessage() throws {
+        let events = Array(try Self.events().prefix(40))
+        let size = try Self.written(events, buffer: 64).bytesWritten
+        for cut in Array(stride(from: 0, to: size, by: Swift.max(1, size / 50))) + [1, 2, size - 2, size - 1] {
+            let s = try Self.written(events, buffer: 64)
+            XCTAssertEqual(ftruncate(s.fd, off_t(cut)), 0)
+            let back = Array(s)
+            XCTAssertNotNil(s.readError, "cut at \(cut)")
+            XCTAssertLessThan(back.count, events.count)
+            XCTAssertEqual(back, Array(events.prefix(back.count)))
+        }
+        for garbage: UInt8 in [0xFF, 0x7F, 0x80] {
+            let s = try Self.written(events, buffer: 64)
+            let junk = [UInt8](repeating: garbage, count: 32)
+            _ = junk.withUnsafeBytes { pwrite(s.fd, $0.baseAddress, 32, 0) }
+            let back = Array(s)
+            XCTAssertNotNil(s.readError, "garbage \(garbage)")
+            XCTAssertLessThan(back.count, events.count)
+        }
+    }
+}
