@@ -320,7 +320,8 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             case damaged(String)
         }
 
-        /// One varint at `q`: nil when the chunk ends inside it; throws past 10 bytes.
+        /// One varint at `q` (`LEB128`'s, read with checks): nil when the chunk ends inside it, `.some(nil)`
+        /// when it runs past 64 bits.
         private func varint(_ q: inout Int) -> UInt64?? {
             var v: UInt64 = 0
             var shift: UInt64 = 0

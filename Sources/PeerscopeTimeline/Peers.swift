@@ -172,6 +172,14 @@ public struct PeerResolver: Sendable {
         return nil
     }
 
+    /// An event's two hints `normalized`, written back only where they change (both finishing paths).
+    static func normalizeHints(_ e: inout PeerEvent) {
+        let from = e.from, to = e.to
+        let nf = normalized(from), nt = normalized(to)
+        if nf != from { e.from = nf }
+        if nt != to { e.to = nt }
+    }
+
     /// A display name written `idString+name` (as invitation Hellos and some logs print peers)
     /// becomes the peer ID and the name.
     public static func normalized(_ h: PeerHint) -> PeerHint {

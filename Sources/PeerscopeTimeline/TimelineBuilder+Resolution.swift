@@ -174,28 +174,33 @@ struct BrowseFolds {
     /// Queries folded into an earlier event.
     var folded = 0
 
-    init(enabled: Bool, gap: Nanos, events: [PeerEvent]) {
-        self.enabled = enabled && gap > 0
-        self.gap = gap
-        var q: Set<FlowKey> = []
+    /// What the folds need to know of all the events before the first is resolved: the flows ICMP errors
+    /// quote, and whether any event is a log line.
+    struct Scan {
+        var quoted: Set<FlowKey> = []
         var framesOnly = true
-        if self.enabled {
-            // Two fields of each event, read in place (a copied event retains every shared field).
-            for i in events.indices {
-                if case .logLine = events[i].evidence { framesOnly = false }
-                if events[i].kind == .icmpUnreachable, let f = events[i].quotedFlow { q.insert(f.canonical) }
-            }
+
+        mutating func note(_ e: PeerEvent) {
+            if case .logLine = e.evidence { framesOnly = false }
+            if e.kind == .icmpUnreachable, let f = e.quotedFlow { quoted.insert(f.canonical) }
         }
-        quoted = q
-        self.framesOnly = framesOnly
+    }
+
+    init(enabled: Bool, gap: Nanos, events: [PeerEvent]) {
+        var scan = Scan()
+        if enabled && gap > 0 {
+            // Two fields of each event, read in place (a copied event retains every shared field).
+            for i in events.indices { scan.note(events[i]) }
+        }
+        self.init(enabled: enabled, gap: gap, scan: scan)
     }
 
     /// Folds whose scan of the events was done by the caller (a spilled list read once for all it needs).
-    init(enabled: Bool, gap: Nanos, quoted: Set<FlowKey>, framesOnly: Bool) {
+    init(enabled: Bool, gap: Nanos, scan: Scan) {
         self.enabled = enabled && gap > 0
         self.gap = gap
-        self.quoted = self.enabled ? quoted : []
-        self.framesOnly = self.enabled ? framesOnly : true
+        self.quoted = self.enabled ? scan.quoted : []
+        self.framesOnly = self.enabled ? scan.framesOnly : true
     }
 }
 

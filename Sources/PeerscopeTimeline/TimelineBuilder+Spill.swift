@@ -17,33 +17,28 @@ import PeerscopeCore
 extension TimelineBuilder {
     func finish(spilled spill: SpilledEvents, at end: Nanos?) -> Timelines {
         // Pass 1: identity facts, the folds' scan, the end of input.
-        var quoted: Set<FlowKey> = []
-        var framesOnly = true
+        var scan = BrowseFolds.Scan()
         var lastT: Nanos?
         spill.forEach { e in
             if identities.add(e) { return }
             lastT = e.t
-            if case .logLine = e.evidence { framesOnly = false }
-            if e.kind == .icmpUnreachable, let f = e.quotedFlow { quoted.insert(f.canonical) }
+            scan.note(e)
         }
         // Every later pass: the list without the facts, hints normalised.
         let events = spill.lazy.filter { !$0.kind.isIn("identity") }.map { e -> PeerEvent in
             var e = e
-            let from = e.from, to = e.to
-            let nf = PeerResolver.normalized(from), nt = PeerResolver.normalized(to)
-            if nf != from { e.from = nf }
-            if nt != to { e.to = nt }
+            PeerResolver.normalizeHints(&e)
             return e
         }
         // Pass 2: the resolver's bindings.
         var resolver = PeerResolver(identities: identities, events: events)
-        if !framesOnly {
+        if !scan.framesOnly {
             // Passes 3 and 4: log owners (nothing to find without log lines).
             resolver.identifyLogOwners(events)
             if inferLogOwners { resolver.inferLogOwners(events) }
         }
         let endT = max(end ?? Nanos.min, lastT ?? 0)
-        var folds = BrowseFolds(enabled: foldBrowseQueries, gap: browseFoldGap, quoted: quoted, framesOnly: framesOnly)
+        var folds = BrowseFolds(enabled: foldBrowseQueries, gap: browseFoldGap, scan: scan)
         // Last pass: each event into the store, resolved, and out again when folded. Attribute buffers
         // read back are shared again with an equal one read shortly before (the engine shared them so).
         let store = EventStore()

@@ -213,12 +213,12 @@ public final class TimelineBuilder {
         pendingRuns = queryRuns
     }
 
-    /// Adds events held in a temporary file (`SpilledEvents`, in time order): `finish` reads them back in
-    /// passes instead of holding them (see `finish(spilled:at:)`). Analysis adds nothing else then.
     /// Why events added with `add(spilled:)` could not all be read back (their file cut short or
     /// unreadable), once `finish` has read them: the timelines miss those events, and the caller says so.
     public private(set) var spillReadErrors: [String] = []
 
+    /// Adds events held in a temporary file (`SpilledEvents`, in time order): `finish` reads them back in
+    /// passes instead of holding them (see `finish(spilled:at:)`). Analysis adds nothing else then.
     public func add(spilled: SpilledEvents) {
         if let earlier = pendingSpill {
             // A second file (never from analysis): the first one's events as a list.
@@ -385,14 +385,8 @@ public final class TimelineBuilder {
             events = consume exact
             runs.removeEvents(at: removed)
         }
-        func normalize(_ e: inout PeerEvent) {
-            let from = e.from, to = e.to
-            let nf = PeerResolver.normalized(from), nt = PeerResolver.normalized(to)
-            if nf != from { e.from = nf }
-            if nt != to { e.to = nt }
-        }
-        for i in events.indices { normalize(&events[i]) }
-        runs.updateTemplates(normalize)
+        for i in events.indices { PeerResolver.normalizeHints(&events[i]) }
+        runs.updateTemplates(PeerResolver.normalizeHints)
         // By index: a pair of copied events per step retains every shared field of both.
         if !events.indices.dropFirst().allSatisfy({ events[$0 - 1].t <= events[$0].t }) {
             // Not from the engine (its list is sorted, the runs placed in it): the list as a whole.
