@@ -68,12 +68,17 @@ public struct EventAttrs: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
 
     @usableFromInline func slot(at i: Int) -> Slot {
         var p = i
-        func length() -> Int { Int(truncatingIfNeeded: LEB128.read(bytes, &p)) }
-        let kl = length()
-        let key = p ..< Swift.min(bytes.count, p + kl)
+        // A length past the end (bytes read back from a damaged spill file) ends at the end: no range
+        // can reach outside the buffer or run backwards, and no sum can overflow.
+        func field() -> Range<Int> {
+            let l = LEB128.read(bytes, &p)
+            let start = Swift.min(p, bytes.count)
+            let end = l <= UInt64(bytes.count - start) ? start + Int(l) : bytes.count
+            return start ..< end
+        }
+        let key = field()
         p = key.upperBound
-        let vl = length()
-        let value = p ..< Swift.min(bytes.count, p + vl)
+        let value = field()
         return Slot(key: key, value: value)
     }
 
