@@ -113,7 +113,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         flowIDs = [:]
         lastLabel = nil
         pthread_mutex_lock(recordMutex)
-        recordReader = nil
+        recordBlock = nil
         lastRecord = nil
         pthread_mutex_unlock(recordMutex)
     }
@@ -252,7 +252,9 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
     /// Bytes read at a time for single records (a block kept for the records after it).
     public static let recordBlockSize = 1 << 16
     private let recordMutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var recordReader: Iterator?
+    /// The block the last single-record read kept (bytes of the file from `base`). Only the bytes: an
+    /// `Iterator` kept here would hold this list, which then never went.
+    private var recordBlock: (chunk: [UInt8], base: Int)?
     private var lastRecord: (offset: Int, attrs: EventAttrs)?
 
     /// The attributes of the event whose record starts at `offset` (`Iterator.recordOffset`), read
@@ -266,11 +268,14 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         pthread_mutex_lock(recordMutex)
         defer { pthread_mutex_unlock(recordMutex) }
         if let l = lastRecord, l.offset == offset { return l.attrs }
-        var reader = recordReader ?? Iterator(randomAccessTo: self, block: Swift.min(readBufferSize, Self.recordBlockSize))
-        recordReader = nil
+        var reader = Iterator(randomAccessTo: self, block: Swift.min(readBufferSize, Self.recordBlockSize))
+        if let b = recordBlock {
+            recordBlock = nil
+            reader.adoptBlock(b.chunk, base: b.base)
+        }
         reader.seek(to: offset)
         let e = reader.next()
-        recordReader = reader
+        recordBlock = reader.takeBlock()
         guard let e else {
             if recordReadError == nil { recordReadError = "the temporary file \(path) cannot be read at \(offset)" }
             return EventAttrs()
@@ -366,6 +371,24 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             random = true
             blockSize = Swift.max(1, block)
             done = true
+        }
+
+        /// Starts from a block read before (`takeBlock`): the bytes of the file from `base`.
+        mutating func adoptBlock(_ block: [UInt8], base: Int) {
+            chunk = block
+            chunkBase = base
+            fileOffset = base + block.count
+            p = 0
+        }
+
+        /// The block held, for a later reader to `adoptBlock` (this one is left with none).
+        mutating func takeBlock() -> (chunk: [UInt8], base: Int) {
+            var taken: [UInt8] = []
+            swap(&taken, &chunk)
+            let base = chunkBase
+            chunkBase = fileOffset
+            p = 0
+            return (taken, base)
         }
 
         /// The next `next()` reads the record at `offset` (from the block held when it is inside it).

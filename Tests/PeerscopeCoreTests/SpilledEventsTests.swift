@@ -1,5 +1,6 @@
 import Foundation
 @testable import PeerscopeCore
+import PeerscopeSimulator
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -90,6 +91,36 @@ final class SpilledEventsTests: XCTestCase {
             XCTAssertEqual(offsets, starts, "buffer \(buffer)")
             XCTAssertEqual(back, events, "buffer \(buffer)")
         }
+    }
+
+    /// Single records read again (forward, backward, across blocks) give each event's attributes, and the
+    /// list still goes when its last holder lets go: the kept block must not hold the list (it did, so a
+    /// process analysing many captures kept every spill file open).
+    func testRecordsReadAgainGiveTheirAttributesAndTheListStillGoes() throws {
+        let events = try Self.events()
+        weak var gone: SpilledEvents?
+        do {
+            let s = try SpilledEvents(directory: NSTemporaryDirectory(), writeBufferSize: 64)
+            for e in events { try s.append(e) }
+            try s.finishWriting()
+            s.readBufferSize = 48
+            var starts: [Int] = []
+            XCTAssertTrue(s.forEachWithOffset { _, at in starts.append(at) })
+            XCTAssertEqual(starts.count, events.count)
+            var order = Array(events.indices)
+            order += order.reversed()
+            var rng = SimRandom(seed: 16)
+            order += events.indices.shuffled(using: &rng)
+            for i in order {
+                let e = events[i]
+                XCTAssertEqual(s.attrs(atRecord: starts[i], kind: e.kind, source: e.source, evidence: e.evidence), e.attrs,
+                               "event \(i)")
+            }
+            XCTAssertNil(s.recordReadError)
+            s.dropWriteTables()
+            gone = s
+        }
+        XCTAssertNil(gone, "the spill outlived its last holder")
     }
 
     func testTheFileHasNoNameWhileUsedAndAFolderThatCannotTakeItThrows() throws {
