@@ -226,6 +226,14 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         return readError == nil
     }
 
+    /// `forEach`, also giving where each event's record starts in the file (`Iterator.recordOffset`).
+    @discardableResult
+    public func forEachWithOffset(_ body: (PeerEvent, Int) -> Void) -> Bool {
+        var it = makeIterator()
+        while let e = it.next() { body(e, it.recordOffset) }
+        return readError == nil
+    }
+
     public func makeIterator() -> Iterator { Iterator(self) }
 
     /// Reads the file front to back in `readBufferSize` pieces.
@@ -234,6 +242,11 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         private var chunk: [UInt8] = []
         private var p = 0
         private var fileOffset = 0
+        /// Where `chunk[0]` is in the file.
+        private var chunkBase = 0
+        /// Where the record of the event `next()` returned last starts in the file (-1 before the
+        /// first): the place to read it from again.
+        public private(set) var recordOffset = -1
         private var left: Int
         private var previousT: Nanos = 0
         private var done = false
@@ -259,6 +272,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
                 var q = p
                 switch decode(&q) {
                 case .event(let e):
+                    recordOffset = chunkBase + p
                     p = q
                     left -= 1
                     previousT = e.t
@@ -283,6 +297,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         private mutating func refill() -> String? {
             if p > 0 {
                 chunk.removeSubrange(0 ..< p)
+                chunkBase += p
                 p = 0
             }
             guard fileOffset < list.bytesWritten else {
