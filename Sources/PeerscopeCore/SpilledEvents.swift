@@ -43,6 +43,8 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
     public private(set) var inTimeOrder = true
     /// Why reading stopped early, if it did (the events read before it were given).
     public private(set) var readError: String?
+    /// Why a record read again (`attrs(atRecord:)`) could not be, for the first that could not.
+    public private(set) var recordReadError: String?
 
     private var buffer: [UInt8] = []
     private let writeBufferSize: Int
@@ -83,11 +85,16 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         self.fd = fd
         self.writeBufferSize = Swift.max(1, writeBufferSize)
+        recordMutex = .allocate(capacity: 1)
+        recordMutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(recordMutex, nil)
         buffer.reserveCapacity(Swift.min(self.writeBufferSize, 1 << 20) + 256)
     }
 
     deinit {
         if fd >= 0 { _ = closeDescriptor(fd) }
+        pthread_mutex_destroy(recordMutex)
+        recordMutex.deallocate()
     }
 
     /// Lets the file and the tables go (the timelines are built): the list then reads as empty.
@@ -105,6 +112,10 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         flows = []
         flowIDs = [:]
         lastLabel = nil
+        pthread_mutex_lock(recordMutex)
+        recordReader = nil
+        lastRecord = nil
+        pthread_mutex_unlock(recordMutex)
     }
 
     // MARK: writing
@@ -236,6 +247,55 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
 
     public func makeIterator() -> Iterator { Iterator(self) }
 
+    // MARK: reading single records again
+
+    /// Bytes read at a time for single records (a block kept for the records after it).
+    public static let recordBlockSize = 1 << 16
+    private let recordMutex: UnsafeMutablePointer<pthread_mutex_t>
+    private var recordReader: Iterator?
+    private var lastRecord: (offset: Int, attrs: EventAttrs)?
+
+    /// The attributes of the event whose record starts at `offset` (`Iterator.recordOffset`), read
+    /// again from the file: a store of events can leave them here instead of on the heap. The block
+    /// read is kept, so records read in file order cost one `pread` per block. The record must be the
+    /// event's: of `kind` from `source`, with `evidence` first (a file damaged since would otherwise give
+    /// another event's attributes, or junk). Empty, with `recordReadError` set, when the record cannot be
+    /// read or is not that event (the file damaged or cut since, or closed); never a crash. Safe from
+    /// several threads.
+    public func attrs(atRecord offset: Int, kind: EventKind, source: String, evidence: Evidence) -> EventAttrs {
+        pthread_mutex_lock(recordMutex)
+        defer { pthread_mutex_unlock(recordMutex) }
+        if let l = lastRecord, l.offset == offset { return l.attrs }
+        var reader = recordReader ?? Iterator(randomAccessTo: self, block: Swift.min(readBufferSize, Self.recordBlockSize))
+        recordReader = nil
+        reader.seek(to: offset)
+        let e = reader.next()
+        recordReader = reader
+        guard let e else {
+            if recordReadError == nil { recordReadError = "the temporary file \(path) cannot be read at \(offset)" }
+            return EventAttrs()
+        }
+        guard e.kind == kind, e.source == source, e.evidence == evidence else {
+            if recordReadError == nil {
+                recordReadError = "the temporary file \(path) is damaged: the record at \(offset) is not the event written there"
+            }
+            return EventAttrs()
+        }
+        lastRecord = (offset, e.attrs)
+        return e.attrs
+    }
+
+    /// Lets go of what only writing needs (the tables from boxes to indexes, the buffer), once the
+    /// file is written and only read from.
+    public func dropWriteTables() {
+        guard finished else { return }
+        buffer = []
+        labelIDs = [:]
+        hintIDs = [:]
+        flowIDs = [:]
+        lastLabel = nil
+    }
+
     /// Reads the file front to back in `readBufferSize` pieces.
     public struct Iterator: IteratorProtocol {
         private let list: SpilledEvents
@@ -250,10 +310,14 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         private var left: Int
         private var previousT: Nanos = 0
         private var done = false
+        /// Reading single records again (`seek`): failures go to `recordReadError`, blocks are smaller.
+        private var random = false
+        private var blockSize: Int
 
         init(_ list: SpilledEvents) {
             self.list = list
             left = list.count
+            blockSize = list.readBufferSize
             if !list.finished {
                 do { try list.finishWriting() } catch {
                     list.readError = error.message
@@ -286,10 +350,51 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         }
 
         private mutating func fail(_ why: String) -> PeerEvent? {
-            if list.readError == nil { list.readError = why }
+            if random {
+                if list.recordReadError == nil { list.recordReadError = why }
+            } else if list.readError == nil {
+                list.readError = why
+            }
             done = true
             chunk = []
             return nil
+        }
+
+        /// A reader of single records (`seek`, then `next()`), through blocks of at most `block` bytes.
+        init(randomAccessTo list: SpilledEvents, block: Int) {
+            self.init(list)
+            random = true
+            blockSize = Swift.max(1, block)
+            done = true
+        }
+
+        /// The next `next()` reads the record at `offset` (from the block held when it is inside it).
+        /// Its time is not the event's (times are differences from the record before). A new block
+        /// starts a quarter of a block before the record: records read a little backwards (a detector
+        /// looking back) are in it too.
+        mutating func seek(to offset: Int) {
+            if offset >= chunkBase, offset < chunkBase + chunk.count {
+                p = offset - chunkBase
+            } else {
+                chunk.removeAll(keepingCapacity: true)
+                let before = offset > 0 ? Swift.min(offset, blockSize / 4) : 0
+                chunkBase = offset - before
+                fileOffset = chunkBase
+                p = 0
+                if before > 0 {
+                    if let why = refill() {
+                        _ = fail(why)
+                        return
+                    }
+                    guard chunk.count > before else {
+                        _ = fail("the temporary file \(list.path) is shorter than written")
+                        return
+                    }
+                }
+                p = before
+            }
+            left = 1
+            done = false
         }
 
         /// Keeps the unread tail and reads more after it (a record longer than the buffer grows it).
@@ -300,10 +405,11 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
                 chunkBase += p
                 p = 0
             }
-            guard fileOffset < list.bytesWritten else {
-                return "the temporary file \(list.path) ends inside an event (\(left) of \(list.count) events not read)"
+            let notRead = random ? "" : " (\(left) of \(list.count) events not read)"
+            guard fileOffset >= 0, fileOffset < list.bytesWritten else {
+                return "the temporary file \(list.path) ends inside an event\(notRead)"
             }
-            let want = Swift.min(Swift.max(1, list.readBufferSize), list.bytesWritten - fileOffset)
+            let want = Swift.min(Swift.max(1, blockSize), list.bytesWritten - fileOffset)
             let old = chunk.count
             chunk.append(contentsOf: repeatElement(0, count: want))
             let fd = list.fd
@@ -324,7 +430,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             }
             chunk.removeSubrange((old + got)...)
             if err != 0 { return "cannot read the temporary file \(list.path): \(String(cString: strerror(err)))" }
-            if got == 0 { return "the temporary file \(list.path) is shorter than written (\(left) of \(list.count) events not read)" }
+            if got == 0 { return "the temporary file \(list.path) is shorter than written\(notRead)" }
             fileOffset += got
             return nil
         }
