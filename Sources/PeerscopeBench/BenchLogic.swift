@@ -34,8 +34,8 @@ struct BenchOptions: Equatable {
            PeerscopeBench --write-group PATH [--frames N]
            PeerscopeBench --live [--rates 10000,50000,100000] [--copies 10]
       --frames N       group file of N frames and its eighth (default 1000000; 2000000 gives the issue's 2M/250k linearity)
-      --only linear    only the linearity target: analyze of the group file (2M frames unless --frames) once and of its
-                       eighth 5 times, CPU seconds of each child (user + sys), verdict on the eighth's median
+      --only linear    only the linearity target: analyze of the group file (2M frames unless --frames) once, amid 5 runs
+                       of its eighth, CPU seconds of each child (user + sys), verdict on the eighth's median
     """
 
     /// Reads `args` (without the program's name). On a mistake: the message to print before the usage.
@@ -104,7 +104,7 @@ func median(_ xs: [Double]) -> Double? {
 }
 
 /// The issue's "time linear in the number of packets (2M / 250k within 8.5x)", from CPU seconds (user +
-/// sys) of `analyze` children: the whole file once, its eighth several times. The verdict reads the
+/// sys) of `analyze` children: the whole file once, amid its eighth's several runs. The verdict reads the
 /// eighth's median: a run slowed by other work on a shared machine (one slow second is a tenth of the
 /// eighth's time, a fiftieth of the whole's) neither decides it nor is hidden, as taking the fastest
 /// run would do (the whole, run once, is then set against a typical eighth, not the luckiest one).
@@ -113,6 +113,8 @@ struct Linearity: Equatable {
     var smallFrames: Int
     var cpu: Double
     var smallCPU: [Double]
+    /// The whole ran after this many of the eighth's runs (nil: not said).
+    var wholeAfter: Int?
 
     /// The issue allows 8.5x the time for 8x the frames: the same slack for the frames actually written.
     static let allowance = 8.5 / 8
@@ -139,7 +141,8 @@ struct Linearity: Equatable {
     /// The lines the bench prints for it.
     var lines: [String] {
         func f(_ x: Double, _ d: Int) -> String { String(format: "%.\(d)f", x) }
-        var out = ["  linearity (CPU s of analyze, user + sys): \(frames) frames \(f(cpu, 2)) s once; \(smallFrames) frames "
+        let when = wholeAfter.map { " (after the eighth's run \($0))" } ?? ""
+        var out = ["  linearity (CPU s of analyze, user + sys): \(frames) frames \(f(cpu, 2)) s once\(when); \(smallFrames) frames "
             + smallCPU.map { f($0, 2) }.joined(separator: " / ") + " s (\(smallCPU.count) runs, median \(smallMedian.map { f($0, 2) } ?? "-") s)"]
         if let r = ratio, let s = spread {
             out.append("  linearity: x\(f(r, 2)) the time for x\(f(frameRatio, 2)) the frames (limit x\(f(limit, 2)));"

@@ -547,19 +547,31 @@ if only == nil || only == "mdns" {
     targets.append(gbTarget)
 }
 
-/// The eighth's runs for the linearity verdict (see `Linearity` for why the median of several).
-let linearityRuns = 5
+/// The eighth's runs for the linearity verdict (see `Linearity` for why the median of several), and
+/// after how many of them the whole file runs: in their midst, so both see the machine in the same
+/// minutes (on this shared machine the eighth's CPU seconds moved by a third between two runs of the
+/// bench minutes apart, each run's five within 6 %).
+let linearityRuns = 5, wholeAfter = 2
 
-/// Analyze of the eighth `linearityRuns` times, CPU seconds of each child; nil if one fails.
-func linearity(whole frames: Int, cpu: Double, eighth small: String, frames sFrames: Int) -> Linearity? {
+/// Analyze of the whole file once amid the eighth's `linearityRuns`, CPU seconds of each child; nil if
+/// one fails.
+func linearity(whole big: String, frames: Int, eighth small: String, frames sFrames: Int) -> Linearity? {
+    let analyze = [peerscope, "analyze", "--format", "json", "--output", "/dev/null"]
     var runs: [Double] = [], rss = 0
-    for _ in 0 ..< linearityRuns {
-        guard let m = measure([peerscope, "analyze", "--format", "json", "--output", "/dev/null", small]), m.status == 0 else { return nil }
+    var whole: Measured?
+    for i in 0 ..< linearityRuns {
+        if i == wholeAfter {
+            guard let m = measure(analyze + [big]), m.status == 0 else { return nil }
+            whole = m
+        }
+        guard let m = measure(analyze + [small]), m.status == 0 else { return nil }
         runs.append(m.cpuSeconds)
         rss = max(rss, m.maxRSSKiB)
     }
-    print("  memory: peak RSS \(fmt(Double(rss) / 1024, 1)) MiB for the eighth")
-    return Linearity(frames: frames, smallFrames: sFrames, cpu: cpu, smallCPU: runs)
+    guard let whole else { return nil }
+    print("  analyze of the whole file for linearity: \(fmt(whole.seconds, 2)) s, \(fmt(whole.cpuSeconds, 2)) CPU s, "
+          + "peak RSS \(fmt(Double(whole.maxRSSKiB) / 1024, 1)) MiB; of the eighth: peak RSS \(fmt(Double(rss) / 1024, 1)) MiB")
+    return Linearity(frames: frames, smallFrames: sFrames, cpu: whole.cpuSeconds, smallCPU: runs, wholeAfter: wholeAfter)
 }
 
 func linearityTarget(_ l: Linearity?) -> Target {
@@ -578,14 +590,7 @@ if only == nil || only == "group" || only == "linear" {
     let (sFrames, _) = try makeCapture(path: small, frames: targetFrames / 8)
     print("")
     print("group file: \(frames) frames, \(fmt(Double(bytes) / 1e6, 1)) MB of simulated 8-peer sessions; eighth: \(sFrames) frames (made in \(fmt(now() - t, 1)) s)")
-    var whole: Row?
-    if only == "linear" {
-        // Only the linearity target: analyze of the whole file once.
-        whole = commandRow("peerscope analyze --format json", [peerscope, "analyze", "--format", "json", "--output", "/dev/null", big])
-        if let w = whole, let s = w.seconds {
-            print("  analyze of the whole file: \(fmt(s, 2)) s, \(fmt(w.cpuSeconds ?? 0, 2)) CPU s, peak RSS \(fmt(Double(w.rssKiB ?? 0) / 1024, 1)) MiB")
-        }
-    } else {
+    if only != "linear" {
         let rows = rowsFor(big, frames: frames, tsharkArgs: ["-T", "fields", "-e", "frame.number"], tsharkFile: (small, sFrames))
         table("group (\(frames) frames)", frames: frames, bytes: bytes, rows)
         targets.append(shareTarget("group: analyze", rows, "peerscope analyze", atLeast: 15))
@@ -596,8 +601,7 @@ if only == nil || only == "group" || only == "linear" {
                               measured: figures.addedPerEntry.map { fmt($0, 0) + " B" }, met: figures.addedPerEntry.map { $0 <= 150 },
                               how: "target reads this; absolute after the stage: "
                                   + "\(figures.rssPerEntry.map { fmt($0, 0) } ?? "-") B RSS, \(figures.heapPerEntry.map { fmt($0, 0) } ?? "-") B heap"))
-        whole = rows.first(where: { $0.name.hasPrefix("peerscope analyze") })
-        if let rss = whole?.rssKiB {
+        if let rss = rows.first(where: { $0.name.hasPrefix("peerscope analyze") })?.rssKiB {
             // A third of the 1.7 GiB the issue measured for 1M frames: only judged on a file of about that size.
             let mib = Double(rss) / 1024, limit = 1.7 * 1024 / 3
             let judged = abs(Double(frames) - 1e6) < 5e4
@@ -605,13 +609,10 @@ if only == nil || only == "group" || only == "linear" {
                                   met: judged ? mib < limit : nil, how: judged ? "" : "measured at \(frames) frames; the target is for 1M"))
         }
     }
-    if let whole, let cpu = whole.cpuSeconds {
-        let l = linearity(whole: frames, cpu: cpu, eighth: small, frames: sFrames)
-        for line in l?.lines ?? ["  linearity: analyze of the eighth failed"] { print(line) }
-        targets.append(linearityTarget(l))
-    } else {
-        targets.append(linearityTarget(nil))
-    }
+    // Its own run of the whole (not the table's analyze row, minutes earlier): amid the eighth's runs.
+    let l = linearity(whole: big, frames: frames, eighth: small, frames: sFrames)
+    for line in l?.lines ?? ["  linearity: analyze failed"] { print(line) }
+    targets.append(linearityTarget(l))
 }
 
 if longRun {

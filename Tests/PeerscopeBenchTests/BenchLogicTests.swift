@@ -100,9 +100,10 @@ final class LinearityTests: XCTestCase {
     }
 
     func testLinesShowEveryRunAndTheSpread() {
-        let lines = Linearity(frames: 2_000_000, smallFrames: 250_000, cpu: 48.0, smallCPU: [6, 5, 7]).lines
+        let lines = Linearity(frames: 2_000_000, smallFrames: 250_000, cpu: 48.0, smallCPU: [6, 5, 7], wholeAfter: 2).lines
         XCTAssertEqual(lines.count, 2)
-        XCTAssertTrue(lines[0].contains("2000000 frames 48.00 s once; 250000 frames 6.00 / 5.00 / 7.00 s (3 runs, median 6.00 s)"), lines[0])
+        XCTAssertTrue(lines[0].contains("2000000 frames 48.00 s once (after the eighth's run 2); 250000 frames 6.00 / 5.00 / 7.00 s (3 runs, median 6.00 s)"),
+                      lines[0])
         XCTAssertTrue(lines[1].contains("x8.00 the time for x8.00 the frames (limit x8.50)"), lines[1])
         XCTAssertTrue(lines[1].contains("x6.86 / x9.60"), lines[1])
     }
