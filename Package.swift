@@ -71,6 +71,9 @@ let testTargets: [(String, [Target.Dependency])] = [
     ("PeerscopeSimulatorTests", ["PeerscopeSimulator"]),
     // End to end: the whole pipeline on the corpus, the samples and the `peerscope` binary.
     ("PeerscopeIntegrationTests", ["Peerscope", "PeerscopeCapture", "PeerscopeSimulator", "PeerscopeCore", "PeerscopePlugins"]),
+    // The bench's logic that does not measure (its command line, the linearity verdict, the stage figures):
+    // `@testable import` of the executable target.
+    ("PeerscopeBenchTests", ["PeerscopeBench"]),
 ]
 for (name, deps) in testTargets {
     targets.append(.testTarget(name: name, dependencies: deps))

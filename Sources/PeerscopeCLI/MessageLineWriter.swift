@@ -15,6 +15,10 @@ final class MessageLineWriter: @unchecked Sendable {
     private let includeInput: Bool
     private let condition = NSCondition()
     private var queue: [[DecodedMessage]] = []
+    /// Batches the writer thread emptied, handed back with their storage: the decoding thread reuses
+    /// them rather than allocating a new batch every `batchSize` messages (a large allocation on one
+    /// thread freed on the other made the allocator consolidate its free lists each time).
+    private var spare: [[DecodedMessage]] = []
     private var closed = false
     private var done = false
     private var batch: [DecodedMessage] = []
@@ -54,17 +58,22 @@ final class MessageLineWriter: @unchecked Sendable {
         while queue.count >= Self.maxQueued { condition.wait() }
         if !batch.isEmpty { queue.append(batch) }
         if last { closed = true }
+        let reused = spare.popLast()
         condition.broadcast()
         condition.unlock()
-        batch = []
-        batch.reserveCapacity(Self.batchSize)
+        if let reused {
+            batch = reused
+        } else {
+            batch = []
+            batch.reserveCapacity(Self.batchSize)
+        }
     }
 
     private func loop() {
         while true {
             condition.lock()
             while queue.isEmpty && !closed { condition.wait() }
-            let taken = queue
+            var taken = queue
             queue.removeAll(keepingCapacity: true)
             let end = closed
             condition.broadcast()
@@ -75,6 +84,13 @@ final class MessageLineWriter: @unchecked Sendable {
                 } else {
                     for m in b { sink.messageLine(m, includeInput: includeInput) }
                 }
+            }
+            // Emptied (storage kept) and handed back for the decoding thread to fill again.
+            for i in taken.indices { taken[i].removeAll(keepingCapacity: true) }
+            if !taken.isEmpty && !end {
+                condition.lock()
+                while spare.count < Self.maxQueued + 2, let b = taken.popLast() { spare.append(b) }
+                condition.unlock()
             }
             if end && taken.isEmpty {
                 condition.lock()

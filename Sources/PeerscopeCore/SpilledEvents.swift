@@ -294,6 +294,14 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         return readError == nil
     }
 
+    /// `forEach`, also giving where each event's record starts in the file (`Iterator.recordOffset`).
+    @discardableResult
+    public func forEachWithOffset(_ body: (PeerEvent, Int) -> Void) -> Bool {
+        var it = makeIterator()
+        while let e = it.next() { body(e, it.recordOffset) }
+        return readError == nil
+    }
+
     public func makeIterator() -> Iterator { Iterator(self) }
 
     /// Stops writing after a failed write (`append` threw): the sorted write begun is dropped, and the
@@ -312,6 +320,10 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         private let merging: Bool
         /// The `seq` of the event `next` gave last (sorted writes).
         public private(set) var seq = 0
+        /// Where the record of the event `next()` returned last starts in the file (-1 before the
+        /// first): the place to read it from again. (A sorted write's record holds its time and `seq` as
+        /// differences from the record before it in the same write, and ends with the `seq`.)
+        public private(set) var recordOffset = -1
 
         init(_ list: SpilledEvents) {
             if !list.finished {
@@ -377,9 +389,11 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             guard merging else {
                 guard !cursors.isEmpty else { return nil }
                 cursors[0].advance()
+                recordOffset = cursors[0].headOffset
                 return cursors[0].head?.event
             }
             guard let top = heap.first, let head = cursors[top].head else { return nil }
+            recordOffset = cursors[top].headOffset
             cursors[top].advance()
             if cursors[top].failed {
                 // A damaged write ends the reading (the events given before it stand, `readError` says why).
@@ -405,6 +419,10 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         private var chunk: [UInt8] = []
         private var p = 0
         private var fileOffset: Int
+        /// Where `chunk[0]` is in the file.
+        private var chunkBase: Int
+        /// Where the record of `head` starts in the file.
+        private(set) var headOffset = -1
         private let end: Int
         private let bufferSize: Int
         private let tagged: Bool
@@ -421,6 +439,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         init(_ list: SpilledEvents, start: Int, end: Int, count: Int, tagged: Bool, bufferSize: Int) {
             self.list = list
             fileOffset = start
+            chunkBase = start
             self.end = end
             left = count
             total = count
@@ -441,6 +460,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
                 var q = p
                 switch decode(&q) {
                 case .event(let e, let seq):
+                    headOffset = chunkBase + p
                     p = q
                     left -= 1
                     previousT = e.t
@@ -467,6 +487,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         private mutating func refill() -> String? {
             if p > 0 {
                 chunk.removeSubrange(0 ..< p)
+                chunkBase += p
                 p = 0
             }
             guard fileOffset < end else {

@@ -68,6 +68,30 @@ final class SpilledEventsTests: XCTestCase {
         }
     }
 
+    /// The reader says where each event's record starts: where the writer's file stood before it
+    /// (a writer flushing every event tells), through read buffers of any size.
+    func testTheReaderGivesWhereEachRecordStarts() throws {
+        let events = try Self.events()
+        let s = try SpilledEvents(directory: NSTemporaryDirectory(), writeBufferSize: 1)
+        var starts: [Int] = []
+        for e in events {
+            starts.append(s.bytesWritten)
+            try s.append(e)
+        }
+        try s.finishWriting()
+        for buffer in [1, 3, 64, 4096, 1 << 20] {
+            s.readBufferSize = buffer
+            var offsets: [Int] = []
+            var back: [PeerEvent] = []
+            XCTAssertTrue(s.forEachWithOffset { e, at in
+                back.append(e)
+                offsets.append(at)
+            })
+            XCTAssertEqual(offsets, starts, "buffer \(buffer)")
+            XCTAssertEqual(back, events, "buffer \(buffer)")
+        }
+    }
+
     func testTheFileHasNoNameWhileUsedAndAFolderThatCannotTakeItThrows() throws {
         let s = try Self.written(try Self.events(), buffer: 1 << 20)
         XCTAssertTrue(s.path.hasPrefix(NSTemporaryDirectory().hasSuffix("/") ? NSTemporaryDirectory() : NSTemporaryDirectory() + "/"))

@@ -18,11 +18,15 @@ final class RefreshFastPathTests: XCTestCase {
         var frame: UInt64 = 0
         var lastTick: Nanos = 0
 
-        init(fast: Bool, wantsEvents: Bool = true) {
-            context = PluginContext(directory: directory, options: DecodeOptions(fastPaths: fast))
+        /// `peerscope decode`'s lines of the messages, when made with `wantsMessages`.
+        var messageLines: [UInt8] = []
+
+        init(fast: Bool, wantsEvents: Bool = true, wantsMessages: Bool = false) {
+            context = PluginContext(directory: directory, options: DecodeOptions(wantsMessages: wantsMessages, fastPaths: fast))
             context.wantsEvents = wantsEvents
             pipeline = PluginPipeline(plugins: [MDNSPlugin.self], context: context)
             context.onEvent = { [unowned self] in self.events.append($0) }
+            context.onMessage = { [unowned self] in $0.writeJSONLine(to: &self.messageLines, includeInput: false) }
         }
 
         var plugin: MDNSPlugin? { pipeline.plugins.first as? MDNSPlugin }
@@ -210,6 +214,43 @@ final class RefreshFastPathTests: XCTestCase {
         XCTAssertEqual(fast.plugin?.summary().services.map(\.browseQueries), slow.plugin?.summary().services.map(\.browseQueries))
     }
 
+    /// `peerscope decode` without `--events`: a query does nothing but its line, so every repeat of a
+    /// remembered query is skipped unparsed, also past the browse window, and the lines are those of
+    /// the full path (fast paths off) and of a decode that keeps events. A probe is still read every time.
+    func testWithoutEventsEveryRepeatedQueryIsSkippedAndTheLinesAreTheSame() throws {
+        var q = DNSBuilder(flags: 0, qd: 2)
+        q.question("_chat._tcp.local", type: DNSType.ptr)
+        q.question("_airplay._tcp.local", type: DNSType.ptr, qu: true)
+        var other = DNSBuilder(flags: 0, qd: 1)
+        other.question("_services._dns-sd._udp.local", type: DNSType.ptr)
+        var probe = DNSBuilder(flags: 0, qd: 1, ns: 1)
+        probe.question("1ddatjp8m3xy7._chat._tcp.local", type: DNSType.any)
+        probe.srv(Self.inst, target: "b-host.local", port: 50001, ttl: 120)
+        var packets: [(Int64, [UInt8], String)] = [(0, Self.announcement(), "192.168.1.10")]
+        // Copies every 7 s for 140 s (past the 10 s window many times), from two queriers, and probes.
+        for i in 0 ... 20 {
+            packets.append((Int64(i) * 7 + 1, q.bytes, "192.168.1.20"))
+            packets.append((Int64(i) * 7 + 2, i % 2 == 0 ? q.bytes : other.bytes, "192.168.1.21"))
+            if i % 5 == 0 { packets.append((Int64(i) * 7 + 3, probe.bytes, "192.168.1.33")) }
+        }
+        let decode = Harness(fast: true, wantsEvents: false, wantsMessages: true)
+        let slow = Harness(fast: false, wantsEvents: false, wantsMessages: true)
+        let kept = Harness(fast: true, wantsEvents: true, wantsMessages: true)
+        for h in [decode, slow, kept] {
+            for (dt, b, src) in packets { h.send(b, at: t0 + dt * s, from: src) }
+            h.finish(t0 + 400 * s)
+        }
+        XCTAssertGreaterThan(slow.messageLines.count, 10_000)
+        XCTAssertTrue(decode.messageLines == slow.messageLines, "the lines are the full path's")
+        XCTAssertTrue(decode.messageLines == kept.messageLines, "the lines are those of a decode that keeps events")
+        XCTAssertEqual(decode.directory.entries, kept.directory.entries)
+        // 21 + 21 queries, of which 3 were first seen (one per querier and question set): the rest are repeats.
+        XCTAssertEqual(decode.plugin?.fastQueries, 39, "every repeat is skipped, in the window or not")
+        XCTAssertLessThan(kept.plugin?.fastQueries ?? 0, 39, "with events, repeats past their window are read")
+        XCTAssertEqual(slow.plugin?.fastQueries, 0)
+        XCTAssertTrue(decode.events.isEmpty)
+    }
+
     func testAProbeIsNeverSkipped() throws {
         // A probe for the instance (an SRV in the authority section): every copy is read, never skipped.
         var probe = DNSBuilder(flags: 0, qd: 1, ns: 1)
@@ -256,7 +297,15 @@ final class RefreshFastPathTests: XCTestCase {
             XCTAssertTrue(dropped.events.isEmpty, "no event reaches anyone who keeps none")
             XCTAssertFalse(kept.directory.entries.isEmpty)
             XCTAssertEqual(kept.directory.entries, dropped.directory.entries, "the directory learns the same")
-            XCTAssertEqual("\(k.summary())", "\(d.summary())", "the tracker's tables end the same")
+            // The tables end the same, but for browse state: without events a query does nothing (it teaches
+            // the directory nothing and reports no diagnostic), so none is kept.
+            let ks = k.summary(), ds = d.summary()
+            XCTAssertEqual("\(ks.instances)", "\(ds.instances)", "the tracker's instance tables end the same")
+            XCTAssertEqual(ks.services.filter { $0.instances > 0 }.map { "\($0.type) \($0.instances) \($0.mpcInstances)" },
+                           ds.services.filter { $0.instances > 0 }.map { "\($0.type) \($0.instances) \($0.mpcInstances)" })
+            XCTAssertEqual(ks.messages, ds.messages)
+            XCTAssertFalse(ks.browsers.isEmpty)
+            XCTAssertTrue(ds.browsers.isEmpty && ds.services.allSatisfy { $0.browseQueries == 0 })
             XCTAssertEqual(k.reportedConflicts, d.reportedConflicts)
             XCTAssertEqual(k.due.count, d.due.count)
             XCTAssertEqual(k.hostDue.count, d.hostDue.count)

@@ -95,4 +95,48 @@ final class STUNFieldsTests: XCTestCase {
         }
         XCTAssertGreaterThan(data, 1000)
     }
+
+    /// Issue 13, `peerscope decode` of the group file: the keep-alive's direct writer (`KeepAliveFields`,
+    /// the most frequent app message) writes the bytes of the field list it replaces, for device IDs
+    /// needing escapes and timestamps of every JSON kind, with either member missing; and the plugin's
+    /// line through the pipeline is the field list's line.
+    func testKeepAliveWriterWritesTheFieldListsBytes() throws {
+        let ids: [String?] = [nil, "", "iPad-7", "a \"quoted\" \\ id\t\u{01}", "é😀", String(repeating: "x", count: 300)]
+        let stamps: [JSONValue?] = [nil, .int(1_700_000_000), .int(-3), .double(1_700_000_000.25), .double(150), .string("2026-11-26"),
+                                    .null, .bool(true), .array([.int(1), .string("a")]), .object([("k", .uint(7))])]
+        var n = 0
+        for id in ids {
+            for ts in stamps {
+                let (direct, list) = members(KeepAliveFields(deviceId: id, timestamp: ts))
+                XCTAssertEqual(direct, list)
+                n += 1
+            }
+        }
+        XCTAssertEqual(n, 60)
+        // Through the plugin: the message's writer gives the line its field list gives.
+        let ctx = PluginContext(options: DecodeOptions(wantsMessages: true))
+        ctx.wantsEvents = false
+        var got: [DecodedMessage] = []
+        ctx.onMessage = { got.append($0) }
+        for text in [#"{"type":"keep_alive","timestamp":1700000000.5,"deviceId":"dev \"1\""}"#, #"{"type":"keep_alive"}"#,
+                     #"{"type":"keep_alive","deviceId":42}"#] {
+            let payload = Bytes(Array(text.utf8))
+            let info = FrameInfo(input: 0, number: 1, t: 0, capturedLength: payload.count, originalLength: payload.count,
+                                 linkType: LinkType.ethernet)
+            let input = PluginInput(frame: info, delivery: .carried(carrier: "app.json", key: "keep_alive", parent: "app-json"),
+                                    flow: nil, payload: payload)
+            ctx.currentInput = input
+            ctx.currentPlugin = AppKeepAlivePlugin.descriptor.id
+            AppKeepAlivePlugin().decode(input, ctx)
+        }
+        XCTAssertEqual(got.count, 3)
+        for m in got {
+            var direct: [UInt8] = [], list: [UInt8] = []
+            m.writeJSONLine(to: &direct, includeInput: false)
+            DecodedMessage(plugin: m.plugin, type: m.type, frame: m.frame, flow: m.flow, fields: m.fields).writeJSONLine(to: &list, includeInput: false)
+            XCTAssertEqual(String(decoding: direct, as: UTF8.self), String(decoding: list, as: UTF8.self))
+        }
+        XCTAssertTrue(String(decoding: { var b: [UInt8] = []; got[0].writeJSONLine(to: &b, includeInput: false); return b }(), as: UTF8.self)
+            .contains(#""deviceId":"dev \"1\"","timestamp":1700000000.5"#))
+    }
 }

@@ -13,6 +13,7 @@ public final class AppHandshakePlugin: DecoderPlugin {
         if let d = AppJSON.scalar(v["deviceId"]) { attrs[.deviceId] = d }
         if let p = AppJSON.scalar(v["platform"]) { attrs[.platform] = p }
         ctx.message("handshake", attrs.sorted { $0.key < $1.key }.map { ($0.key, AttrJSON.value($0.key, $0.value)) })
+        guard ctx.wantsEvents else { return }
         let h = ctx.hints()
         ctx.event(.appHandshake, from: h.from, to: h.to, packed: attrs)
     }
@@ -35,6 +36,7 @@ public final class AppHandshakeResponsePlugin: DecoderPlugin {
         if let a = v["accepted"]?.boolValue { attrs[.accepted] = a }
         if let d = AppJSON.scalar(v["deviceId"]) { attrs[.deviceId] = d }
         ctx.message("handshake_response", attrs.sorted { $0.key < $1.key }.map { ($0.key, AttrJSON.value($0.key, $0.value)) })
+        guard ctx.wantsEvents else { return }
         let h = ctx.hints()
         ctx.event(.appHandshakeResponse, from: h.from, to: h.to, packed: attrs)
     }
@@ -52,15 +54,35 @@ public final class AppKeepAlivePlugin: DecoderPlugin {
         var attrs: EventAttrs = [:]
         if let d = AppJSON.scalar(v["deviceId"]) { attrs[.deviceId] = d }
         if let t = AppJSON.scalar(v["timestamp"]) { attrs[.timestamp] = t }
-        let deviceId = attrs[.deviceId], timestamp = v["timestamp"]
-        ctx.message("keep_alive", deferred: {
-            var f: [(String, JSONValue)] = []
-            if let deviceId { f.append(("deviceId", .string(deviceId))) }
-            if let timestamp { f.append(("timestamp", timestamp)) }
-            return f
-        })
+        if ctx.wantsMessages { ctx.message("keep_alive", writing: KeepAliveFields(deviceId: attrs[.deviceId], timestamp: v["timestamp"])) }
+        guard ctx.wantsEvents else { return }
         let h = ctx.hints()
         ctx.event(.appKeepAlive, from: h.from, to: h.to, packed: attrs)
+    }
+}
+
+/// A keep-alive's `peerscope decode` fields, written straight into the line (the most frequent app
+/// message: no field list per message). `fields` is the reference the bytes must equal.
+struct KeepAliveFields: MessageFieldsWriter {
+    let deviceId: String?
+    let timestamp: JSONValue?
+
+    var fields: [(String, JSONValue)] {
+        var f: [(String, JSONValue)] = []
+        if let deviceId { f.append(("deviceId", .string(deviceId))) }
+        if let timestamp { f.append(("timestamp", timestamp)) }
+        return f
+    }
+
+    func writeMembers(to out: inout JSONBytes) {
+        if let deviceId {
+            out.key("deviceId")
+            out.string(deviceId)
+        }
+        if let timestamp {
+            out.key("timestamp")
+            out.value(timestamp)
+        }
     }
 }
 
@@ -89,6 +111,7 @@ public final class AppChatPlugin: DecoderPlugin {
             if ctx.options.showPayloads, let content { f.append(("content", .string(content))) }
             return f
         }())
+        guard ctx.wantsEvents else { return }
         let h = ctx.hints()
         ctx.event(.appChat, from: h.from, to: h.to, packed: attrs)
     }

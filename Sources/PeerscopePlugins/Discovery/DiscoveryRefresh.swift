@@ -70,7 +70,12 @@ extension DiscoveryTracker {
     func sweepMemos(_ t: Nanos) {
         guard t >= nextMemoSweep else { return }
         nextMemoSweep = t &+ Self.memoSweepEvery
-        var stale: [RefreshKey] = []
+        var stale = staleMemos
+        staleMemos = []
+        defer {
+            stale.removeAll(keepingCapacity: true)
+            staleMemos = stale
+        }
         for i in refreshes.indices {
             let used = refreshes.values[i].lastUsed
             if used <= t, t &- used >= Self.refreshIdle { stale.append(refreshes.keys[i]) }
@@ -244,13 +249,16 @@ struct QueryRepeat {
 
 extension DiscoveryTracker {
     /// True when query `p` from `src` repeats a remembered one and each of its browse questions is
-    /// within its window at `t` (the full path would skip every one).
-    func repeatedQuery(_ p: Bytes, hash: UInt64, src: IPAddress, t: Nanos) -> Bool {
+    /// within its window at `t` (the full path would skip every one). Without events (`windows` false)
+    /// the full path does nothing with any query (see `query`), so every remembered repeat is one.
+    func repeatedQuery(_ p: Bytes, hash: UInt64, src: IPAddress, t: Nanos, windows: Bool = true) -> Bool {
         guard let entry = queryRepeats.index(forKey: RefreshKey(source: src, hash: hash)) else { return false }
         let r = queryRepeats.values[entry]
         guard p.same(as: r.bytes) else { return false }
-        for k in r.keys {
-            guard let last = browseLast[k], t &- last < Self.browseWindow, t >= last else { return false }
+        if windows {
+            for k in r.keys {
+                guard let last = browseLast[k], t &- last < Self.browseWindow, t >= last else { return false }
+            }
         }
         queryRepeats.values[entry].lastUsed = t
         fastQueries &+= 1

@@ -286,6 +286,9 @@ final class DiscoveryTracker {
     /// Repeated browse queries skipped (see `QueryRepeat`), and those remembered, by source and hash.
     var fastQueries: UInt64 = 0
     var queryRepeats: [RefreshKey: QueryRepeat] = [:]
+    /// `sweepMemos`' list of keys to forget, kept with its storage from sweep to sweep (a list grown
+    /// afresh every sweep was a large allocation each time on crowded captures).
+    var staleMemos: [RefreshKey] = []
     /// When `sweepMemos` next looks at `refreshes` and `queryRepeats` (capture time).
     var nextMemoSweep: Nanos = .min
     private var stampCounter: UInt64 = 0
@@ -324,6 +327,10 @@ final class DiscoveryTracker {
     }
 
     private func query(_ msg: DNSMessage, t: Nanos, src: IPAddress?, _ input: PluginInput, _ ctx: PluginContext) {
+        // A query teaches the directory nothing and reports no diagnostic: what it gives is events (browse,
+        // probe conflicts) and the summary's browse counts, none of which `peerscope decode` without
+        // `--events` reads. Without events the tracker keeps no browse state at all.
+        guard ctx.wantsEvents else { return }
         for q in msg.questions where q.type == DNSType.ptr || q.type == DNSType.any {
             let enumeration = Self.isEnumeration(q.name)
             guard enumeration || DNSSD.isServiceType(q.name) else { continue }
@@ -822,23 +829,27 @@ final class DiscoveryTracker {
         guard let keys = byDisplayName[name], !keys.isEmpty else { return }
         // The namesakes in the order they were first seen (then by key): never the table's hashed
         // order, which changes from run to run.
-        var namesakes: [(Int, Instance)] = []
+        // Slots and sort keys only: a copy of each namesake's `Instance` (a large struct, its strings and
+        // sets retained) made this a large allocation per announcement on captures where one device name
+        // runs several instances. The table is not changed below, so the slots hold.
+        var namesakes: [(slot: Int, firstSeen: Nanos, key: String)] = []
         for k in keys where k != inst.key {
             guard let i = instances.index(forKey: k), instances.values[i].state == .alive,
                   instances.values[i].displayName == name else {
                 byDisplayName[name]?.remove(k)
                 continue
             }
-            namesakes.append((i, instances.values[i]))
+            namesakes.append((i, instances.values[i].firstSeen, k))
         }
-        namesakes.sort { ($0.1.firstSeen, $0.1.key) < ($1.1.firstSeen, $1.1.key) }
-        for (_, other) in namesakes {
-            guard let oid = other.peerID, oid != id, other.displayName == name else { continue }
+        namesakes.sort { ($0.firstSeen, $0.key) < ($1.firstSeen, $1.key) }
+        for n in namesakes {
+            guard let oid = instances.values[n.slot].peerID, oid != id, instances.values[n.slot].displayName == name else { continue }
             let ids = [PeerIdentity.idString(id), PeerIdentity.idString(oid)].sorted()
             let key = "n|\(name)|" + ids.joined(separator: "|")
             guard !reportedConflicts.contains(key) else { continue }
             if reportedConflicts.count < Self.maxInstances { reportedConflicts.insert(key) }
             guard ctx.wantsEvents else { continue }
+            let other = instances.values[n.slot]
             var a = attrs(inst)
             a["peerIDs"] = ids.joined(separator: ",")
             a["otherPeerID"] = PeerIdentity.idString(oid)

@@ -63,8 +63,9 @@ public final class MDNSPlugin: DecoderPlugin {
         if ctx.options.fastPaths, let flags = p.u16be(2), let src = input.flow?.src.address {
             let hash = p.byteHash
             let response = flags & 0x8000 != 0
-            // A repeated browse query within its window does nothing either (see `QueryRepeat`).
-            if response ? tracker.refresh(p, hash: hash, src: src, input, ctx) : tracker.repeatedQuery(p, hash: hash, src: src, t: input.t) {
+            // A repeated browse query within its window does nothing either (see `QueryRepeat`); without
+            // events no query does anything, so any repeat of a remembered one is skipped.
+            if response ? tracker.refresh(p, hash: hash, src: src, input, ctx) : tracker.repeatedQuery(p, hash: hash, src: src, t: input.t, windows: ctx.wantsEvents) {
                 if ctx.wantsMessages { ctx.message(response ? "response" : "query", writing: DNSPayloadFields(p)) }
                 return
             }

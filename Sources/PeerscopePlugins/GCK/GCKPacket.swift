@@ -134,8 +134,9 @@ enum GCKDecoding {
             diagnose(ctx, "gck.length", "GCK \(GCKHeader.typeName(h.type)) length field \(h.length) != datagram length \(b.count)",
                      offset: 2)
         }
-        let from = ctx.directory.hint(forParticipant: h.source)
-        let to = ctx.directory.hint(forParticipant: h.destination)
+        // The hints are the events' only (`peerscope decode` without `--events` makes none).
+        let from = ctx.wantsEvents ? ctx.directory.hint(forParticipant: h.source) : .unknown
+        let to = ctx.wantsEvents ? ctx.directory.hint(forParticipant: h.destination) : .unknown
         if !h.crcOK {
             diagnose(ctx, "gck.bad_crc",
                      "GCK \(GCKHeader.typeName(h.type)) CRC-16 \(SessionHex.u16(h.crc)) != computed \(SessionHex.u16(h.computedCRC))",
@@ -154,8 +155,10 @@ enum GCKDecoding {
 
     static func common(_ h: GCKHeader, _ b: Bytes) -> [(String, JSONValue)] { GCKCommonFields(h).fields }
 
-    static func baseAttrs(_ h: GCKHeader) -> EventAttrs {
+    /// The attributes every GCK event has; none when nobody keeps events (they are the events' only).
+    static func baseAttrs(_ h: GCKHeader, _ ctx: PluginContext) -> EventAttrs {
         var attrs = EventAttrs()
+        guard ctx.wantsEvents else { return attrs }
         attrs[.length] = Int(h.length)
         return attrs
     }

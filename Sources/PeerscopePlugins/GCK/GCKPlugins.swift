@@ -11,7 +11,7 @@ public final class GCKHelloPlugin: DecoderPlugin {
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
-        var attrs = GCKDecoding.baseAttrs(h)
+        var attrs = GCKDecoding.baseAttrs(h, ctx)
         attrs[.flags] = SessionHex.u16(h.flags)
         ctx.message("hello", GCKDecoding.common(h, input.payload) + [("bodyHex", .string(h.body.prefix(64).hex))])
         ctx.event(.gckHello, from: from, to: to, packed: attrs)
@@ -69,7 +69,7 @@ public final class GCKDDPlugin: DecoderPlugin {
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
-        var attrs = GCKDecoding.baseAttrs(h)
+        var attrs = GCKDecoding.baseAttrs(h, ctx)
         var fields = ctx.wantsMessages ? GCKDecoding.common(h, input.payload) : []
         let body = GCKNodeBody.read(h, withSN: false)
         if let body {
@@ -101,7 +101,7 @@ public final class GCKLSAPlugin: DecoderPlugin {
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
-        var attrs = GCKDecoding.baseAttrs(h)
+        var attrs = GCKDecoding.baseAttrs(h, ctx)
         var fields = ctx.wantsMessages ? GCKDecoding.common(h, input.payload) : []
         let body = GCKNodeBody.read(h, withSN: true)
         if let body, let sn = body.sn {
@@ -132,7 +132,7 @@ public final class GCKLSAACKPlugin: DecoderPlugin {
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
-        var attrs = GCKDecoding.baseAttrs(h)
+        var attrs = GCKDecoding.baseAttrs(h, ctx)
         var fields = ctx.wantsMessages ? GCKDecoding.common(h, input.payload) : []
         if let sn = h.body.u16be(0) {
             attrs[.sn] = Int(sn)
@@ -157,7 +157,7 @@ public final class GCKHeartbeatPlugin: DecoderPlugin {
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
-        var attrs = GCKDecoding.baseAttrs(h)
+        var attrs = GCKDecoding.baseAttrs(h, ctx)
         let sn = h.body.u16be(0), x = h.body.u16be(2)
         if let sn, x != nil {
             attrs[.sn] = Int(sn)
@@ -185,7 +185,7 @@ public final class GCKDataPlugin: DecoderPlugin {
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
-        var attrs = GCKDecoding.baseAttrs(h)
+        var attrs = GCKDecoding.baseAttrs(h, ctx)
         let payload = input.payload
         guard let inner = GCKDataInner(h.body) else {
             let fields = GCKDecoding.common(h, payload)
@@ -236,7 +236,7 @@ public final class GCKOtherPlugin: DecoderPlugin {
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
-        var attrs = GCKDecoding.baseAttrs(h)
+        var attrs = GCKDecoding.baseAttrs(h, ctx)
         attrs[.gckType] = Int(h.type)
         var fields = ctx.wantsMessages ? GCKDecoding.common(h, input.payload) : []
         guard h.type == 10 else {

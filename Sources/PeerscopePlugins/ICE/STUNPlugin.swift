@@ -95,7 +95,8 @@ public final class STUNPlugin: DecoderPlugin {
         let checked = fingerprintOK
         ctx.message(typeName, writing: STUNFields(message: m, txid: txid, fingerprintOK: checked))
 
-        guard isBinding else { return }
+        // Pairing requests with answers gives events only (`peerscope decode` without `--events` makes none).
+        guard isBinding, ctx.wantsEvents else { return }
         let h = ctx.hints()
         let key = input.flow.map { Key(flow: $0.canonical, hi: m.transactionID.u64be(0) ?? 0, lo: m.transactionID.u32be(8) ?? 0) }
         let now = input.t
