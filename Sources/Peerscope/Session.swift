@@ -500,8 +500,11 @@ public final class AnalysisSession {
             t.inputProblems.append("\(why); the timelines miss the events not read")
             t.complete = false
         }
-        // The file and its tables go before the detectors run.
-        spilled?.close()
+        // The file and its tables go before the detectors run, unless the events' attributes are read
+        // from it (then it goes with the timelines; only its writing tables go now).
+        if let spilled {
+            if timelines.attributesFile === spilled { spilled.dropWriteTables() } else { spilled.close() }
+        }
         // The builder's working state (per peer and session) is gone: its pages go back before the
         // detectors allocate.
         returnFreedMemory()
@@ -517,6 +520,12 @@ public final class AnalysisSession {
                             diagnostics: t.diagnostics, timelines: timelines, findings: findings,
                             config: detectors)
         report.diagnosticTotals = t.diagnosticTotals
+        if let why = timelines.attributesFile?.recordReadError {
+            // The detectors and the discovery section read attributes from the file: one that could not
+            // be read was taken as none, and the report says so (never a silent loss).
+            report.inputProblems.append("\(why); events were judged without the attributes not read")
+            report.complete = false
+        }
         // `complete` keeps its meaning (every input read to its end); what the capture missed is in
         // `captureLosses` and in the findings' confidence.
         report.captureLosses = (t.losses + oneSided).sorted { ($0.start, $0.end, $0.reason.rawValue) < ($1.start, $1.end, $1.reason.rawValue) }

@@ -129,6 +129,13 @@ struct Linearity: Equatable {
     }
     var met: Bool? { ratio.map { $0 <= limit } }
 
+    /// What the targets table says of how it was measured. `requestedFrames` is `--frames` (the files
+    /// hold whole copies of the scenario, so a few frames more).
+    func how(requestedFrames: Int) -> String {
+        (requestedFrames == 2_000_000 ? "2M / 250k, the issue's figure" : "the issue's figure: --frames 2000000 or --only linear")
+            + "; CPU s, eighth's median of \(smallCPU.count)"
+    }
+
     /// The lines the bench prints for it.
     var lines: [String] {
         func f(_ x: Double, _ d: Int) -> String { String(format: "%.\(d)f", x) }

@@ -562,14 +562,13 @@ func linearity(whole frames: Int, cpu: Double, eighth small: String, frames sFra
     return Linearity(frames: frames, smallFrames: sFrames, cpu: cpu, smallCPU: runs)
 }
 
-func linearityTarget(_ l: Linearity?, frames: Int) -> Target {
+func linearityTarget(_ l: Linearity?) -> Target {
     let name = "group: time linear in frames (whole / eighth)"
     guard let l, let r = l.ratio, let s = l.spread else {
         return Target(name: name, required: "<= x8.50", measured: nil, met: nil, how: "analyze failed")
     }
     return Target(name: name, required: "<= x\(fmt(l.limit, 2))", measured: "x\(fmt(r, 2)) (x\(fmt(s.low, 2))-x\(fmt(s.high, 2)))",
-                  met: l.met, how: (frames == 2_000_000 ? "2M / 250k, the issue's figure" : "the issue's figure: --frames 2000000 or --only linear")
-                      + "; CPU s, eighth's median of \(l.smallCPU.count)")
+                  met: l.met, how: l.how(requestedFrames: targetFrames))
 }
 
 if only == nil || only == "group" || only == "linear" {
@@ -609,9 +608,9 @@ if only == nil || only == "group" || only == "linear" {
     if let whole, let cpu = whole.cpuSeconds {
         let l = linearity(whole: frames, cpu: cpu, eighth: small, frames: sFrames)
         for line in l?.lines ?? ["  linearity: analyze of the eighth failed"] { print(line) }
-        targets.append(linearityTarget(l, frames: frames))
+        targets.append(linearityTarget(l))
     } else {
-        targets.append(linearityTarget(nil, frames: frames))
+        targets.append(linearityTarget(nil))
     }
 }
 

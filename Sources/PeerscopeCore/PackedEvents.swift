@@ -55,10 +55,32 @@ public struct PackedEvents: @unchecked Sendable {
     private var bigCounts: [Int: Int] = [:]
     public private(set) var count = 0
 
-    public init() {}
+    /// Attributes left in a spill file (`init(attributesIn:)`): the events' records there (chunked as
+    /// `chunks`; -1: the attributes are in `heldAttrs`), and the attributes held on the heap all the
+    /// same (set in place with `setAttrs`, or added without a record).
+    private let file: SpilledEvents?
+    private var places: [[Int]] = []
+    private var heldAttrs: [Int: EventAttrs] = [:]
+    /// The last event appended with a record, with its attributes: the timeline stage reads it right
+    /// after adding it (no read back from the file for that).
+    private var lastAdded: (index: Int, attrs: EventAttrs)?
+
+    public init() { file = nil }
+
+    /// A list whose attributes stay in `file`, the spill its events are read from (issue 13: on a long
+    /// capture they are most of the events' memory): `append(_:record:)` keeps the event without its
+    /// attributes and where its record is; `attrs(_:)` and the event read them back from the file
+    /// (`SpilledEvents.attrs(atRecord:)`), so the list holds `file` as long as it lives. Every other
+    /// field is held as in a list on the heap. An attribute read that fails gives none, and the
+    /// file's `recordReadError` says why.
+    public init(attributesIn file: SpilledEvents) { self.file = file }
+
+    /// The spill file the attributes are read from, if they are (`init(attributesIn:)`).
+    public var attributesFile: SpilledEvents? { file }
 
     /// The events of `events`, in order.
     public init(_ events: [PeerEvent]) {
+        file = nil
         for e in events { append(e) }
     }
 
@@ -75,7 +97,7 @@ public struct PackedEvents: @unchecked Sendable {
     }
 
     private func pack(_ e: PeerEvent, at i: Int) -> Record {
-        Record(t: e.t, lastT: e.lastT, fromBox: e.fromBox, toBox: e.toBox, flowBox: e.flowBox, attrs: e.attrs,
+        Record(t: e.t, lastT: e.lastT, fromBox: e.fromBox, toBox: e.toBox, flowBox: e.flowBox, attrs: file == nil ? e.attrs : EventAttrs(),
                evidencePair: e.evidencePair, count: PackedEvents.fits(e.count) ? UInt32(truncatingIfNeeded: e.count) : PackedEvents.bigCount,
                label: labels.id(e.kind, e.source))
     }
@@ -97,11 +119,13 @@ public struct PackedEvents: @unchecked Sendable {
             let r = record(i)
             let l = labels.pairs[Int(r.label)]
             return PeerEvent(kind: l.kind, t: r.t, lastT: r.lastT, fromBox: r.fromBox, toBox: r.toBox, flowBox: r.flowBox,
-                             source: l.source, attrs: r.attrs, count: count(at: i, r), evidencePair: r.evidencePair)
+                             source: l.source, attrs: file == nil ? r.attrs : attrs(i), count: count(at: i, r),
+                             evidencePair: r.evidencePair)
         }
         set {
             chunks[i >> PackedEvents.shift][i & (PackedEvents.chunkSize - 1)] = pack(newValue, at: i)
             noteCount(newValue.count, at: i)
+            if file != nil { setAttrs(newValue.attrs, at: i) }
         }
     }
 
@@ -110,12 +134,31 @@ public struct PackedEvents: @unchecked Sendable {
     }
 
     public mutating func append(_ e: PeerEvent) {
+        appendRecord(e, place: -1)
+        if file != nil { heldAttrs[count - 1] = e.attrs }
+    }
+
+    /// Appends `e`, whose record in the attributes' file starts at `offset` (`Iterator.recordOffset`):
+    /// its attributes are read from there when asked for. A list without a file keeps them as `append`.
+    public mutating func append(_ e: PeerEvent, record offset: Int) {
+        guard file != nil else { append(e); return }
+        appendRecord(e, place: offset)
+        lastAdded = (count - 1, e.attrs)
+    }
+
+    private mutating func appendRecord(_ e: PeerEvent, place: Int) {
         if count & (PackedEvents.chunkSize - 1) == 0 {
             var c: [Record] = []
             c.reserveCapacity(PackedEvents.chunkSize)
             chunks.append(c)
+            if file != nil {
+                var p: [Int] = []
+                p.reserveCapacity(PackedEvents.chunkSize)
+                places.append(p)
+            }
         }
         chunks[chunks.count - 1].append(pack(e, at: count))
+        if file != nil { places[places.count - 1].append(place) }
         noteCount(e.count, at: count)
         count += 1
     }
@@ -126,6 +169,12 @@ public struct PackedEvents: @unchecked Sendable {
         chunks[chunks.count - 1].removeLast()
         if chunks[chunks.count - 1].isEmpty { chunks.removeLast() }
         if !bigCounts.isEmpty { bigCounts.removeValue(forKey: count) }
+        if file != nil {
+            places[places.count - 1].removeLast()
+            if places[places.count - 1].isEmpty { places.removeLast() }
+            if !heldAttrs.isEmpty { heldAttrs.removeValue(forKey: count) }
+            if lastAdded?.index == count { lastAdded = nil }
+        }
     }
 
     /// Keeps the first `n` events.
@@ -134,6 +183,12 @@ public struct PackedEvents: @unchecked Sendable {
         let whole = (n + PackedEvents.chunkSize - 1) >> PackedEvents.shift
         chunks.removeSubrange(whole...)
         if let l = chunks.indices.last { chunks[l].removeSubrange((n - (l << PackedEvents.shift))...) }
+        if file != nil {
+            places.removeSubrange(whole...)
+            if let l = places.indices.last { places[l].removeSubrange((n - (l << PackedEvents.shift))...) }
+            if !heldAttrs.isEmpty { heldAttrs = heldAttrs.filter { $0.key < n } }
+            if let l = lastAdded, l.index >= n { lastAdded = nil }
+        }
         count = n
         if !bigCounts.isEmpty { bigCounts = bigCounts.filter { $0.key < n } }
     }
@@ -141,10 +196,15 @@ public struct PackedEvents: @unchecked Sendable {
     /// Gives back unused room (a last chunk not filled).
     public mutating func shrink() {
         guard let l = chunks.indices.last, chunks[l].capacity - chunks[l].count > chunks[l].count / 16 else { return }
-        var exact: [Record] = []
-        exact.reserveCapacity(chunks[l].count)
-        exact.append(contentsOf: chunks[l])
-        chunks[l] = exact
+        chunks[l] = exactlySized(chunks[l])
+        if let l = places.indices.last { places[l] = exactlySized(places[l]) }
+    }
+
+    private func exactlySized<T>(_ a: [T]) -> [T] {
+        var exact: [T] = []
+        exact.reserveCapacity(a.count)
+        exact.append(contentsOf: a)
+        return exact
     }
 
     /// Event `i` moves to `k` (compacting the list in place; `i`'s slot is left to be overwritten or cut).
@@ -153,6 +213,13 @@ public struct PackedEvents: @unchecked Sendable {
         let r = record(i)
         chunks[k >> PackedEvents.shift][k & (PackedEvents.chunkSize - 1)] = r
         noteCount(count(at: i, r), at: k)
+        if file != nil {
+            places[k >> PackedEvents.shift][k & (PackedEvents.chunkSize - 1)] = places[i >> PackedEvents.shift][i & (PackedEvents.chunkSize - 1)]
+            if let a = heldAttrs.removeValue(forKey: i) { heldAttrs[k] = a } else if !heldAttrs.isEmpty { heldAttrs.removeValue(forKey: k) }
+            if let l = lastAdded {
+                if l.index == i { lastAdded = (k, l.attrs) } else if l.index == k { lastAdded = nil }
+            }
+        }
     }
 
     /// One more occurrence folded into event `i`, at `t` with `evidence` (its count, last time and last
@@ -167,7 +234,12 @@ public struct PackedEvents: @unchecked Sendable {
     }
 
     public mutating func setAttrs(_ attrs: EventAttrs, at i: Int) {
-        chunks[i >> PackedEvents.shift][i & (PackedEvents.chunkSize - 1)].attrs = attrs
+        guard file != nil else {
+            chunks[i >> PackedEvents.shift][i & (PackedEvents.chunkSize - 1)].attrs = attrs
+            return
+        }
+        heldAttrs[i] = attrs
+        if lastAdded?.index == i { lastAdded = nil }
     }
 
     // MARK: single fields, read in place
@@ -188,7 +260,16 @@ public struct PackedEvents: @unchecked Sendable {
     public func flow(_ i: Int) -> FlowKey? { chunks[Self.chunk(i)][Self.slot(i)].flowBox?.value }
     public func from(_ i: Int) -> PeerHint { chunks[Self.chunk(i)][Self.slot(i)].fromBox?.value ?? .unknown }
     public func to(_ i: Int) -> PeerHint { chunks[Self.chunk(i)][Self.slot(i)].toBox?.value ?? .unknown }
-    public func attrs(_ i: Int) -> EventAttrs { chunks[Self.chunk(i)][Self.slot(i)].attrs }
+    public func attrs(_ i: Int) -> EventAttrs {
+        guard let file else { return chunks[Self.chunk(i)][Self.slot(i)].attrs }
+        if let l = lastAdded, l.index == i { return l.attrs }
+        if !heldAttrs.isEmpty, let a = heldAttrs[i] { return a }
+        let place = places[Self.chunk(i)][Self.slot(i)]
+        guard place >= 0 else { return EventAttrs() }
+        let r = record(i)
+        let l = labels.pairs[Int(r.label)]
+        return file.attrs(atRecord: place, kind: l.kind, source: l.source, evidence: r.evidencePair.first)
+    }
 
     /// `self[i].samePeersAndFlow(e)`, without building the event.
     public func samePeersAndFlow(_ i: Int, _ e: PeerEvent) -> Bool {

@@ -43,6 +43,8 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
     public private(set) var inTimeOrder = true
     /// Why reading stopped early, if it did (the events read before it were given).
     public private(set) var readError: String?
+    /// Why a record read again (`attrs(atRecord:)`) could not be, for the first that could not.
+    public private(set) var recordReadError: String?
 
     private var buffer: [UInt8] = []
     private let writeBufferSize: Int
@@ -99,11 +101,16 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         self.fd = fd
         self.writeBufferSize = Swift.max(1, writeBufferSize)
+        recordMutex = .allocate(capacity: 1)
+        recordMutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(recordMutex, nil)
         buffer.reserveCapacity(Swift.min(self.writeBufferSize, 1 << 20) + 256)
     }
 
     deinit {
         if fd >= 0 { _ = closeDescriptor(fd) }
+        pthread_mutex_destroy(recordMutex)
+        recordMutex.deallocate()
     }
 
     /// Lets the file and the tables go (the timelines are built): the list then reads as empty.
@@ -123,6 +130,10 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         lastLabel = nil
         segments = []
         openSegment = nil
+        pthread_mutex_lock(recordMutex)
+        recordReader = nil
+        lastRecord = nil
+        pthread_mutex_unlock(recordMutex)
     }
 
     // MARK: writing
@@ -304,6 +315,56 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
 
     public func makeIterator() -> Iterator { Iterator(self) }
 
+    // MARK: reading single records again
+
+    /// Bytes read at a time for single records (a block kept for the records after it).
+    public static let recordBlockSize = 1 << 16
+    private let recordMutex: UnsafeMutablePointer<pthread_mutex_t>
+    private var recordReader: Cursor?
+    private var lastRecord: (offset: Int, attrs: EventAttrs)?
+
+    /// The attributes of the event whose record starts at `offset` (`Iterator.recordOffset`), read
+    /// again from the file: a store of events can leave them here instead of on the heap. The block
+    /// read is kept, so records read in file order cost one `pread` per block. The record must be the
+    /// event's: of `kind` from `source`, with `evidence` first (a file damaged since would otherwise give
+    /// another event's attributes, or junk). Empty, with `recordReadError` set, when the record cannot be
+    /// read or is not that event (the file damaged or cut since, or closed); never a crash. Safe from
+    /// several threads. (A sorted write's record ends with its `seq`, not read here.)
+    public func attrs(atRecord offset: Int, kind: EventKind, source: String, evidence: Evidence) -> EventAttrs {
+        pthread_mutex_lock(recordMutex)
+        defer { pthread_mutex_unlock(recordMutex) }
+        if let l = lastRecord, l.offset == offset { return l.attrs }
+        var reader = recordReader ?? Cursor(randomAccessTo: self, block: Swift.min(readBufferSize, Self.recordBlockSize))
+        recordReader = nil
+        reader.seek(to: offset)
+        reader.advance()
+        let e = reader.head?.event
+        recordReader = reader
+        guard let e else {
+            if recordReadError == nil { recordReadError = "the temporary file \(path) cannot be read at \(offset)" }
+            return EventAttrs()
+        }
+        guard e.kind == kind, e.source == source, e.evidence == evidence else {
+            if recordReadError == nil {
+                recordReadError = "the temporary file \(path) is damaged: the record at \(offset) is not the event written there"
+            }
+            return EventAttrs()
+        }
+        lastRecord = (offset, e.attrs)
+        return e.attrs
+    }
+
+    /// Lets go of what only writing needs (the tables from boxes to indexes, the buffer), once the
+    /// file is written and only read from.
+    public func dropWriteTables() {
+        guard finished else { return }
+        buffer = []
+        labelIDs = [:]
+        hintIDs = [:]
+        flowIDs = [:]
+        lastLabel = nil
+    }
+
     /// Stops writing after a failed write (`append` threw): the sorted write begun is dropped, and the
     /// sorted writes ended before it can still be read back, their bytes not yet on file from memory.
     public func stopWriting() {
@@ -435,6 +496,8 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         private(set) var head: (event: PeerEvent, seq: Int)?
         /// Reading stopped on an error (`list.readError`).
         private(set) var failed = false
+        /// Reading single records again (`seek`): failures go to `recordReadError`.
+        private var random = false
 
         init(_ list: SpilledEvents, start: Int, end: Int, count: Int, tagged: Bool, bufferSize: Int) {
             self.list = list
@@ -475,8 +538,51 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             }
         }
 
+        /// A reader of single records (`seek`, then `advance()`), through blocks of at most `block` bytes,
+        /// to the end of what was written.
+        init(randomAccessTo list: SpilledEvents, block: Int) {
+            self.init(list, start: 0, end: list.bytesWritten + list.buffer.count, count: 0, tagged: false, bufferSize: block)
+            random = true
+            done = true
+        }
+
+        /// The next `advance()` reads the record at `offset` (from the block held when it is inside it).
+        /// Its time is not the event's (times are differences from the record before). A new block
+        /// starts a quarter of a block before the record: records read a little backwards (a detector
+        /// looking back) are in it too.
+        mutating func seek(to offset: Int) {
+            if offset >= chunkBase, offset < chunkBase + chunk.count {
+                p = offset - chunkBase
+            } else {
+                chunk.removeAll(keepingCapacity: true)
+                let before = offset > 0 ? Swift.min(offset, bufferSize / 4) : 0
+                chunkBase = offset - before
+                fileOffset = chunkBase
+                p = 0
+                failed = false
+                if before > 0 {
+                    if let why = refill() {
+                        fail(why)
+                        return
+                    }
+                    guard chunk.count > before else {
+                        fail("the temporary file \(list.path) is shorter than written")
+                        return
+                    }
+                }
+                p = before
+            }
+            left = 1
+            done = false
+            failed = false
+        }
+
         private mutating func fail(_ why: String) {
-            if list.readError == nil { list.readError = why }
+            if random {
+                if list.recordReadError == nil { list.recordReadError = why }
+            } else if list.readError == nil {
+                list.readError = why
+            }
             done = true
             failed = true
             chunk = []
@@ -490,8 +596,9 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
                 chunkBase += p
                 p = 0
             }
-            guard fileOffset < end else {
-                return "the temporary file \(list.path) ends inside an event (\(left) of \(total) events not read)"
+            let notRead = random ? "" : " (\(left) of \(total) events not read)"
+            guard fileOffset >= 0, fileOffset < end else {
+                return "the temporary file \(list.path) ends inside an event\(notRead)"
             }
             let want = Swift.min(bufferSize, end - fileOffset)
             // Bytes a failed write left in the buffer are read from there.
@@ -499,7 +606,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             if fileOffset >= onFile {
                 let from = fileOffset - onFile
                 guard from + want <= list.buffer.count else {
-                    return "the temporary file \(list.path) is shorter than written (\(left) of \(total) events not read)"
+                    return "the temporary file \(list.path) is shorter than written\(notRead)"
                 }
                 chunk.append(contentsOf: list.buffer[from ..< from + want])
                 fileOffset += want
@@ -526,7 +633,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             }
             chunk.removeSubrange((old + got)...)
             if err != 0 { return "cannot read the temporary file \(list.path): \(String(cString: strerror(err)))" }
-            if got == 0 { return "the temporary file \(list.path) is shorter than written (\(left) of \(total) events not read)" }
+            if got == 0 { return "the temporary file \(list.path) is shorter than written\(notRead)" }
             fileOffset += got
             return nil
         }

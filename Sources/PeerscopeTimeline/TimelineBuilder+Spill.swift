@@ -39,18 +39,29 @@ extension TimelineBuilder {
         }
         let endT = max(end ?? Nanos.min, lastT ?? 0)
         var folds = BrowseFolds(enabled: foldBrowseQueries, gap: browseFoldGap, scan: scan)
-        // Last pass: each event into the store, resolved, and out again when folded. Attribute buffers
-        // read back are shared again with an equal one read shortly before (the engine shared them so).
-        let store = EventStore()
+        // Last pass: each event into the store, resolved, and out again when folded. The attributes
+        // stay in the file (the store keeps where each event's record is and reads them from there when
+        // asked: on a long capture they are most of the events' memory). Without that, buffers read
+        // back are shared again with an equal one read shortly before (the engine shared them so).
+        let inFile = attributesStayInSpill
+        let store = inFile ? EventStore(attributesIn: spill) : EventStore()
         var resolved: [ResolvedEvent] = []
         // At most one per event (facts and folds fewer): no copies while it grows, and no slack kept
         // where little is folded (`finishResolved` trims it when most was).
         resolved.reserveCapacity(spill.count)
-        var sharing = EventAttrsSharing(slotCount: 1 << 16)
-        for var e in events {
-            sharing.share(&e.attrs)
+        var sharing = EventAttrsSharing(slotCount: inFile ? 1 : 1 << 16)
+        // The events of `events`, with where each one's record is.
+        var reader = spill.makeIterator()
+        while var e = reader.next() {
+            if e.kind.isIn("identity") { continue }
+            PeerResolver.normalizeHints(&e)
             let k = resolved.count
-            store.events.append(e)
+            if inFile {
+                store.events.append(e, record: reader.recordOffset)
+            } else {
+                sharing.share(&e.attrs)
+                store.events.append(e)
+            }
             if let r = resolveStep(k, into: k, store, resolver, &folds) { resolved.append(r) } else { store.events.removeLast() }
         }
         sharing = EventAttrsSharing(slotCount: 1)

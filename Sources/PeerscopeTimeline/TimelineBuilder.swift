@@ -9,6 +9,9 @@ final class EventStore: @unchecked Sendable {
     init(_ events: [PeerEvent]) { self.events = StoreEvents(events) }
     /// An empty store grown by appending.
     init() { events = StoreEvents() }
+    /// An empty store whose events' attributes stay in `file`, the spill they are read from (see
+    /// `PackedEvents.init(attributesIn:)`): the store holds the file open as long as it lives.
+    init(attributesIn file: SpilledEvents) { events = StoreEvents(attributesIn: file) }
 }
 
 /// The store's events: packed (88 bytes an event instead of 120: kind and plugin as one label) in
@@ -118,6 +121,11 @@ public struct Timelines: Sendable {
         sessionIndex = sidx
     }
 
+    /// The spill file the events' attributes are read from (`PackedEvents.init(attributesIn:)`), when
+    /// they are: it stays open while these timelines (and a copy of the events) live. Its
+    /// `recordReadError` says whether a read since the timelines were built failed.
+    public var attributesFile: SpilledEvents? { events.first?.store.events.attributesFile }
+
     public static let empty = Timelines(peers: [], sessions: [], events: [], start: nil, end: 0,
                                         resolver: PeerResolver(identities: PeerIdentities()), identities: PeerIdentities())
 
@@ -175,6 +183,9 @@ public final class TimelineBuilder {
     /// `finish` moves what the timelines keep out of the freed working state's way (see
     /// `TimelineBuilder+Compaction.swift`); false keeps every piece where it was built (tests compare).
     var relocatesOnFinish = true
+    /// On a spilled input (`add(spilled:)`), the resolved events' attributes stay in the file and are
+    /// read from it when asked for (see `finish(spilled:at:)`); false copies them into the store (tests compare).
+    var attributesStayInSpill = true
 
     /// What decoding learnt about peers: folded from the `identity.*` events added (and any given).
     var identities: PeerIdentities

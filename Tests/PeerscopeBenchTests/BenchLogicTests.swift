@@ -92,6 +92,13 @@ final class LinearityTests: XCTestCase {
         XCTAssertNil(Linearity(frames: 8, smallFrames: 1, cpu: 1, smallCPU: [0]).ratio)
     }
 
+    /// The file written for `--frames 2000000` holds 2,000,490 frames: the note reads the frames asked for.
+    func testTheTargetsNoteSaysWhenTheIssuesSizesWereRun() {
+        let l = Linearity(frames: 2_000_490, smallFrames: 250_177, cpu: 50, smallCPU: [6, 7, 6.5])
+        XCTAssertEqual(l.how(requestedFrames: 2_000_000), "2M / 250k, the issue's figure; CPU s, eighth's median of 3")
+        XCTAssertEqual(l.how(requestedFrames: 1_000_000), "the issue's figure: --frames 2000000 or --only linear; CPU s, eighth's median of 3")
+    }
+
     func testLinesShowEveryRunAndTheSpread() {
         let lines = Linearity(frames: 2_000_000, smallFrames: 250_000, cpu: 48.0, smallCPU: [6, 5, 7]).lines
         XCTAssertEqual(lines.count, 2)

@@ -83,9 +83,32 @@ final class PackedEventsTests: XCTestCase {
     }
 
     func testEditsAcrossChunksGiveThePlainListsEvents() {
-        let n = 3 * PackedEvents.chunkSize + 17
-        var plain = Self.script(n)
-        var packed = PackedEvents(plain)
+        let plain = Self.script(3 * PackedEvents.chunkSize + 17)
+        Self.checkEdits(plain, PackedEvents(plain))
+    }
+
+    /// The same with the attributes left in a spill file (`init(attributesIn:)`, the timeline stage's
+    /// store on a spilled input): every field, attributes read back from the file, equals the plain
+    /// list's after the same edits (a note set in place and events added without a record held).
+    func testEditsAcrossChunksGiveThePlainListsEventsWithAttributesInASpillFile() throws {
+        let spill = try SpilledEvents(directory: NSTemporaryDirectory(), writeBufferSize: 4096)
+        for e in Self.script(3 * PackedEvents.chunkSize + 17) { try spill.append(e) }
+        try spill.finishWriting()
+        // The events as read back (the file's own boxes), each added with its record.
+        var plain: [PeerEvent] = []
+        var packed = PackedEvents(attributesIn: spill)
+        XCTAssertTrue(spill.forEachWithOffset { e, at in
+            plain.append(e)
+            packed.append(e, record: at)
+        })
+        XCTAssertTrue(packed.attributesFile === spill)
+        Self.checkEdits(plain, packed)
+        XCTAssertNil(spill.recordReadError)
+    }
+
+    static func checkEdits(_ plain: [PeerEvent], _ packed: PackedEvents) {
+        var plain = plain, packed = packed
+        let n = plain.count
         XCTAssertEqual(Self.differences(plain, packed, "packed"), [])
         // Compacting in place as the timeline does: keep two events in three, moved down (across chunks).
         var k = 0

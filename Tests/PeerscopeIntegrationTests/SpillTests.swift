@@ -408,4 +408,65 @@ final class SpillTests: XCTestCase {
         XCTAssertEqual(group.writes, 0)
     }
 
+    /// On a spilled input the resolved events' attributes stay in the file and are read from it by the
+    /// detectors and the discovery section (`PackedEvents.init(attributesIn:)`): intact, the report is
+    /// the in-memory one; a file cut, emptied or overwritten once the timelines are built gives the
+    /// attributes not read as none and an input problem saying so (the report incomplete), never a
+    /// crash, nor another record's attributes taken as the event's.
+    func testAttributesReadFromASpillDamagedAfterTheTimelinesGiveAnInputProblem() throws {
+        let sample = Place.samples.appendingPathComponent("group-8.pcapng").path
+        let trace = try AnalysisSession(AnalysisOptions(captures: [sample])).decode(compactQueries: false).trace
+        XCTAssertGreaterThan(trace.allEvents.filter { !$0.attrs.isEmpty }.count, 100)
+        func spill() throws -> SpilledEvents {
+            let s = try SpilledEvents(directory: NSTemporaryDirectory(), writeBufferSize: 64)
+            s.readBufferSize = 64
+            for e in trace.allEvents { try s.append(e) }
+            try s.finishWriting()
+            return s
+        }
+        var empty = trace
+        empty.events = []
+        empty.queryRuns = QueryRuns()
+        let memory = JSONReportWriter.render(AnalysisSession.report(trace))
+        let intact = try spill()
+        let fromFile = AnalysisSession.report(empty, detectors: .defaults, spilled: intact, mapLargeBlocks: nil)
+        XCTAssertTrue(fromFile.timelines.attributesFile === intact, "the attributes are read from the file")
+        XCTAssertEqual(JSONReportWriter.render(fromFile), memory)
+        XCTAssertTrue(fromFile.complete)
+        XCTAssertNil(intact.recordReadError)
+
+        let damages: [(String, (SpilledEvents) -> Void)] = [
+            ("emptied", { XCTAssertEqual(ftruncate($0.fd, 0), 0) }),
+            ("cut in half", { XCTAssertEqual(ftruncate($0.fd, off_t($0.bytesWritten / 2)), 0) }),
+            ("overwritten with 0xFF", { s in
+                let junk = [UInt8](repeating: 0xFF, count: s.bytesWritten)
+                XCTAssertEqual(junk.withUnsafeBytes { pwrite(s.fd, $0.baseAddress, junk.count, 0) }, junk.count)
+            }),
+            ("shifted by one record", { s in
+                // Every record where another was: each read finds a whole record, of another event.
+                let size = s.bytesWritten
+                var bytes = [UInt8](repeating: 0, count: size)
+                XCTAssertEqual(bytes.withUnsafeMutableBytes { pread(s.fd, $0.baseAddress, size, 0) }, size)
+                var starts: [Int] = []
+                s.forEachWithOffset { _, at in starts.append(at) }
+                let first = starts.count > 1 ? starts[1] : 0
+                let moved = Array(bytes[first...]) + Array(bytes[..<first])
+                XCTAssertEqual(moved.withUnsafeBytes { pwrite(s.fd, $0.baseAddress, moved.count, 0) }, moved.count)
+            }),
+        ]
+        for (name, damage) in damages {
+            let s = try spill()
+            let report = AnalysisSession.report(empty, detectors: .defaults, onStage: { stage in
+                if case .timelines = stage { damage(s) }
+            }, spilled: s, mapLargeBlocks: nil)
+            XCTAssertFalse(report.complete, name)
+            XCTAssertEqual(report.inputProblems.count, 1, "\(name): \(report.inputProblems)")
+            XCTAssertTrue(report.inputProblems.first?.hasSuffix("events were judged without the attributes not read") ?? false,
+                          "\(name): \(report.inputProblems)")
+            XCTAssertNotNil(s.recordReadError, name)
+            // Writing the report and reading every event again stays safe.
+            XCTAssertFalse(JSONReportWriter.render(report).isEmpty)
+            for e in report.timelines.events { _ = e.event }
+        }
+    }
 }

@@ -96,6 +96,37 @@ final class STUNFieldsTests: XCTestCase {
         XCTAssertGreaterThan(data, 1000)
     }
 
+    /// Issue 13: the direct writers of GCK Hello and LSAACK and of invitation Receipts and Accepts write the
+    /// bytes of the field lists they replace (the lists the plugins built before), on random packets
+    /// and values: short bodies, no SN, every flag and CRC, acknowledged types known and unknown.
+    func testHelloLSAACKReceiptAndAcceptWritersWriteTheFieldListsBytes() throws {
+        var rng = SimRandom(seed: 0x4E_11)
+        var n = 0
+        for i in 0 ..< 3000 {
+            let b = Self.bytes(16 + Int.random(in: 0 ... 90, using: &rng), &rng)
+            guard let h = GCKHeader(Bytes(b)) else { continue }
+            let hello = GCKHelloFields(h)
+            XCTAssertEqual(members(hello).direct, members(hello).list)
+            XCTAssertEqual(hello.fields.map(\.0), GCKDecoding.common(h, .empty).map(\.0) + ["bodyHex"])
+            XCTAssertEqual(hello.fields.last.map { "\($0.1)" }, "\(JSONValue.string(h.body.prefix(64).hex))")
+            for sn in [h.body.u16be(0), nil] {
+                let ack = GCKLSAACKFields(h, sn: sn)
+                XCTAssertEqual(members(ack).direct, members(ack).list)
+                XCTAssertEqual(ack.fields.count, 8 + (sn == nil ? 0 : 1))
+            }
+            let seq = UInt32.random(in: 0 ... .max, using: &rng), crc = i % 7 == 0 ? UInt32(i) : UInt32.random(in: 0 ... .max, using: &rng)
+            let types = ["Hello", "Data", "Accept", "0x" + String(i % 256, radix: 16), "é \"x\""]
+            let receipt = InvitationFrameFields(ackedType: types[i % types.count], seq: seq, matched: i % 2 == 0, crc: crc)
+            XCTAssertEqual(members(receipt).direct, members(receipt).list)
+            XCTAssertEqual(receipt.fields.map(\.0), ["ackedType", "seq", "matched", "crc"])
+            let accept = InvitationFrameFields(seq: seq, crc: crc)
+            XCTAssertEqual(members(accept).direct, members(accept).list)
+            XCTAssertEqual(accept.fields.map(\.0), ["seq", "crc"])
+            n += 1
+        }
+        XCTAssertGreaterThan(n, 2000)
+    }
+
     /// Issue 13, `peerscope decode` of the group file: the keep-alive's direct writer (`KeepAliveFields`,
     /// the most frequent app message) writes the bytes of the field list it replaces, for device IDs
     /// needing escapes and timestamps of every JSON kind, with either member missing; and the plugin's

@@ -159,3 +159,47 @@ public struct GCKHeartbeatFields: MessageFieldsWriter {
         }
     }
 }
+
+/// A GCK Hello (`GCKHelloPlugin`): the common members and the body's first 64 bytes as hex.
+public struct GCKHelloFields: MessageFieldsWriter {
+    let common: GCKCommonFields
+    let body: Bytes
+
+    init(_ h: GCKHeader) {
+        common = GCKCommonFields(h)
+        body = h.body.prefix(64)
+    }
+
+    public var fields: [(String, JSONValue)] { common.fields + [("bodyHex", .string(body.hex))] }
+
+    public func writeMembers(to out: inout JSONBytes) {
+        common.writeMembers(to: &out)
+        out.key("bodyHex")
+        out.hex(body)
+    }
+}
+
+/// A GCK LSAACK (`GCKLSAACKPlugin`): the common members and the SN when the body has one.
+public struct GCKLSAACKFields: MessageFieldsWriter {
+    let common: GCKCommonFields
+    let sn: UInt16?
+
+    init(_ h: GCKHeader, sn: UInt16?) {
+        common = GCKCommonFields(h)
+        self.sn = sn
+    }
+
+    public var fields: [(String, JSONValue)] {
+        var f = common.fields
+        if let sn { f.append(("sn", .int(Int64(sn)))) }
+        return f
+    }
+
+    public func writeMembers(to out: inout JSONBytes) {
+        common.writeMembers(to: &out)
+        if let sn {
+            out.key("sn")
+            out.uint(UInt64(sn))
+        }
+    }
+}

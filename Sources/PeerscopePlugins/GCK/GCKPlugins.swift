@@ -11,9 +11,10 @@ public final class GCKHelloPlugin: DecoderPlugin {
 
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
+        if ctx.wantsMessages { ctx.message("hello", writing: GCKHelloFields(h)) }
+        guard ctx.wantsEvents else { return }
         var attrs = GCKDecoding.baseAttrs(h, ctx)
         attrs[.flags] = SessionHex.u16(h.flags)
-        ctx.message("hello", GCKDecoding.common(h, input.payload) + [("bodyHex", .string(h.body.prefix(64).hex))])
         ctx.event(.gckHello, from: from, to: to, packed: attrs)
     }
 }
@@ -133,15 +134,14 @@ public final class GCKLSAACKPlugin: DecoderPlugin {
     public func decode(_ input: PluginInput, _ ctx: PluginContext) {
         guard let (h, from, to) = GCKDecoding.header(input, ctx) else { return }
         var attrs = GCKDecoding.baseAttrs(h, ctx)
-        var fields = ctx.wantsMessages ? GCKDecoding.common(h, input.payload) : []
-        if let sn = h.body.u16be(0) {
+        let sn = h.body.u16be(0)
+        if let sn {
             attrs[.sn] = Int(sn)
-            fields.append(("sn", .int(Int64(sn))))
         } else {
             GCKDecoding.diagnose(ctx, "gck.lsaack.body", "LSAACK body of \(h.body.count) bytes, expected 2",
                                  offset: GCKHeader.size, severity: .info)
         }
-        ctx.message("lsaack", fields)
+        if ctx.wantsMessages { ctx.message("lsaack", writing: GCKLSAACKFields(h, sn: sn)) }
         ctx.event(.gckLSAACK, from: from, to: to, packed: attrs)
     }
 }

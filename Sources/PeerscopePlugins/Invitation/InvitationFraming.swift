@@ -246,8 +246,8 @@ public final class InvitationFramingPlugin: StreamFramingPlugin {
                              offset: frameOffset + 12, severity: .info)
             }
             ctx.event(.invitationReceipt, from: hints.from, to: hints.to, attrs: attrs)
-            ctx.message("receipt", [("ackedType", .string(h.typeName)), ("seq", .uint(UInt64(h.sequence))),
-                                    ("matched", .bool(attrs[.matched] == true)), ("crc", .string(InvitationText.hex32(h.crc)))])
+            ctx.message("receipt", writing: InvitationFrameFields(ackedType: h.typeName, seq: h.sequence, matched: attrs[.matched] == true,
+                                                                  crc: h.crc))
             return
         }
         let sent = Sent(type: h.rawType, frame: ctx.currentInput?.frame.number ?? 0, t: ctx.now)
@@ -263,7 +263,7 @@ public final class InvitationFramingPlugin: StreamFramingPlugin {
                 ctx.diagnose("accept.body", "Accept carries \(body.count) body bytes", offset: frameOffset + 4, severity: .info)
             }
             ctx.event(.invitationAccept, from: hints.from, to: hints.to, attrs: Self.frameAttrs(h, role: role))
-            ctx.message("accept", [("seq", .uint(UInt64(h.sequence))), ("crc", .string(InvitationText.hex32(h.crc)))])
+            ctx.message("accept", writing: InvitationFrameFields(seq: h.sequence, crc: h.crc))
         case .data: data(h, body, frameOffset: frameOffset, ctx)
         case nil: break
         }
@@ -488,5 +488,48 @@ final class InvitationFramer: StreamFramer {
         ctx.onDiagnostic(Diagnostic(id: "\(InvitationFramingPlugin.descriptor.id).truncated", severity: .info,
                                     message: "connection ended with \(buffer.count) bytes of an incomplete frame from the \(direction == .toServer ? "client" : "server") (\(connection))",
                                     evidence: buffer.lastFrame?.evidence, offset: buffer.offset, t: ctx.now))
+    }
+}
+
+/// The `peerscope decode` members of a Receipt (`ackedType`, `seq`, `matched`, `crc`) or an Accept (`seq`,
+/// `crc`), written straight into the line: receipts are most of an invitation channel's frames. `fields`
+/// is the list these bytes must equal.
+struct InvitationFrameFields: MessageFieldsWriter {
+    /// A receipt's acknowledged type and whether it matched a message; nil for an Accept.
+    var receipt: (ackedType: String, matched: Bool)?
+    var seq: UInt32
+    var crc: UInt32
+
+    init(ackedType: String, seq: UInt32, matched: Bool, crc: UInt32) {
+        receipt = (ackedType, matched)
+        self.seq = seq
+        self.crc = crc
+    }
+
+    init(seq: UInt32, crc: UInt32) {
+        receipt = nil
+        self.seq = seq
+        self.crc = crc
+    }
+
+    var fields: [(String, JSONValue)] {
+        guard let receipt else { return [("seq", .uint(UInt64(seq))), ("crc", .string(InvitationText.hex32(crc)))] }
+        return [("ackedType", .string(receipt.ackedType)), ("seq", .uint(UInt64(seq))), ("matched", .bool(receipt.matched)),
+                ("crc", .string(InvitationText.hex32(crc)))]
+    }
+
+    func writeMembers(to out: inout JSONBytes) {
+        if let receipt {
+            out.key("ackedType")
+            out.string(receipt.ackedType)
+        }
+        out.key("seq")
+        out.uint(UInt64(seq))
+        if let receipt {
+            out.key("matched")
+            out.bool(receipt.matched)
+        }
+        out.key("crc")
+        out.fixedHex(UInt64(crc), digits: 8)
     }
 }
