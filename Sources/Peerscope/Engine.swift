@@ -87,6 +87,59 @@ public final class Engine {
     /// Occurrences folded into earlier events by the coalescer.
     public var foldedEvents: Int { coalescer.folded }
 
+    /// Spilling kept events while decoding (issue 13): once the events kept (and the query runs' members)
+    /// pass `thresholdEvents`, they leave the heap for a temporary file (`SpilledEvents`) while decoding
+    /// goes on. The engine keeps a window: an event is written once no open coalescer run points at it
+    /// (it can no longer change), in sorted writes of at least `windowEvents` (each sorted by time, then
+    /// decoding order, which the file merges on reading). Browse queries are plain events from then on.
+    /// Reading the file gives exactly the list `finish` would have kept in memory.
+    public struct SpillSettings: Sendable {
+        /// Where the file goes (never beside the inputs).
+        public var directory: String
+        /// Spilling starts once more than this many events (query members included) are kept.
+        public var thresholdEvents: Int
+        /// Only when the query runs hold more events than the list (see `Configuration.spillOnlyQueryHeavy`).
+        public var onlyQueryHeavy: Bool
+        /// Events the window gathers (beyond those still open) before a write.
+        public var windowEvents: Int
+        /// The file's write and read buffers.
+        public var bufferBytes: Int
+        /// Tests: writes fail past this many bytes (a full disk).
+        public var failWritesAfter: Int?
+        /// Events held before `onlyQueryHeavy` is judged (see `Engine.queryHeavySample`).
+        public var queryHeavySample = Engine.queryHeavySample
+
+        public init(directory: String, thresholdEvents: Int, onlyQueryHeavy: Bool, windowEvents: Int, bufferBytes: Int,
+                    failWritesAfter: Int? = nil) {
+            self.directory = directory
+            self.thresholdEvents = thresholdEvents
+            self.onlyQueryHeavy = onlyQueryHeavy
+            self.windowEvents = windowEvents
+            self.bufferBytes = bufferBytes
+            self.failWritesAfter = failWritesAfter
+        }
+    }
+
+    /// Events held before `SpillSettings.onlyQueryHeavy` is judged while decoding (about 8 MB of plain
+    /// events): below it the decision is left to the end of decoding, as without spilling while decoding.
+    public static let queryHeavySample = 1 << 16
+
+    /// Set before the first frame to spill while decoding (analysis of capture files); nil: never.
+    public var spillSettings: SpillSettings?
+    /// The events written so far (after `finish`: every kept event, `events` and `queryRuns` empty).
+    public private(set) var spilled: SpilledEvents?
+    /// Whether spilling began (even if it was given up after a failed write).
+    public private(set) var spillTried = false
+    /// Why spilling was given up (the events stayed or came back in memory): one line each.
+    public private(set) var spillNotes: [String] = []
+    /// Why events written could not all be read back after a failed write (they are missing).
+    public private(set) var spillReadError: String?
+    /// Decoding order (`seq`) of each event of the window (`events`) while spilling.
+    private var seqs: [Int] = []
+    private var nextSeq = 0
+    /// The window is written when it holds this many events.
+    private var flushAt = 0
+
     /// Frames cut by the snapshot length, per input: first and last time, how many.
     private var truncated: [Int: (first: Nanos, last: Nanos, count: Int)] = [:]
 
@@ -139,7 +192,8 @@ public final class Engine {
 
     /// Keeps one decoded event: a browse query in its run (when compacting), else through the coalescer.
     private func collect(_ e: PeerEvent) {
-        if compactQueries, e.kind == .browse, coalescer.gaps[e.kind] == nil, queryRuns.add(sharingQueryAttributes(e), kept: events.count) {
+        if compactQueries, spilled == nil, e.kind == .browse, coalescer.gaps[e.kind] == nil,
+           queryRuns.add(sharingQueryAttributes(e), kept: events.count) {
             // What the coalescer does with an event of a kind it never folds: closes its flow's runs.
             if let flow = e.flow { coalescer.closeRuns(on: flow) }
             return
@@ -148,6 +202,10 @@ public final class Engine {
         coalescer.add(e, to: &events)
         // Kept (not folded into a run): its attributes may share a buffer already held.
         if options.shareAttributes, events.count > n { attrsSharing.share(&events[n].attrs) }
+        if spilled != nil, events.count > n {
+            seqs.append(nextSeq)
+            nextSeq &+= 1
+        }
     }
 
     /// `e` holding the buffer of an earlier query with the same attributes, when the table has one
@@ -157,6 +215,12 @@ public final class Engine {
         var e = e
         queryAttrsSharing.share(&e.attrs)
         return e
+    }
+
+    /// Hands the spilled events over (after `finish`; nil when nothing was spilled) and forgets them.
+    public func takeSpilled() -> SpilledEvents? {
+        defer { spilled = nil }
+        return spilled
     }
 
     /// Hands the collected events over and forgets them (so they are held once, not twice).
@@ -198,6 +262,126 @@ public final class Engine {
         // The packet layer's diagnostics were counted (and admitted) when found: kept here as they come.
         packets.decode(frame, { [pipeline] unit in pipeline.process(unit) }, { [collector] d in collector.keep(d) })
         if collector.count != counted { stats.framesWithDiagnostics &+= 1 }
+        if let s = spillSettings {
+            if spilled != nil {
+                if events.count >= flushAt { writeWindow(final: false) }
+            } else if !spillTried, events.count &+ queryRuns.count > s.thresholdEvents {
+                // Query-heavy is judged on a sample large enough to say what the capture is (a group
+                // session opens with discovery: its first events are mostly queries).
+                if !s.onlyQueryHeavy
+                    || (events.count &+ queryRuns.count > s.queryHeavySample && queryRuns.count > events.count) {
+                    startSpilling(s)
+                }
+            }
+        }
+    }
+
+    // MARK: spilling while decoding
+
+    /// Creates the file and writes what is held: the query runs' members (one sorted write), then the
+    /// window. A file that cannot be made leaves everything in memory, with a note.
+    private func startSpilling(_ s: SpillSettings) {
+        spillTried = true
+        let spill: SpilledEvents
+        do { spill = try SpilledEvents(directory: s.directory, writeBufferSize: s.bufferBytes) } catch {
+            spillNotes.append("\(error.message); keeping the events in memory")
+            return
+        }
+        spill.readBufferSize = s.bufferBytes
+        spill.failWritesAfter = s.failWritesAfter
+        // Decoding order of what is held: a member's is `pos + seq`; an event's, its index plus the
+        // members kept before it (those of `pos <= index`).
+        var members: [(event: PeerEvent, seq: Int)] = []
+        var positions: [Int] = []
+        members.reserveCapacity(queryRuns.count)
+        positions.reserveCapacity(queryRuns.count)
+        queryRuns.forEachMember { e, pos, seq in
+            members.append((e, pos &+ seq))
+            positions.append(pos)
+        }
+        positions.sort()
+        seqs = []
+        seqs.reserveCapacity(events.count)
+        var k = 0
+        for i in events.indices {
+            while k < positions.count, positions[k] <= i { k += 1 }
+            seqs.append(i &+ k)
+        }
+        nextSeq = events.count &+ members.count
+        members.sort { a, b in a.event.t != b.event.t ? a.event.t < b.event.t : a.seq < b.seq }
+        do {
+            spill.beginSortedWrite()
+            for m in members { try spill.append(m.event, seq: m.seq) }
+            spill.endSortedWrite()
+        } catch {
+            spillNotes.append("\(error.message); keeping the events in memory")
+            seqs = []
+            return
+        }
+        members = []
+        spilled = spill
+        queryRuns = QueryRuns()
+        writeWindow(final: false)
+    }
+
+    /// Writes the window's events that can no longer change (at the end: all of them) as one sorted write
+    /// and keeps the rest. A failed write brings every event back into memory (`takeBack`).
+    private func writeWindow(final: Bool) {
+        guard let spill = spilled, let s = spillSettings else { return }
+        // Events open runs point at may still change: they stay (never pruned here, so that spilling
+        // changes nothing in what the coalescer folds).
+        let keep = final ? [] : coalescer.openIndexes.filter { $0 < events.count }
+        var out: [Int] = []
+        out.reserveCapacity(events.count - keep.count)
+        var k = 0
+        for i in events.indices {
+            if k < keep.count, keep[k] == i { k += 1 } else { out.append(i) }
+        }
+        out.sort { a, b in events[a].t != events[b].t ? events[a].t < events[b].t : seqs[a] < seqs[b] }
+        do {
+            spill.beginSortedWrite()
+            for i in out { try spill.append(events[i], seq: seqs[i]) }
+            spill.endSortedWrite()
+            if final { try spill.finishWriting() }
+        } catch {
+            takeBack(error.message)
+            return
+        }
+        events = keep.map { events[$0] }
+        seqs = keep.map { seqs[$0] }
+        coalescer.moveIndexes { i in
+            // `keep` is sorted: the first index holding `i` or more.
+            var lo = 0, hi = keep.count
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2
+                if keep[mid] >= i { hi = mid } else { lo = mid + 1 }
+            }
+            return lo < keep.count && keep[lo] == i ? lo : nil
+        }
+        flushAt = keep.count &+ max(1, s.windowEvents, keep.count)
+    }
+
+    /// A write failed: the events written come back from the file and join the window, in decoding order
+    /// (as if nothing had been spilled), with a note. Spilling stops for this run.
+    private func takeBack(_ why: String) {
+        guard let spill = spilled else { return }
+        spilled = nil
+        spill.stopWriting()
+        spillNotes.append("\(why); keeping the events in memory")
+        var all: [(event: PeerEvent, seq: Int, window: Int)] = []
+        all.reserveCapacity(spill.count &+ events.count)
+        if !spill.forEachWithSeq({ e, seq in all.append((e, seq, -1)) }) {
+            spillReadError = spill.readError
+        }
+        spill.close()
+        for (i, e) in events.enumerated() { all.append((e, seqs[i], i)) }
+        all.sort { $0.seq < $1.seq }
+        var place = [Int](repeating: -1, count: events.count)
+        for (j, x) in all.enumerated() where x.window >= 0 { place[x.window] = j }
+        events = all.map(\.event)
+        all = []
+        seqs = []
+        coalescer.moveIndexes { i in i < place.count && place[i] >= 0 ? place[i] : nil }
     }
 
     private func tick(_ t: Nanos) {
@@ -219,6 +403,8 @@ public final class Engine {
         pipeline.finish(lastT)
         stats.plugins = pipeline.framesPerPlugin
         stats.undecoded = pipeline.unclaimed
+        // Spilling: the whole window goes (nothing can change any more).
+        if spilled != nil { writeWindow(final: true) }
         // Plugins may report timer events (expiry) after later frames: keep events in time order.
         let preSort = Engine.sortByTimeKeepingOrder(&events, wanted: !queryRuns.isEmpty)
         // The runs' members go where the sort put their neighbours (see `QueryRuns`).

@@ -47,10 +47,12 @@ public final class AnalysisSession {
         /// false. Default true (the `peerscope` command and the bench keep it). No effect elsewhere.
         public var keepLargeBlocksMapped: Bool
 
-        /// Once decoding is over, kept events that would take more than this many bytes on the heap (as
-        /// plain events) are written to a temporary file and read back in order by the timeline stage
-        /// (`SpilledEvents`): memory then follows what the timelines keep, not the capture's length. The
-        /// report is the same either way. `Int.max`: never. Default `defaultSpillBytes`.
+        /// Kept events that would take more than this many bytes on the heap (as plain events) are written to
+        /// a temporary file and read back in order by the timeline stage (`SpilledEvents`): memory then
+        /// follows what the decoders and the timelines keep, not the capture's length. Capture files spill
+        /// while decoding (`Engine.SpillSettings`: the engine keeps a window of recent events); live
+        /// inputs once decoding is over. The report is the same either way. `Int.max`: never. Default
+        /// `defaultSpillBytes`.
         public var spillBytes: Int = AnalysisSession.defaultSpillBytes
         /// Where the temporary file goes: nil is `TMPDIR` (else /tmp), never beside the inputs. A folder that
         /// cannot take it leaves the events in memory, with a note (`AnalysisSession.onNote`).
@@ -61,8 +63,14 @@ public final class AnalysisSession {
         /// which the timeline stage folds away). Elsewhere the in-memory path packs the list into the
         /// timeline store and frees it before any entry exists, so the heap holds each event once anyway,
         /// and reading the events back would only copy their attributes again (on the bench's group file:
-        /// 24 bytes more per timeline entry). False spills any list past `spillBytes` (tests).
+        /// 24 bytes more per timeline entry). While decoding this is judged once `Engine.queryHeavySample`
+        /// events are held (a group session's first events are mostly discovery queries), else at the end.
+        /// False spills any list past `spillBytes` (tests).
         public var spillOnlyQueryHeavy = true
+        /// Spilling while decoding (capture files): events the engine gathers before each write, beyond
+        /// those a coalescer run may still change (see `Engine.SpillSettings`). Tests make it tiny, so that
+        /// a capture is written in many sorted writes.
+        public var spillWindowEvents = 1 << 14
 
         public init(engine: EngineOptions = EngineOptions(), logOptions: LogOptions = LogOptions(),
                     detectors: DetectorConfig = .defaults, keepLargeBlocksMapped: Bool = true) {
@@ -73,11 +81,12 @@ public final class AnalysisSession {
         }
     }
 
-    /// 64 MiB (about 560,000 plain events: the bench's 1 GB mDNS file spills, the samples do not), or
-    /// `PEERSCOPE_SPILL_BYTES` when set to a number.
+    /// 8 MiB (about 70,000 plain events, just past the sample `Engine.queryHeavySample` on which a capture
+    /// is judged query-heavy while decoding: the bench's mDNS files spill early in decoding, the samples
+    /// and the group files do not), or `PEERSCOPE_SPILL_BYTES` when set to a number.
     public static var defaultSpillBytes: Int {
         if let v = ProcessInfo.processInfo.environment["PEERSCOPE_SPILL_BYTES"], let n = Int(v), n >= 0 { return n }
-        return 64 << 20
+        return 8 << 20
     }
 
     /// Where a spill goes when the configuration names no folder: `TMPDIR`, else /tmp.
@@ -213,7 +222,9 @@ public final class AnalysisSession {
             return Analysis(report: report, run: RunResult(inputs: report.inputs, stats: report.stats, complete: report.complete,
                                                            inputProblems: report.inputProblems), logs: nil)
         }
-        var decoded = try decode(compactQueries: true)
+        var decoded = try decode(compactQueries: true, spillWhileDecoding: true)
+        let decodingSpill = engine.takeSpilled()
+        let spillTried = engine.spillTried
         // Decoding is over: its state (trackers, streams, the slices of read buffers they keep) goes
         // before the timelines are built, not when the session goes.
         engine = Engine(options: engine.options)
@@ -223,14 +234,22 @@ public final class AnalysisSession {
         var trace = decoded.trace
         decoded.trace.events = []
         decoded.trace.queryRuns = QueryRuns()
-        let spill = spillIfLarge(&trace)
+        let spill: SpilledEvents?
+        if let decodingSpill {
+            spill = withLogLines(decodingSpill, &trace)
+            spillPath = spill?.path
+        } else {
+            // A spill given up while decoding is not tried again (its note said why).
+            spill = spillTried ? nil : spillIfLarge(&trace)
+        }
         let report = Self.report(consume trace, detectors: configuration.detectors, onStage: onStage, spilled: spill,
                                  mapLargeBlocks: mapLargeBlocks)
         return Analysis(report: report, run: decoded.run, logs: decoded.logs)
     }
 
     /// Moves the trace's events to a temporary file when they pass `configuration.spillBytes` (and are in
-    /// time order, as decoding leaves them). On any failure the events stay in the trace, with a note:
+    /// time order, as decoding leaves them): inputs that did not spill while decoding (live inputs; a
+    /// capture judged query-heavy only at the end). On any failure the events stay in the trace, with a note:
     /// none is lost.
     private func spillIfLarge(_ trace: inout EventTrace) -> SpilledEvents? {
         let n = trace.events.count + trace.queryRuns.count
@@ -264,6 +283,75 @@ public final class AnalysisSession {
     /// Tests: the spill's writes fail past this many bytes (a full disk).
     var spillWriteLimit: Int?
 
+    /// The events spilled while decoding with the trace's log lines among them (the trace holds only
+    /// those then): the list `readLogs` makes in memory, capture and log events sorted by time then
+    /// evidence, ties in the order capture events (by time, then decoding order) then log lines. Written
+    /// to a second file, read and written one time at a time. On a failed write the list is made in
+    /// memory as `readLogs` makes it (with a note) and nil returned.
+    private func withLogLines(_ spill: SpilledEvents, _ trace: inout EventTrace) -> SpilledEvents? {
+        guard !trace.events.isEmpty else { return spill }
+        let logLines = trace.events
+        func before(_ a: PeerEvent, _ b: PeerEvent) -> Bool { a.t != b.t ? a.t < b.t : a.evidence < b.evidence }
+        do throws(SpilledEvents.SpillError) {
+            let out = try SpilledEvents(directory: configuration.spillDirectory ?? AnalysisSession.temporaryDirectory,
+                                        writeBufferSize: configuration.spillBufferBytes)
+            out.readBufferSize = configuration.spillBufferBytes
+            out.failWritesAfter = spillWriteLimit
+            var next = 0
+            var group: [PeerEvent] = []
+            func writeGroup() throws(SpilledEvents.SpillError) {
+                // The capture's events of one time, by evidence (stable), log lines slotted in before each.
+                let sorted = group.indices.sorted { a, b in
+                    group[a].evidence != group[b].evidence ? group[a].evidence < group[b].evidence : a < b
+                }
+                for i in sorted {
+                    while next < logLines.count, before(logLines[next], group[i]) {
+                        try out.append(logLines[next])
+                        next += 1
+                    }
+                    try out.append(group[i])
+                }
+                group.removeAll(keepingCapacity: true)
+            }
+            var failure: SpilledEvents.SpillError?
+            spill.forEach { e in
+                guard failure == nil else { return }
+                do throws(SpilledEvents.SpillError) {
+                    if let g = group.first, g.t != e.t { try writeGroup() }
+                    group.append(e)
+                } catch { failure = error }
+            }
+            if let failure { throw failure }
+            try writeGroup()
+            while next < logLines.count {
+                try out.append(logLines[next])
+                next += 1
+            }
+            try out.finishWriting()
+            if let why = spill.readError {
+                trace.inputProblems.append("\(why); the timelines miss the events not read")
+                trace.complete = false
+            }
+            spill.close()
+            trace.events = []
+            return out
+        } catch {
+            note("\(error.message); keeping the events in memory")
+        }
+        var events: [PeerEvent] = []
+        events.reserveCapacity(spill.count + logLines.count)
+        spill.forEach { events.append($0) }
+        if let why = spill.readError {
+            trace.inputProblems.append("\(why); the timelines miss the events not read")
+            trace.complete = false
+        }
+        spill.close()
+        events += logLines
+        events.sort(by: before)
+        trace.events = events
+        return nil
+    }
+
     private func note(_ message: String) {
         notes.append(message)
         onNote?(message)
@@ -284,9 +372,23 @@ public final class AnalysisSession {
     /// same: see `QueryRuns`); false keeps every event in `trace.events`. Logs, and live inputs, keep
     /// every event in `trace.events` either way.
     public func decode(compactQueries: Bool = false) throws(InputError) -> Decoded {
+        try decode(compactQueries: compactQueries, spillWhileDecoding: false)
+    }
+
+    /// `decode`; `spillWhileDecoding` (analysis of capture files): past `configuration.spillBytes` the
+    /// engine writes kept events to a temporary file as it goes (`Engine.SpillSettings`; take it with
+    /// `engine.takeSpilled()`). The trace then holds only the log lines, if any.
+    func decode(compactQueries: Bool, spillWhileDecoding: Bool) throws(InputError) -> Decoded {
         precondition(!finished, "an AnalysisSession finishes once")
         finished = true
         if liveInputs.isEmpty { engine.compactQueries = compactQueries }
+        if spillWhileDecoding, liveInputs.isEmpty, !captures.isEmpty {
+            engine.spillSettings = Engine.SpillSettings(
+                directory: configuration.spillDirectory ?? AnalysisSession.temporaryDirectory,
+                thresholdEvents: configuration.spillBytes / MemoryLayout<PeerEvent>.stride,
+                onlyQueryHeavy: configuration.spillOnlyQueryHeavy, windowEvents: configuration.spillWindowEvents,
+                bufferBytes: configuration.spillBufferBytes, failWritesAfter: spillWriteLimit)
+        }
         var run: RunResult
         if !liveInputs.isEmpty {
             engine.finish()
@@ -312,7 +414,15 @@ public final class AnalysisSession {
                                 directory: engine.directory)
             }
         }
-        onStage?(.decoded(frames: run.stats.frames, events: run.events.count + run.queryRuns.count, folded: engine.foldedEvents))
+        for n in engine.spillNotes { note(n) }
+        if let why = engine.spillReadError {
+            // Events written before a failed write that could not be read back: the report says so.
+            run.inputProblems.append("\(why); the timelines miss the events not read")
+            run.complete = false
+        }
+        let spilledCount = engine.spilled?.count ?? 0
+        onStage?(.decoded(frames: run.stats.frames, events: run.events.count + run.queryRuns.count + spilledCount,
+                          folded: engine.foldedEvents))
         return try Self.readLogs(run, captureNames: liveInputs.isEmpty ? captures : liveInputs, logs: logs,
                                  configuration: configuration, onStage: onStage)
     }

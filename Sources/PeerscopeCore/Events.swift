@@ -247,6 +247,26 @@ public struct EventCoalescer {
     /// test for both where such a run is looked up and where it is opened.
     private static func neverEnds(_ sig: Signature, _ gap: Nanos) -> Bool { gap == .max && sig.flow == nil }
 
+    /// The indexes of the caller's list that open runs point at (events that may still change), sorted.
+    public var openIndexes: [Int] { Set(open.values).union(openForever.values).sorted() }
+
+    /// The caller's list moved its events: the one at index `i` is now at `newIndex(i)` (nil: gone). Runs
+    /// follow their events; a run whose event is gone is forgotten (spilling while decoding keeps every
+    /// event of `openIndexes`).
+    public mutating func moveIndexes(_ newIndex: (Int) -> Int?) {
+        var gone: [Signature] = []
+        for (sig, i) in open {
+            if let j = newIndex(i) { open[sig] = j } else { gone.append(sig) }
+        }
+        for s in gone {
+            open.removeValue(forKey: s)
+            guard let canon = s.flow?.canonical, var list = byFlow[canon] else { continue }
+            list.removeAll { $0 == s }
+            byFlow[canon] = list.isEmpty ? nil : list
+        }
+        openForever = openForever.compactMapValues(newIndex)
+    }
+
     /// Forgets runs that can no longer continue at capture time `t` (keeps the table to active flows).
     public mutating func prune(at t: Nanos, events: [PeerEvent]) {
         guard !open.isEmpty else { return }

@@ -183,6 +183,12 @@ public struct QueryRuns: Sendable {
                       seq: p.seq &+ Int(truncatingIfNeeded: ds))
     }
 
+    /// Calls `body` with every member's event, its `pos` and its `seq` (see `Member`), run after run.
+    /// Before `settle`, a member's place in the order queries and events were kept is `pos + seq`.
+    public func forEachMember(_ body: (PeerEvent, _ pos: Int, _ seq: Int) -> Void) {
+        for r in runs.indices { forEachMember(r) { m in body(event(r, m), m.pos, m.seq) } }
+    }
+
     /// Every member of run `r`, in order.
     func members(_ r: Int) -> [Member] {
         var out: [Member] = []

@@ -48,6 +48,22 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
 
     private var buffer: [UInt8] = []
     private let writeBufferSize: Int
+    /// Sorted writes (`beginSortedWrite`): each a byte range of the file holding `count` records sorted by
+    /// time, then decoding order (`seq`, written with each record). Empty: one list, read in the order written.
+    private struct Segment {
+        var start: Int
+        var end: Int
+        var count: Int
+    }
+
+    private var segments: [Segment] = []
+    /// True once a sorted write began: every record carries its `seq`, and reading merges the writes.
+    public private(set) var sortedWrites = false
+    /// The sorted write being made (its start, events so far, last key).
+    private var openSegment: (start: Int, count: Int, last: (t: Nanos, seq: Int)?)?
+    private var previousSeq = 0
+    /// Sorted writes made so far.
+    public var writeCount: Int { segments.count }
     /// Bytes `pread` asks for at a time when reading back.
     public var readBufferSize = 1 << 20
     /// Tests: the write that would take the file past this many bytes fails (as a full disk would).
@@ -112,6 +128,8 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         flows = []
         flowIDs = [:]
         lastLabel = nil
+        segments = []
+        openSegment = nil
         pthread_mutex_lock(recordMutex)
         recordBlock = nil
         lastRecord = nil
@@ -120,9 +138,58 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
 
     // MARK: writing
 
+    /// Starts a sorted write (spilling while decoding): events given with `append(_:seq:)` in order of
+    /// time, then `seq` (their decoding order), until `endSortedWrite`. Reading gives every event of every
+    /// sorted write merged in that order: a later write may hold events of earlier times (an event a
+    /// decoder was still adding to, a timer reporting late); the merged list is the list of all events
+    /// sorted by time, ties in decoding order. A list takes either sorted writes or `append(_:)`, not both.
+    public func beginSortedWrite() {
+        precondition(!finished && openSegment == nil && (count == 0 || sortedWrites), "SpilledEvents: sorted write out of place")
+        sortedWrites = true
+        openSegment = (bytesWritten + buffer.count, 0, nil)
+        previousT = 0
+        previousSeq = 0
+    }
+
+    /// Appends `e`, decoded `seq`-th, to the sorted write begun (buffered). Throws when the file cannot take
+    /// it; the events given stay the caller's.
+    public func append(_ e: PeerEvent, seq: Int) throws(SpillError) {
+        guard var segment = openSegment else { preconditionFailure("SpilledEvents: append(_:seq:) outside a sorted write") }
+        if let last = segment.last, (e.t, seq) <= last { inTimeOrder = false }
+        segment.last = (e.t, seq)
+        segment.count += 1
+        openSegment = segment
+        encode(e)
+        put(Self.zigzag(Int64(seq) &- Int64(previousSeq)))
+        previousSeq = seq
+        count += 1
+        lastT = Swift.max(lastT ?? e.t, e.t)
+        if buffer.count >= writeBufferSize { try flush() }
+    }
+
+    /// Ends the sorted write begun (it is read from now on, with the others).
+    public func endSortedWrite() {
+        guard let segment = openSegment else { return }
+        openSegment = nil
+        if segment.count > 0 { segments.append(Segment(start: segment.start, end: bytesWritten + buffer.count, count: segment.count)) }
+    }
+
+    /// Calls `body` with each event and its decoding order (the `seq` it was written with; the event's
+    /// place in the order read for a list without sorted writes). Stops early as `forEach` does.
+    @discardableResult
+    public func forEachWithSeq(_ body: (PeerEvent, Int) -> Void) -> Bool {
+        var it = makeIterator()
+        var i = 0
+        while let e = it.next() {
+            body(e, sortedWrites ? it.seq : i)
+            i += 1
+        }
+        return readError == nil
+    }
+
     /// Appends `e` (buffered). Throws when the file cannot take it; the events given stay the caller's.
     public func append(_ e: PeerEvent) throws(SpillError) {
-        precondition(!finished, "SpilledEvents: append after finishWriting")
+        precondition(!finished && !sortedWrites, "SpilledEvents: append after finishWriting or beside sorted writes")
         encode(e)
         count += 1
         if let l = lastT, e.t < l { inTimeOrder = false }
@@ -133,6 +200,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
     /// Writes what is buffered; the list can then be read.
     public func finishWriting() throws(SpillError) {
         guard !finished else { return }
+        endSortedWrite()
         try flush()
         finished = true
         buffer = []
@@ -252,8 +320,8 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
     /// Bytes read at a time for single records (a block kept for the records after it).
     public static let recordBlockSize = 1 << 16
     private let recordMutex: UnsafeMutablePointer<pthread_mutex_t>
-    /// The block the last single-record read kept (bytes of the file from `base`). Only the bytes: an
-    /// `Iterator` kept here would hold this list, which then never went.
+    /// The block the last single-record read kept (bytes of the file from `base`). Only the bytes: a
+    /// `Cursor` kept here would hold this list, which then never went.
     private var recordBlock: (chunk: [UInt8], base: Int)?
     private var lastRecord: (offset: Int, attrs: EventAttrs)?
 
@@ -263,18 +331,19 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
     /// event's: of `kind` from `source`, with `evidence` first (a file damaged since would otherwise give
     /// another event's attributes, or junk). Empty, with `recordReadError` set, when the record cannot be
     /// read or is not that event (the file damaged or cut since, or closed); never a crash. Safe from
-    /// several threads.
+    /// several threads. (A sorted write's record ends with its `seq`, not read here.)
     public func attrs(atRecord offset: Int, kind: EventKind, source: String, evidence: Evidence) -> EventAttrs {
         pthread_mutex_lock(recordMutex)
         defer { pthread_mutex_unlock(recordMutex) }
         if let l = lastRecord, l.offset == offset { return l.attrs }
-        var reader = Iterator(randomAccessTo: self, block: Swift.min(readBufferSize, Self.recordBlockSize))
+        var reader = Cursor(randomAccessTo: self, block: Swift.min(readBufferSize, Self.recordBlockSize))
         if let b = recordBlock {
             recordBlock = nil
             reader.adoptBlock(b.chunk, base: b.base)
         }
         reader.seek(to: offset)
-        let e = reader.next()
+        reader.advance()
+        let e = reader.head?.event
         recordBlock = reader.takeBlock()
         guard let e else {
             if recordReadError == nil { recordReadError = "the temporary file \(path) cannot be read at \(offset)" }
@@ -301,51 +370,171 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         lastLabel = nil
     }
 
-    /// Reads the file front to back in `readBufferSize` pieces.
+    /// Stops writing after a failed write (`append` threw): the sorted write begun is dropped, and the
+    /// sorted writes ended before it can still be read back, their bytes not yet on file from memory.
+    public func stopWriting() {
+        openSegment = nil
+        finished = true
+    }
+
+    /// Reads the list in order: front to back, or the sorted writes merged (each read through its own
+    /// cursor, the next event the one of least time, then `seq`).
     public struct Iterator: IteratorProtocol {
-        private let list: SpilledEvents
-        private var chunk: [UInt8] = []
-        private var p = 0
-        private var fileOffset = 0
-        /// Where `chunk[0]` is in the file.
-        private var chunkBase = 0
+        private var cursors: [Cursor] = []
+        /// Cursors' indexes as a heap by their next event (sorted writes only).
+        private var heap: [Int] = []
+        private let merging: Bool
+        /// The `seq` of the event `next` gave last (sorted writes).
+        public private(set) var seq = 0
         /// Where the record of the event `next()` returned last starts in the file (-1 before the
-        /// first): the place to read it from again.
+        /// first): the place to read it from again. (A sorted write's record holds its time and `seq` as
+        /// differences from the record before it in the same write, and ends with the `seq`.)
         public private(set) var recordOffset = -1
-        private var left: Int
-        private var previousT: Nanos = 0
-        private var done = false
-        /// Reading single records again (`seek`): failures go to `recordReadError`, blocks are smaller.
-        private var random = false
-        private var blockSize: Int
 
         init(_ list: SpilledEvents) {
-            self.list = list
-            left = list.count
-            blockSize = list.readBufferSize
             if !list.finished {
                 do { try list.finishWriting() } catch {
                     list.readError = error.message
-                    done = true
+                    merging = false
+                    return
+                }
+            }
+            merging = list.sortedWrites
+            if !merging {
+                cursors = [Cursor(list, start: 0, end: list.bytesWritten + list.buffer.count, count: list.count, tagged: false,
+                                  bufferSize: list.readBufferSize)]
+                return
+            }
+            // Each cursor reads a share of the buffer size (small writes still read a few KiB at a time).
+            let k = Swift.max(1, list.segments.count)
+            let size = Swift.min(Swift.max(1, list.readBufferSize), Swift.max(4096, list.readBufferSize / k))
+            for s in list.segments {
+                var c = Cursor(list, start: s.start, end: s.end, count: s.count, tagged: true, bufferSize: size)
+                c.advance()
+                if c.head != nil {
+                    cursors.append(c)
+                    push(cursors.count - 1)
+                } else if c.failed {
+                    heap = []
+                    return
                 }
             }
         }
 
+        @inline(__always) private func before(_ a: Int, _ b: Int) -> Bool {
+            guard let x = cursors[a].head, let y = cursors[b].head else { return false }
+            return x.event.t != y.event.t ? x.event.t < y.event.t : x.seq < y.seq
+        }
+
+        private mutating func push(_ c: Int) {
+            heap.append(c)
+            var k = heap.count - 1
+            while k > 0 {
+                let parent = (k - 1) / 2
+                guard before(heap[k], heap[parent]) else { break }
+                heap.swapAt(k, parent)
+                k = parent
+            }
+        }
+
+        private mutating func siftDown() {
+            var k = 0
+            let n = heap.count
+            while true {
+                let l = 2 * k + 1, r = l + 1
+                var m = k
+                if l < n, before(heap[l], heap[m]) { m = l }
+                if r < n, before(heap[r], heap[m]) { m = r }
+                if m == k { return }
+                heap.swapAt(k, m)
+                k = m
+            }
+        }
+
         public mutating func next() -> PeerEvent? {
-            guard !done else { return nil }
+            guard merging else {
+                guard !cursors.isEmpty else { return nil }
+                cursors[0].advance()
+                recordOffset = cursors[0].headOffset
+                return cursors[0].head?.event
+            }
+            guard let top = heap.first, let head = cursors[top].head else { return nil }
+            recordOffset = cursors[top].headOffset
+            cursors[top].advance()
+            if cursors[top].failed {
+                // A damaged write ends the reading (the events given before it stand, `readError` says why).
+                heap = []
+            } else if cursors[top].head == nil {
+                let last = heap.removeLast()
+                if !heap.isEmpty {
+                    heap[0] = last
+                    siftDown()
+                }
+            } else {
+                siftDown()
+            }
+            seq = head.seq
+            return head.event
+        }
+    }
+
+    /// Reads one byte range of the file front to back in `bufferSize` pieces (bytes not yet on file, after
+    /// a failed write, from the write buffer).
+    struct Cursor {
+        private let list: SpilledEvents
+        private var chunk: [UInt8] = []
+        private var p = 0
+        private var fileOffset: Int
+        /// Where `chunk[0]` is in the file.
+        private var chunkBase: Int
+        /// Where the record of `head` starts in the file.
+        private(set) var headOffset = -1
+        private let end: Int
+        private let bufferSize: Int
+        private let tagged: Bool
+        private var left: Int
+        private let total: Int
+        private var previousT: Nanos = 0
+        private var previousSeq = 0
+        private var done = false
+        /// The event read last and its `seq` (nil: none left).
+        private(set) var head: (event: PeerEvent, seq: Int)?
+        /// Reading stopped on an error (`list.readError`).
+        private(set) var failed = false
+        /// Reading single records again (`seek`): failures go to `recordReadError`.
+        private var random = false
+
+        init(_ list: SpilledEvents, start: Int, end: Int, count: Int, tagged: Bool, bufferSize: Int) {
+            self.list = list
+            fileOffset = start
+            chunkBase = start
+            self.end = end
+            left = count
+            total = count
+            self.tagged = tagged
+            self.bufferSize = Swift.max(1, bufferSize)
+        }
+
+        /// Reads the next event into `head` (nil at the end or on an error).
+        mutating func advance() {
+            head = nil
+            guard !done else { return }
             guard left > 0 else {
                 done = true
-                return nil
+                chunk = []
+                return
             }
             while true {
                 var q = p
                 switch decode(&q) {
-                case .event(let e):
-                    recordOffset = chunkBase + p
+                case .event(let e, let seq):
+                    headOffset = chunkBase + p
                     p = q
                     left -= 1
                     previousT = e.t
-                    return e
+                    previousSeq = seq
+                    head = (e, seq)
+                    return
                 case .damaged(let why):
                     return fail("the temporary file \(list.path) is damaged: \(why)")
                 case .needMore:
@@ -354,22 +543,11 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             }
         }
 
-        private mutating func fail(_ why: String) -> PeerEvent? {
-            if random {
-                if list.recordReadError == nil { list.recordReadError = why }
-            } else if list.readError == nil {
-                list.readError = why
-            }
-            done = true
-            chunk = []
-            return nil
-        }
-
-        /// A reader of single records (`seek`, then `next()`), through blocks of at most `block` bytes.
+        /// A reader of single records (`seek`, then `advance()`), through blocks of at most `block` bytes,
+        /// to the end of what was written.
         init(randomAccessTo list: SpilledEvents, block: Int) {
-            self.init(list)
+            self.init(list, start: 0, end: list.bytesWritten + list.buffer.count, count: 0, tagged: false, bufferSize: block)
             random = true
-            blockSize = Swift.max(1, block)
             done = true
         }
 
@@ -391,7 +569,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             return (taken, base)
         }
 
-        /// The next `next()` reads the record at `offset` (from the block held when it is inside it).
+        /// The next `advance()` reads the record at `offset` (from the block held when it is inside it).
         /// Its time is not the event's (times are differences from the record before). A new block
         /// starts a quarter of a block before the record: records read a little backwards (a detector
         /// looking back) are in it too.
@@ -400,17 +578,18 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
                 p = offset - chunkBase
             } else {
                 chunk.removeAll(keepingCapacity: true)
-                let before = offset > 0 ? Swift.min(offset, blockSize / 4) : 0
+                let before = offset > 0 ? Swift.min(offset, bufferSize / 4) : 0
                 chunkBase = offset - before
                 fileOffset = chunkBase
                 p = 0
+                failed = false
                 if before > 0 {
                     if let why = refill() {
-                        _ = fail(why)
+                        fail(why)
                         return
                     }
                     guard chunk.count > before else {
-                        _ = fail("the temporary file \(list.path) is shorter than written")
+                        fail("the temporary file \(list.path) is shorter than written")
                         return
                     }
                 }
@@ -418,6 +597,18 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             }
             left = 1
             done = false
+            failed = false
+        }
+
+        private mutating func fail(_ why: String) {
+            if random {
+                if list.recordReadError == nil { list.recordReadError = why }
+            } else if list.readError == nil {
+                list.readError = why
+            }
+            done = true
+            failed = true
+            chunk = []
         }
 
         /// Keeps the unread tail and reads more after it (a record longer than the buffer grows it).
@@ -428,20 +619,32 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
                 chunkBase += p
                 p = 0
             }
-            let notRead = random ? "" : " (\(left) of \(list.count) events not read)"
-            guard fileOffset >= 0, fileOffset < list.bytesWritten else {
+            let notRead = random ? "" : " (\(left) of \(total) events not read)"
+            guard fileOffset >= 0, fileOffset < end else {
                 return "the temporary file \(list.path) ends inside an event\(notRead)"
             }
-            let want = Swift.min(Swift.max(1, blockSize), list.bytesWritten - fileOffset)
+            let want = Swift.min(bufferSize, end - fileOffset)
+            // Bytes a failed write left in the buffer are read from there.
+            let onFile = list.bytesWritten
+            if fileOffset >= onFile {
+                let from = fileOffset - onFile
+                guard from + want <= list.buffer.count else {
+                    return "the temporary file \(list.path) is shorter than written\(notRead)"
+                }
+                chunk.append(contentsOf: list.buffer[from ..< from + want])
+                fileOffset += want
+                return nil
+            }
+            let wantOnFile = Swift.min(want, onFile - fileOffset)
             let old = chunk.count
-            chunk.append(contentsOf: repeatElement(0, count: want))
+            chunk.append(contentsOf: repeatElement(0, count: wantOnFile))
             let fd = list.fd
             var got = 0
             var err: Int32 = 0
             chunk.withUnsafeMutableBytes { raw in
                 guard let base = raw.baseAddress else { return }
-                while got < want {
-                    let r = pread(fd, base + old + got, want - got, off_t(fileOffset + got))
+                while got < wantOnFile {
+                    let r = pread(fd, base + old + got, wantOnFile - got, off_t(fileOffset + got))
                     if r < 0 {
                         if errno == EINTR { continue }
                         err = errno
@@ -459,7 +662,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         }
 
         enum Step {
-            case event(PeerEvent)
+            case event(PeerEvent, seq: Int)
             case needMore
             case damaged(String)
         }
@@ -537,14 +740,27 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             guard n <= UInt64(Int.max - q) else { return .damaged("attributes of \(n) bytes") }
             let end = q + Int(n)
             guard end <= chunk.count else { return .needMore }
+            // A sorted write's record ends with its decoding order (a difference from the record before).
+            var seq = 0
+            var afterSeq = end
+            if tagged {
+                switch varint(&afterSeq) {
+                case .none: return .needMore
+                case .some(.none): return .damaged("a number runs past 64 bits")
+                case .some(.some(let v)):
+                    let (s, over) = Int64(previousSeq).addingReportingOverflow(SpilledEvents.unzigzag(v))
+                    guard !over, s >= 0, let value = Int(exactly: s) else { return .damaged("a decoding order out of range") }
+                    seq = value
+                }
+            }
             var attrs = EventAttrs()
             if n > 0 { attrs.bytes = Array(chunk[q ..< end]) }
-            q = end
+            q = afterSeq
             let label = list.labels[Int(labelID)]
             let t = previousT &+ dt
             return .event(PeerEvent(kind: label.kind, t: t, lastT: t &+ span, fromBox: from, toBox: to, flowBox: flow,
                                     source: label.source, attrs: attrs, count: count,
-                                    evidencePair: EvidencePair(first, last)))
+                                    evidencePair: EvidencePair(first, last)), seq: seq)
         }
     }
 }

@@ -170,4 +170,88 @@ final class SpilledEventsTests: XCTestCase {
             XCTAssertLessThan(back.count, events.count)
         }
     }
+
+    // MARK: sorted writes (spilling while decoding)
+
+    /// The edge events given decoding orders and cut into sorted writes of random sizes (each sorted by
+    /// time, then decoding order): reading merges them into the list of all of them sorted by time, ties
+    /// in decoding order, each with its `seq`, through buffers of any size; twice over.
+    func testSortedWritesReadBackMergedByTimeThenDecodingOrder() throws {
+        let events = try Self.events()
+        var state: UInt64 = 5
+        func nextSize() -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int(state >> 59)
+        }
+        for buffer in [3, 64, 4096, 1 << 20] {
+            let s = try SpilledEvents(directory: NSTemporaryDirectory(), writeBufferSize: buffer)
+            s.readBufferSize = buffer
+            var i = 0, writes = 0
+            while i < events.count {
+                let n = nextSize()
+                let part = (i ..< min(events.count, i + n)).sorted { (events[$0].t, $0) < (events[$1].t, $1) }
+                s.beginSortedWrite()
+                for k in part { try s.append(events[k], seq: k) }
+                s.endSortedWrite()
+                if !part.isEmpty { writes += 1 }
+                i += n
+            }
+            try s.finishWriting()
+            XCTAssertEqual(s.writeCount, writes)
+            XCTAssertTrue(s.inTimeOrder)
+            XCTAssertEqual(s.count, events.count)
+            let expected = events.indices.sorted { (events[$0].t, $0) < (events[$1].t, $1) }
+            for _ in 0 ..< 2 {
+                var back: [(PeerEvent, Int)] = []
+                XCTAssertTrue(s.forEachWithSeq { back.append(($0, $1)) })
+                XCTAssertEqual(back.map(\.1), expected, "buffer \(buffer)")
+                for (b, k) in zip(back, expected) where b.0 != events[k] || b.0.count != events[k].count || b.0.lastEvidence != events[k].lastEvidence {
+                    XCTFail("buffer \(buffer): \(b.0) != \(events[k])")
+                    break
+                }
+            }
+        }
+    }
+
+    /// A sorted write out of order is said (`inTimeOrder` false); the list is still read, merged.
+    func testASortedWriteOutOfOrderIsSaid() throws {
+        let s = try SpilledEvents(directory: NSTemporaryDirectory())
+        let e = PeerEvent(kind: .browse, t: 5, evidence: .frame(input: 0, frame: 1), source: "p")
+        s.beginSortedWrite()
+        try s.append(e, seq: 1)
+        try s.append(e, seq: 0)
+        s.endSortedWrite()
+        XCTAssertFalse(s.inTimeOrder)
+        XCTAssertEqual(Array(s).count, 2)
+    }
+
+    /// A write failing in the middle of a sorted write: the writes ended before it are read back whole
+    /// (their bytes not yet on file from memory), the one it cut is dropped, after `stopWriting`.
+    func testAfterAFailedWriteTheEndedSortedWritesAreReadBack() throws {
+        let events = try Self.events().sorted { $0.t < $1.t }
+        for limit in [0, 50, 700, 3000] {
+            let s = try SpilledEvents(directory: NSTemporaryDirectory(), writeBufferSize: 256)
+            s.readBufferSize = 32
+            s.failWritesAfter = limit
+            var ended = 0
+            var failed = false
+            outer: for w in 0 ..< 40 {
+                s.beginSortedWrite()
+                for k in w * 10 ..< w * 10 + 10 {
+                    do { try s.append(events[k], seq: k) } catch {
+                        failed = true
+                        break outer
+                    }
+                }
+                s.endSortedWrite()
+                ended += 10
+            }
+            XCTAssertTrue(failed, "limit \(limit)")
+            s.stopWriting()
+            var back: [Int] = []
+            XCTAssertTrue(s.forEachWithSeq { _, seq in back.append(seq) }, "\(s.readError ?? "")")
+            XCTAssertEqual(back, Array(0 ..< ended), "limit \(limit)")
+        }
+    }
+
 }

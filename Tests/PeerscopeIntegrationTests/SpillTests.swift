@@ -10,11 +10,13 @@ import XCTest
 /// the in-memory run gives, on every input.
 final class SpillTests: XCTestCase {
     /// A configuration that spills everything (threshold 0) through buffers of 64 bytes, so that every
-    /// event crosses write and read buffers many times over; or never spills.
+    /// event crosses write and read buffers many times over, while decoding in sorted writes of a few
+    /// events each (many writes merged on reading); or never spills.
     static func configuration(spill: Bool, directory: String? = nil) -> AnalysisSession.Configuration {
         var c = AnalysisSession.Configuration()
         c.spillBytes = spill ? 0 : Int.max
         c.spillBufferBytes = 64
+        c.spillWindowEvents = 3
         c.spillOnlyQueryHeavy = false
         c.spillDirectory = directory
         return c
@@ -195,7 +197,7 @@ final class SpillTests: XCTestCase {
     func testTheDefaultThresholdKeepsSamplesInMemoryAndALargerListSpills() throws {
         XCTAssertEqual(AnalysisSession.Configuration().spillBytes, AnalysisSession.defaultSpillBytes)
         if ProcessInfo.processInfo.environment["PEERSCOPE_SPILL_BYTES"] == nil {
-            XCTAssertEqual(AnalysisSession.defaultSpillBytes, 64 << 20)
+            XCTAssertEqual(AnalysisSession.defaultSpillBytes, 8 << 20)
         }
         let sample = Place.samples.appendingPathComponent("healthy-pair.pcapng").path
         var c = AnalysisSession.Configuration()
@@ -251,6 +253,159 @@ final class SpillTests: XCTestCase {
         let cutList = AnalysisSession.report(empty, detectors: .defaults, spilled: both, mapLargeBlocks: nil)
         XCTAssertFalse(cutList.complete)
         XCTAssertEqual(cutList.inputProblems.count, 1)
+    }
+
+    // MARK: spilling while decoding
+
+    /// The list the engine keeps in memory (query runs merged back in: what the timeline stage reads), and
+    /// the one read back from what it spilled while decoding with `settings`, with each event's decoding
+    /// order and the number of sorted writes.
+    static func decodedBothWays(_ captures: [String], _ settings: Engine.SpillSettings)
+        throws -> (memory: [PeerEvent], spilled: [PeerEvent], seqs: [Int], writes: Int, notes: [String]) {
+        let options = AnalysisSession.engineOptions(AnalysisSession.Configuration())
+        let memory: [PeerEvent], frames: UInt64
+        if let known = inMemoryLists[captures] {
+            (memory, frames) = known
+        } else {
+            let inMemory = Engine(options: options)
+            inMemory.compactQueries = true
+            let run = try PeerscopeRun.run(paths: captures, engine: inMemory)
+            (memory, frames) = (run.queryRuns.merged(run.events), run.stats.frames)
+            inMemoryLists[captures] = (memory, frames)
+        }
+        let engine = Engine(options: options)
+        engine.compactQueries = true
+        engine.spillSettings = settings
+        let spilledRun = try PeerscopeRun.run(paths: captures, engine: engine)
+        var spilled: [PeerEvent] = [], seqs: [Int] = []
+        var writes = 0
+        if let spill = engine.takeSpilled() {
+            XCTAssertTrue(spill.inTimeOrder)
+            XCTAssertTrue(spill.forEachWithSeq { e, seq in
+                spilled.append(e)
+                seqs.append(seq)
+            })
+            writes = spill.writeCount
+            XCTAssertEqual(spilledRun.events.count + spilledRun.queryRuns.count, 0)
+        } else {
+            spilled = spilledRun.queryRuns.merged(spilledRun.events)
+        }
+        XCTAssertEqual(spilledRun.stats.frames, frames)
+        return (memory, spilled, seqs, writes, engine.spillNotes)
+    }
+
+    /// In-memory lists by inputs (each decoded once per test run; generated inputs are rewritten alike).
+    nonisolated(unsafe) static var inMemoryLists: [[String]: ([PeerEvent], UInt64)] = [:]
+
+    static func everything(window: Int, bufferBytes: Int = 64) -> Engine.SpillSettings {
+        Engine.SpillSettings(directory: AnalysisSession.temporaryDirectory, thresholdEvents: 0, onlyQueryHeavy: false,
+                             windowEvents: window, bufferBytes: bufferBytes)
+    }
+
+    /// Spilling while decoding, in many sorted writes of a few events each (the engine's window, what
+    /// coalescer runs still point at held back): the events read back are exactly the in-memory list,
+    /// event for event and in order, on every sample and corpus capture, a generated group session and
+    /// the crowds (queries in query runs until spilling starts). Timer events reported after later packets
+    /// are among them: the order read differs from the order
+    /// decoded on some inputs (the crowds' expiries), and the merge still gives the sorted list.
+    func testEventsSpilledWhileDecodingAreTheInMemoryListInManySortedWrites() throws {
+        var inputs = Self.inputs().filter { $0.logs.isEmpty }.map { ($0.name, $0.captures) }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerscope-spilldec-\(ProcessInfo.processInfo.processIdentifier)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sim = try Simulator.run("group-8", options: SimulationOptions(seed: 7, peers: 8, format: .pcap))
+        let group = dir.appendingPathComponent("group.pcap").path
+        try Data(sim.capture).write(to: URL(fileURLWithPath: group))
+        inputs.append(("group-8 generated", [group]))
+        var problems: [String] = []
+        var reordered: [String] = []
+        var manyWrites = 0, withQueries = 0
+        func check(_ name: String, _ captures: [String]) throws {
+            for (window, buffer) in [(1, 64), (3, 7), (64, 1 << 20)] {
+                let r = try Self.decodedBothWays(captures, Self.everything(window: window, bufferBytes: buffer))
+                XCTAssertEqual(r.notes, [], name)
+                if r.memory != r.spilled {
+                    let i = zip(r.memory, r.spilled).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(r.memory.count, r.spilled.count)
+                    problems.append("\(name) window \(window): \(r.memory.count) events in memory, \(r.spilled.count) spilled, first difference at \(i)")
+                    continue
+                }
+                guard window == 3 else { continue }
+                if zip(r.seqs, r.seqs.dropFirst()).contains(where: { $0 > $1 }) { reordered.append(name) }
+                if r.writes > 10 { manyWrites += 1 }
+                if r.memory.contains(where: { $0.kind == .browse }) { withQueries += 1 }
+            }
+        }
+        for (name, captures) in inputs { try check(name, captures) }
+        try withGeneratedCrowds("spilldec") { path, hosts in try check("crowd of \(hosts)", [path]) }
+        XCTAssertEqual(problems, [], problems.prefix(10).joined(separator: "\n"))
+        // Late timers: events read back out of decoding order (the merge of the writes put them back).
+        XCTAssertFalse(reordered.isEmpty)
+        print("inputs read back out of decoding order: \(reordered)")
+        XCTAssertGreaterThan(manyWrites, inputs.count / 2)
+        XCTAssertGreaterThanOrEqual(withQueries, 3)
+    }
+
+    /// Spilling starts past the threshold, not before: the query runs held until then are written in
+    /// their decoding order (a member's place among the events), and the list read back is the in-memory
+    /// one; below the threshold nothing is spilled.
+    func testSpillingWhileDecodingStartsPastTheThresholdWithTheQueryRunsHeld() throws {
+        try withGeneratedCrowds("spilldec") { path, hosts in
+            let all = try Self.decodedBothWays([path], Self.everything(window: 16))
+            for threshold in [all.memory.count / 3, all.memory.count / 2] {
+                var s = Self.everything(window: 16)
+                s.thresholdEvents = threshold
+                let r = try Self.decodedBothWays([path], s)
+                XCTAssertGreaterThan(r.writes, 2, "crowd of \(hosts)")
+                XCTAssertEqual(r.spilled, r.memory, "crowd of \(hosts) from \(threshold)")
+            }
+            var never = Self.everything(window: 16)
+            never.thresholdEvents = all.memory.count
+            XCTAssertEqual(try Self.decodedBothWays([path], never).writes, 0)
+        }
+    }
+
+    /// A write failing half-way through decoding (a full disk after some sorted writes): the events
+    /// written come back and decoding goes on in memory; one note, nothing lost, the same list.
+    func testAWriteFailingWhileDecodingBringsTheEventsBackWithOneNote() throws {
+        var failures = 0
+        try withGeneratedCrowds("spilldec") { path, hosts in
+            for limit in [0, 5000, 60000] {
+                var s = Self.everything(window: 8)
+                s.failWritesAfter = limit
+                let r = try Self.decodedBothWays([path], s)
+                XCTAssertEqual(r.writes, 0)
+                XCTAssertEqual(r.notes.count, 1, "crowd of \(hosts), limit \(limit)")
+                XCTAssertTrue(r.notes.first?.contains("cannot write the temporary file") ?? false, "\(r.notes)")
+                XCTAssertEqual(r.spilled, r.memory, "crowd of \(hosts), limit \(limit)")
+                failures += 1
+            }
+        }
+        XCTAssertEqual(failures, 6)
+    }
+
+    /// The default rule while decoding: a capture is judged query-heavy only past a sample of events
+    /// (`Engine.queryHeavySample` by default: a group session opens with discovery queries). The test
+    /// crowds are smaller than the default sample (the decision is left to the end of decoding); with a
+    /// sample they pass, they spill as they decode, and the group session does not.
+    func testWhileDecodingQueryHeavyIsJudgedOnALargeEnoughSample() throws {
+        try withGeneratedCrowds("spilldec") { path, hosts in
+            var s = Self.everything(window: 1 << 14, bufferBytes: 1 << 20)
+            s.onlyQueryHeavy = true
+            let r = try Self.decodedBothWays([path], s)
+            XCTAssertLessThan(r.memory.count, Engine.queryHeavySample)
+            XCTAssertEqual(r.writes, 0, "crowd of \(hosts)")
+            s.queryHeavySample = 2000
+            let small = try Self.decodedBothWays([path], s)
+            XCTAssertGreaterThan(small.writes, 0, "crowd of \(hosts)")
+            XCTAssertEqual(small.spilled, small.memory)
+        }
+        let sample = Place.samples.appendingPathComponent("group-8.pcapng").path
+        var s = Self.everything(window: 4)
+        s.onlyQueryHeavy = true
+        s.queryHeavySample = 300
+        let group = try Self.decodedBothWays([sample], s)
+        XCTAssertGreaterThan(group.memory.count, 300)
+        XCTAssertEqual(group.writes, 0)
     }
 
     /// On a spilled input the resolved events' attributes stay in the file and are read from it by the
