@@ -342,10 +342,19 @@ public final class Engine {
             spill.beginSortedWrite()
             for i in out { try spill.append(events[i], seq: seqs[i]) }
             spill.endSortedWrite()
-            if final { try spill.finishWriting() }
         } catch {
             takeBack(error.message)
             return
+        }
+        if final {
+            // Every event is in the ended write now (`keep` is empty): a failed flush brings them back
+            // from the write buffer, once; the window must not hold them a second time.
+            events = []
+            seqs = []
+            do { try spill.finishWriting() } catch {
+                takeBack(error.message)
+                return
+            }
         }
         events = keep.map { events[$0] }
         seqs = keep.map { seqs[$0] }

@@ -383,6 +383,23 @@ final class SpillTests: XCTestCase {
         XCTAssertEqual(failures, 6)
     }
 
+    /// The last flush failing (every write still in the write buffer, the disk full at the end): the
+    /// events come back once each (the window held them a second time: the review found them doubled).
+    func testTheLastFlushFailingBringsEachEventBackOnce() throws {
+        var runs = 0
+        try withGeneratedCrowds("spilldec") { path, hosts in
+            var s = Self.everything(window: 8, bufferBytes: 1 << 26)
+            s.failWritesAfter = 0
+            let r = try Self.decodedBothWays([path], s)
+            XCTAssertEqual(r.notes.count, 1, "crowd of \(hosts)")
+            XCTAssertTrue(r.notes.first?.contains("cannot write the temporary file") ?? false, "\(r.notes)")
+            XCTAssertEqual(r.spilled.count, r.memory.count, "crowd of \(hosts)")
+            XCTAssertEqual(r.spilled, r.memory, "crowd of \(hosts)")
+            runs += 1
+        }
+        XCTAssertEqual(runs, 2)
+    }
+
     /// The default rule while decoding: a capture is judged query-heavy only past a sample of events
     /// (`Engine.queryHeavySample` by default: a group session opens with discovery queries). The test
     /// crowds are smaller than the default sample (the decision is left to the end of decoding); with a
