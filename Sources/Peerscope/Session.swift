@@ -63,8 +63,9 @@ public final class AnalysisSession {
         /// which the timeline stage folds away). Elsewhere the in-memory path packs the list into the
         /// timeline store and frees it before any entry exists, so the heap holds each event once anyway,
         /// and reading the events back would only copy their attributes again (on the bench's group file:
-        /// 24 bytes more per timeline entry). While decoding this is judged once `Engine.queryHeavySample`
-        /// events are held (a group session's first events are mostly discovery queries), else at the end.
+        /// 24 bytes more per timeline entry). While decoding this is judged at every frame from the moment
+        /// `Engine.queryHeavySample` events are held (a group session's first events are mostly discovery
+        /// queries) until the capture turns query-heavy, which starts spilling; else at the end.
         /// False spills any list past `spillBytes` (tests).
         public var spillOnlyQueryHeavy = true
         /// Spilling while decoding (capture files): events the engine gathers before each write, beyond
