@@ -342,30 +342,9 @@ public struct MergedIterator: IteratorProtocol {
         return x.seq < y.seq
     }
 
-    private mutating func push(_ c: Cursor) {
-        heap.append(c)
-        var k = heap.count - 1
-        while k > 0 {
-            let parent = (k - 1) / 2
-            guard MergedIterator.before(heap[k], heap[parent]) else { break }
-            heap.swapAt(k, parent)
-            k = parent
-        }
-    }
+    private mutating func push(_ c: Cursor) { heap.heapPush(c, by: MergedIterator.before) }
 
-    private mutating func siftDown() {
-        var k = 0
-        let n = heap.count
-        while true {
-            let l = 2 * k + 1, r = l + 1
-            var m = k
-            if l < n, MergedIterator.before(heap[l], heap[m]) { m = l }
-            if r < n, MergedIterator.before(heap[r], heap[m]) { m = r }
-            if m == k { return }
-            heap.swapAt(k, m)
-            k = m
-        }
-    }
+    private mutating func siftDown() { heap.heapSiftDown(by: MergedIterator.before) }
 
     public mutating func next() -> PeerEvent? {
         if let top = heap.first, top.member.pos <= i {

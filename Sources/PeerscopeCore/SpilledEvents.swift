@@ -421,34 +421,20 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             }
         }
 
-        @inline(__always) private func before(_ a: Int, _ b: Int) -> Bool {
+        /// The cursor whose next event comes first: least time, then `seq`.
+        @inline(__always) private static func before(_ a: Int, _ b: Int, _ cursors: [Cursor]) -> Bool {
             guard let x = cursors[a].head, let y = cursors[b].head else { return false }
             return x.event.t != y.event.t ? x.event.t < y.event.t : x.seq < y.seq
         }
 
         private mutating func push(_ c: Int) {
-            heap.append(c)
-            var k = heap.count - 1
-            while k > 0 {
-                let parent = (k - 1) / 2
-                guard before(heap[k], heap[parent]) else { break }
-                heap.swapAt(k, parent)
-                k = parent
-            }
+            let cs = cursors
+            heap.heapPush(c) { Self.before($0, $1, cs) }
         }
 
         private mutating func siftDown() {
-            var k = 0
-            let n = heap.count
-            while true {
-                let l = 2 * k + 1, r = l + 1
-                var m = k
-                if l < n, before(heap[l], heap[m]) { m = l }
-                if r < n, before(heap[r], heap[m]) { m = r }
-                if m == k { return }
-                heap.swapAt(k, m)
-                k = m
-            }
+            let cs = cursors
+            heap.heapSiftDown { Self.before($0, $1, cs) }
         }
 
         public mutating func next() -> PeerEvent? {
