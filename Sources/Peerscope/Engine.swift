@@ -84,6 +84,8 @@ public final class Engine {
     private var queryAttrsSharing = EventAttrsSharing(slotCount: 1 << 16)
     /// Kept events whose attributes took a buffer already held (see `EngineOptions.shareAttributes`).
     public var sharedAttributes: Int { attrsSharing.shared }
+    /// Attribute buffers the sharing table holds now (tests: spilling lets them go with each write).
+    var sharingTableBuffers: Int { attrsSharing.heldBuffers }
     /// Occurrences folded into earlier events by the coalescer.
     public var foldedEvents: Int { coalescer.folded }
 
@@ -321,6 +323,8 @@ public final class Engine {
         members = []
         spilled = spill
         queryRuns = QueryRuns()
+        // Browse queries are plain events from now on: the runs' table of buffers is of no more use.
+        queryAttrsSharing = EventAttrsSharing(slotCount: 1)
         writeWindow(final: false)
     }
 
@@ -368,6 +372,8 @@ public final class Engine {
             return lo < keep.count && keep[lo] == i ? lo : nil
         }
         flushAt = keep.count &+ max(1, s.windowEvents, keep.count)
+        // The events written took their buffers with them: the table would pin them (see `forgetBuffers`).
+        attrsSharing.forgetBuffers()
     }
 
     /// A write failed: the events written come back from the file and join the window, in decoding order

@@ -346,6 +346,31 @@ final class SpillTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(withQueries, 3)
     }
 
+    /// Spilling while decoding: the engine's table of attribute buffers (shared by kept events that
+    /// repeat them) lets go of the buffers of the events each write took to the file, so it holds none
+    /// once decoding is over, where the in-memory run's holds thousands; the list read back is the
+    /// in-memory one.
+    func testSpillingWhileDecodingLetsTheSharingTableForgetTheWrittenEventsBuffers() throws {
+        try withGeneratedCrowds("spillshare") { path, hosts in
+            guard hosts == 600 else { return }
+            let options = AnalysisSession.engineOptions(AnalysisSession.Configuration())
+            let inMemory = Engine(options: options)
+            inMemory.compactQueries = true
+            let run = try PeerscopeRun.run(paths: [path], engine: inMemory)
+            XCTAssertGreaterThan(inMemory.sharingTableBuffers, 1000)
+            let engine = Engine(options: options)
+            engine.compactQueries = true
+            engine.spillSettings = Self.everything(window: 512)
+            _ = try PeerscopeRun.run(paths: [path], engine: engine)
+            XCTAssertEqual(engine.sharingTableBuffers, 0)
+            var spilled: [PeerEvent] = []
+            let spill = try XCTUnwrap(engine.takeSpilled())
+            XCTAssertGreaterThan(spill.writeCount, 5)
+            XCTAssertTrue(spill.forEachWithSeq { e, _ in spilled.append(e) })
+            XCTAssertEqual(spilled, run.queryRuns.merged(run.events))
+        }
+    }
+
     /// Spilling starts past the threshold, not before: the query runs held until then are written in
     /// their decoding order (a member's place among the events), and the list read back is the in-memory
     /// one; below the threshold nothing is spilled.
