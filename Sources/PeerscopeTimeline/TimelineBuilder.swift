@@ -264,17 +264,17 @@ public final class TimelineBuilder {
         let box: Shared<PeerRef>
         var entries: [TimelineEntry] = []
         /// The entries' shared counterpart-and-session boxes, by the identities of the two boxes.
-        var links: [LinkKey: Shared<TimelineEntry.Link>] = [:]
+        var links = SmallMap<LinkKey, Shared<TimelineEntry.Link>>()
         struct LinkKey: Hashable {
             var counterpart: ObjectIdentifier?
             var session: ObjectIdentifier?
         }
         var history = HistoryBuilder()
-        var runs: [RunKey: Int] = [:]
+        var runs = SmallMap<RunKey, Int>()
         var sessions: [SessionKey] = []
         var sessionSet: Set<SessionKey> = []
-        var addresses: Set<IPAddress> = []
-        var endpoints: Set<Endpoint> = []
+        var addresses = SmallSet<IPAddress>()
+        var endpoints = SmallSet<Endpoint>()
     }
 
     /// Which peers of an instance's pair did something (sent GCK, a ChangeCipherSpec...): two flags,

@@ -332,4 +332,44 @@ final class CompactTimelineTests: XCTestCase {
             XCTAssertLessThanOrEqual(w.entries.capacity, 2)
         }
     }
+
+    /// The per-peer run, link, address and endpoint tables: an array while small, a dictionary or set
+    /// past `smallTableLimit`; every lookup, removal and membership is the dictionary's or set's,
+    /// through growth past the limit and back (a seeded random walk over a few dozen keys).
+    func testSmallTablesAnswerAsADictionaryAndASet() {
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ n: Int) -> Int {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Int((seed >> 33) % UInt64(n))
+        }
+        for keys in [3, smallTableLimit, smallTableLimit + 1, 40] {
+            var small = SmallMap<Int, Int>()
+            var dict: [Int: Int] = [:]
+            var smallSet = SmallSet<Int>()
+            var set: Set<Int> = []
+            for step in 0 ..< 2000 {
+                let k = next(keys)
+                switch next(4) {
+                case 0: small[k] = step; dict[k] = step
+                case 1: XCTAssertEqual(small.removeValue(forKey: k), dict.removeValue(forKey: k))
+                case 2: smallSet.insert(k); set.insert(k)
+                default: XCTAssertEqual(small[k], dict[k])
+                }
+                XCTAssertEqual(small.count, dict.count)
+                XCTAssertEqual(smallSet.count, set.count)
+                XCTAssertEqual(smallSet.contains(k), set.contains(k))
+            }
+            XCTAssertEqual(Set(small.keys), Set(dict.keys))
+            XCTAssertEqual(small.keys.count, dict.count)
+            XCTAssertEqual(small.values.sorted(), dict.values.sorted())
+            XCTAssertEqual(Set(smallSet), set)
+            XCTAssertEqual(Array(smallSet).count, set.count)
+            smallSet.formUnion([100, 101, 100])
+            set.formUnion([100, 101, 100])
+            XCTAssertEqual(Set(smallSet), set)
+            small = [:]
+            XCTAssertTrue(small.isEmpty)
+            XCTAssertNil(small[0])
+        }
+    }
 }
