@@ -186,6 +186,9 @@ public final class TimelineBuilder {
     /// On a spilled input (`add(spilled:)`), the resolved events' attributes stay in the file and are
     /// read from it when asked for (see `finish(spilled:at:)`); false copies them into the store (tests compare).
     var attributesStayInSpill = true
+    /// Set while entries are made from events whose attributes stay in a spill file: entries' details
+    /// keep only the detail keys, shared (see `detail(_:)`).
+    var detailSharing: EventAttrsSharing?
 
     /// What decoding learnt about peers: folded from the `identity.*` events added (and any given).
     var identities: PeerIdentities

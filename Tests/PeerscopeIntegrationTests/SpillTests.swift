@@ -3,6 +3,7 @@ import Foundation
 @testable import PeerscopeCore
 import PeerscopeReports
 import PeerscopeSimulator
+@testable import PeerscopeTimeline
 import XCTest
 
 /// Kept events spilled to a temporary file once decoding is over (`SpilledEvents`,
@@ -510,5 +511,54 @@ final class SpillTests: XCTestCase {
             XCTAssertFalse(JSONReportWriter.render(report).isEmpty)
             for e in report.timelines.events { _ = e.event }
         }
+    }
+
+    /// On a spilled input the store holds no event's attributes, so an entry's detail would be the only
+    /// holder of its event's whole buffer: it keeps only the detail keys instead, equal ones in one
+    /// buffer, and reads the same detail as the in-memory timelines (whose entries share their events'
+    /// whole buffers). Generated group with logs (corroboration replaces details) and a crowd.
+    func testEntriesOfASpilledInputKeepOnlyTheirDetailKeysSharedAndReadTheSameDetails() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerscope-details-\(ProcessInfo.processInfo.processIdentifier)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sim = try Simulator.run("group-8", options: SimulationOptions(seed: 7, peers: 8, format: .pcap))
+        let capture = dir.appendingPathComponent("group.pcap").path
+        try Data(sim.capture).write(to: URL(fileURLWithPath: capture))
+        var logs: [String] = []
+        for l in sim.logs {
+            let path = dir.appendingPathComponent("group-\(l.slug).log").path
+            try l.text.write(toFile: path, atomically: true, encoding: .utf8)
+            logs.append(path)
+        }
+        func details(_ t: Timelines) -> [EventAttrs] {
+            t.peers.flatMap(\.entries).compactMap { e in if case .attrs(let a) = e.detailSource { a } else { nil } }
+        }
+        func check(_ name: String, _ captures: [String], _ logs: [String], shareRatio: Int) throws {
+            let memory = try AnalysisSession(SpillTests.configuration(spill: false)).with(captures, logs).finish().report.timelines
+            let session = AnalysisSession(SpillTests.configuration(spill: true)).with(captures, logs)
+            let spilled = try session.finish().report.timelines
+            XCTAssertNotNil(session.spillPath, name)
+            XCTAssertNotNil(spilled.attributesFile, name)
+            XCTAssertEqual(spilled.peers.map { $0.entries.map(\.detail) }, memory.peers.map { $0.entries.map(\.detail) }, name)
+            let whole = details(memory), kept = details(spilled)
+            XCTAssertGreaterThan(whole.count, 20, name)
+            XCTAssertTrue(whole.contains { a in a.keys.contains { !TimelineMapping.detailKeys.contains($0) } },
+                          "\(name): in memory entries hold their events' whole buffers")
+            XCTAssertFalse(kept.contains { a in a.keys.contains { !TimelineMapping.detailKeys.contains($0) } }, name)
+            let nonEmpty = kept.filter { !$0.isEmpty }
+            let buffers = Set(nonEmpty.map { a in a.bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } })
+            XCTAssertGreaterThan(nonEmpty.count, 10, name)
+            XCTAssertLessThan(buffers.count * shareRatio, nonEmpty.count, "\(name): equal details share a buffer")
+        }
+        try check("group-8 with logs", [capture], logs, shareRatio: 1)
+        try withGeneratedCrowds("details") { path, hosts in try check("crowd of \(hosts)", [path], [], shareRatio: 2) }
+    }
+}
+
+private extension AnalysisSession {
+    func with(_ captures: [String], _ logs: [String]) -> AnalysisSession {
+        addCaptures(captures)
+        _ = addLogs(logs)
+        return self
     }
 }
