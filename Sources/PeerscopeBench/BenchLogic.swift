@@ -198,3 +198,32 @@ struct StageFigures: Equatable {
         return f
     }
 }
+
+/// The highest anonymous resident memory (RssAnon: the heap and other private pages, without the
+/// binary and the libraries) a sampling thread saw during one stage, and the allocator's bytes in use
+/// at about that moment. Beside each other they tell a peak of live memory (the two close) from one
+/// of freed pages the allocator keeps (anon well above the heap).
+struct AnonPeak: Equatable {
+    /// MiB; 0 before any sample.
+    var anon: Double = 0
+    /// The heap in use (MiB) when the anon figure last rose by `heapStep` or more; nil before.
+    var heap: Double?
+    /// The anon figure at which `heap` was measured.
+    var heapAt: Double = 0
+
+    /// Measuring the heap walks the allocator's free lists under its lock: done only when the anon peak
+    /// has risen this much (MiB) since the last measure, so the heap figure is the one within this of
+    /// the peak.
+    static let heapStep = 1.0
+
+    /// Takes one sample of anon memory (MiB); `heap` measures the heap in use, called only when the
+    /// peak rose by `heapStep` since it was last called (or never was).
+    mutating func offer(anon a: Double, heap measure: () -> Double?) {
+        guard a > anon else { return }
+        anon = a
+        if heap == nil || a >= heapAt + Self.heapStep, let h = measure() {
+            heap = h
+            heapAt = a
+        }
+    }
+}

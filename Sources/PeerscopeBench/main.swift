@@ -267,8 +267,13 @@ func stages(_ path: String, title: String? = nil) -> StageFigures {
     func mib(_ x: Double?) -> String { x.map { fmt($0, 1) } ?? "-" }
     print("")
     print(title ?? "stages of analyze on \(path)")
+    // Anonymous memory (no binary, no libraries) sampled on a thread: its peak in each stage, and the heap
+    // in use about then (live memory at the peak, or freed pages the allocator keeps).
+    let sampler = AnonSampler(heapInUse: heapInUse)
+    defer { sampler.stop() }
     print("  " + ["stage".padding(toLength: 64, withPad: " ", startingAt: 0), "seconds".leftPad(9), "CPU s".leftPad(8),
-                  "peak RSS MiB".leftPad(13), "RSS after MiB".leftPad(14), "heap MiB".leftPad(9)].joined(separator: " "))
+                  "peak RSS MiB".leftPad(13), "RSS after MiB".leftPad(14), "heap MiB".leftPad(9),
+                  "anon peak MiB".leftPad(14), "heap then MiB".leftPad(14)].joined(separator: " "))
     // CPU time of the process (user + system): on a loaded machine the fair figure beside wall seconds.
     func cpu() -> Double {
         var u = rusage()
@@ -282,12 +287,15 @@ func stages(_ path: String, title: String? = nil) -> StageFigures {
     var c = cpu()
     func row(_ name: String, _ seconds: Double) {
         let used = cpu() - c
+        let anon = sampler.take()
         print("  " + [name.padding(toLength: 64, withPad: " ", startingAt: 0), fmt(seconds, 3).leftPad(9), fmt(used, 3).leftPad(8),
-                      mib(peakRSS()).leftPad(13), mib(currentRSS()).leftPad(14), mib(heapInUse()).leftPad(9)].joined(separator: " "))
+                      mib(peakRSS()).leftPad(13), mib(currentRSS()).leftPad(14), mib(heapInUse()).leftPad(9),
+                      mib(anon?.anon).leftPad(14), mib(anon?.heap).leftPad(14)].joined(separator: " "))
         resetPeakRSS()
         c = cpu()
     }
     resetPeakRSS()
+    sampler.start()
     var t = now()
     var n = 0
     if let r = try? CaptureFileReader(path: path) { while r.next() != nil { n += 1 } }

@@ -134,3 +134,38 @@ final class StageFiguresTests: XCTestCase {
         XCTAssertEqual(StageFigures.parse("cannot read x"), StageFigures())
     }
 }
+
+final class AnonPeakTests: XCTestCase {
+    /// The peak keeps the highest sample; the heap is measured at the first sample and then only when the
+    /// peak has risen by `heapStep` since, so it is the heap within that step of the peak.
+    func testThePeakAndTheHeapAtIt() {
+        var p = AnonPeak()
+        var calls = 0
+        func heap(_ h: Double) -> () -> Double? { { calls += 1; return h } }
+        p.offer(anon: 70, heap: heap(22))
+        XCTAssertEqual(p, AnonPeak(anon: 70, heap: 22, heapAt: 70))
+        p.offer(anon: 69, heap: heap(99))           // not a new peak: nothing measured
+        p.offer(anon: 70.5, heap: heap(99))         // a new peak, less than a step up: the heap is not measured
+        XCTAssertEqual(p, AnonPeak(anon: 70.5, heap: 22, heapAt: 70))
+        XCTAssertEqual(calls, 1)
+        p.offer(anon: 71, heap: heap(60))           // a step above the last measure
+        XCTAssertEqual(p, AnonPeak(anon: 71, heap: 60, heapAt: 71))
+        p.offer(anon: 150, heap: { nil })           // no heap figure (not glibc): the last one stays
+        XCTAssertEqual(p, AnonPeak(anon: 150, heap: 60, heapAt: 71))
+        XCTAssertEqual(calls, 2)
+    }
+
+    func testRssAnonIsReadFromAStatusText() {
+        func read(_ s: String) -> Int? { Array(s.utf8).withUnsafeBufferPointer { AnonSampler.rssAnonKiB($0) } }
+        let status = "Name:\tpeerscope\nVmRSS:\t  184220 kB\nRssAnon:\t  152300 kB\nRssFile:\t   23980 kB\n"
+        XCTAssertEqual(read(status), 152_300)
+        XCTAssertNil(read("VmRSS:\t 1 kB\nXRssAnon:\t 5 kB\n"))
+        XCTAssertNil(read("RssAnon:\t kB\n"))
+        XCTAssertEqual(read("RssAnon: 7"), 7)
+        #if os(Linux)
+        let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 1 << 14)
+        defer { buffer.deallocate() }
+        XCTAssertGreaterThan(AnonSampler.anonNow(buffer) ?? 0, 0)
+        #endif
+    }
+}
