@@ -40,9 +40,10 @@ public final class AnalysisSession {
         public var engine: EngineOptions
         public var logOptions: LogOptions
         public var detectors: DetectorConfig
-        /// Linux (glibc): from the timeline stage on, large blocks are mapped on their own and unmapped
-        /// when freed, which keeps a long capture's peak memory down (see `setDefaultMmapThreshold`). This
-        /// is a setting of the whole process (`mallopt`, once per analysis): an app embedding peerscope
+        /// Linux (glibc): from the start of decoding on (and before each report's timeline stage), large
+        /// blocks are mapped on their own and unmapped when freed, which keeps a long capture's peak memory
+        /// down (see `setDefaultMmapThreshold`). This is a setting of the whole process (`mallopt`, made as
+        /// decoding starts and again before the timeline stage; the same value each time): an app embedding peerscope
         /// that tunes its own allocator, or minds the extra `mmap` calls in its other work, sets it
         /// false. Default true (the `peerscope` command and the bench keep it). No effect elsewhere.
         public var keepLargeBlocksMapped: Bool
@@ -382,6 +383,10 @@ public final class AnalysisSession {
     func decode(compactQueries: Bool, spillWhileDecoding: Bool) throws(InputError) -> Decoded {
         precondition(!finished, "an AnalysisSession finishes once")
         finished = true
+        // Capture files: before the decoders' first table, so that the threshold never rises while
+        // decoding (a table grown past it and freed, a dictionary's old storage, is unmapped instead of
+        // left in the heap). Live frames were decoded as they were fed.
+        if liveInputs.isEmpty, !captures.isEmpty { mapLargeBlocks?() }
         if liveInputs.isEmpty { engine.compactQueries = compactQueries }
         if spillWhileDecoding, liveInputs.isEmpty, !captures.isEmpty {
             engine.spillSettings = Engine.SpillSettings(
@@ -545,12 +550,13 @@ public final class AnalysisSession {
     }
 
     /// Keeps glibc's threshold for mapping a block on its own at its default (128 KiB) instead of letting
-    /// it rise. glibc raises it to the size of any mapped block freed (up to 32 MiB): once the timeline
-    /// stage lets go of the decoded list, every list and table below that size (the resolved events,
-    /// long timelines, the detectors' tables, the findings) comes from the heap, and the pieces freed
-    /// among the ones that stay keep their pages resident. Mapped on their own they go back whole when
-    /// freed. Setting the threshold once turns the raising off for the process (which is why it can be
-    /// turned off: `Configuration.keepLargeBlocksMapped`). Elsewhere nothing to do.
+    /// it rise. glibc raises it to the size of any mapped block freed (up to 32 MiB): once decoding has
+    /// grown and freed a table, or the timeline stage lets go of the decoded list, every list and table
+    /// below that size (the decoders' tables, the resolved events, long timelines, the detectors'
+    /// tables, the findings) comes from the heap, and the pieces freed among the ones that stay keep
+    /// their pages resident. Mapped on their own they go back whole when freed. Setting the threshold
+    /// once turns the raising off for the process (which is why it can be turned off:
+    /// `Configuration.keepLargeBlocksMapped`). Elsewhere nothing to do.
     static func setDefaultMmapThreshold() {
         #if canImport(Glibc)
         typealias Option = @convention(c) (Int32, Int32) -> Int32
