@@ -84,6 +84,8 @@ public final class Engine {
     private var queryAttrsSharing = EventAttrsSharing(slotCount: 1 << 16)
     /// Kept events whose attributes took a buffer already held (see `EngineOptions.shareAttributes`).
     public var sharedAttributes: Int { attrsSharing.shared }
+    /// Attribute buffers the sharing table holds now (tests: spilling lets them go with each write).
+    var sharingTableBuffers: Int { attrsSharing.heldBuffers }
     /// Occurrences folded into earlier events by the coalescer.
     public var foldedEvents: Int { coalescer.folded }
 
@@ -291,14 +293,9 @@ public final class Engine {
         spill.failWritesAfter = s.failWritesAfter
         // Decoding order of what is held: a member's is `pos + seq`; an event's, its index plus the
         // members kept before it (those of `pos <= index`).
-        var members: [(event: PeerEvent, seq: Int)] = []
         var positions: [Int] = []
-        members.reserveCapacity(queryRuns.count)
         positions.reserveCapacity(queryRuns.count)
-        queryRuns.forEachMember { e, pos, seq in
-            members.append((e, pos &+ seq))
-            positions.append(pos)
-        }
+        queryRuns.forEachMemberPosition { positions.append($0) }
         positions.sort()
         seqs = []
         seqs.reserveCapacity(events.count)
@@ -307,20 +304,29 @@ public final class Engine {
             while k < positions.count, positions[k] <= i { k += 1 }
             seqs.append(i &+ k)
         }
-        nextSeq = events.count &+ members.count
-        members.sort { a, b in a.event.t != b.event.t ? a.event.t < b.event.t : a.seq < b.seq }
-        do {
-            spill.beginSortedWrite()
-            for m in members { try spill.append(m.event, seq: m.seq) }
-            spill.endSortedWrite()
-        } catch {
-            spillNotes.append("\(error.message); keeping the events in memory")
+        nextSeq = events.count &+ positions.count
+        positions = []
+        // The members in order of time, then decoding order, as they come off the runs (never all held
+        // as events at once: at the threshold that list and its sort were the decoding stage's peak).
+        var failure: SpilledEvents.SpillError?
+        spill.beginSortedWrite()
+        queryRuns.forEachMemberByTime { e, seq in
+            do throws(SpilledEvents.SpillError) { try spill.append(e, seq: seq) } catch {
+                failure = error
+                return false
+            }
+            return true
+        }
+        if let failure {
+            spillNotes.append("\(failure.message); keeping the events in memory")
             seqs = []
             return
         }
-        members = []
+        spill.endSortedWrite()
         spilled = spill
         queryRuns = QueryRuns()
+        // Browse queries are plain events from now on: the runs' table of buffers is of no more use.
+        queryAttrsSharing = EventAttrsSharing(slotCount: 1)
         writeWindow(final: false)
     }
 
@@ -368,6 +374,8 @@ public final class Engine {
             return lo < keep.count && keep[lo] == i ? lo : nil
         }
         flushAt = keep.count &+ max(1, s.windowEvents, keep.count)
+        // The events written took their buffers with them: the table would pin them (see `forgetBuffers`).
+        attrsSharing.forgetBuffers()
     }
 
     /// A write failed: the events written come back from the file and join the window, in decoding order

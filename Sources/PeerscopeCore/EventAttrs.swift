@@ -236,6 +236,38 @@ extension EventAttrs {
         return out
     }
 
+    /// Only the entries of `set`'s keys, each key's first (the one `values(of:)` and `self[key]` give),
+    /// in the order they come: `values(of: set)` reads the same from the result, byte for byte. A
+    /// timeline entry's detail reads only the detail keys, so it keeps these few bytes rather than the
+    /// whole buffer of the event it came from (issue 13: names, addresses and TXT records, 300 to 500
+    /// bytes, for `service=... port=...`).
+    public func keeping(_ set: AttributeKeySet) -> EventAttrs {
+        var seen = [Bool](repeating: false, count: set.keys.count)
+        var out: [UInt8] = []
+        var i = 0
+        while i < bytes.count {
+            let s = slot(at: i)
+            if s.key.count < set.byLength.count {
+                let k = bytes[s.key]
+                for c in set.byLength[s.key.count] where k.elementsEqual(c.bytes) {
+                    if !seen[c.index] {
+                        seen[c.index] = true
+                        EventAttrs.appendLength(s.key.count, &out)
+                        out.append(contentsOf: bytes[s.key])
+                        EventAttrs.appendLength(s.value.count, &out)
+                        out.append(contentsOf: bytes[s.value])
+                    }
+                    break
+                }
+            }
+            // A damaged buffer whose last slot is empty ends here (the scan always moves on).
+            i = Swift.max(s.value.upperBound, i + 1)
+        }
+        var kept = EventAttrs()
+        kept.bytes = out
+        return kept
+    }
+
     /// True when one of `set`'s keys is present: when `values(of:)` would give a value that is not nil
     /// (the same pass, without making the values).
     public func containsAny(of set: AttributeKeySet) -> Bool {
@@ -266,7 +298,9 @@ extension EventAttrs {
 public struct EventAttrsSharing {
     public static let slotCount = 4096
     public static let maxBytes = 1024
-    private var slots: [EventAttrs]
+    /// Empty until the first buffer is offered (a table made and never used costs nothing: the engine
+    /// that replaces the decoding one holds two through the timeline stage).
+    private var slots: [EventAttrs] = []
     private let mask: Int
     /// Buffers replaced by one already held.
     public private(set) var shared = 0
@@ -277,14 +311,25 @@ public struct EventAttrsSharing {
     public init(slotCount: Int) {
         var n = 1
         while n < slotCount { n <<= 1 }
-        slots = Array(repeating: EventAttrs(), count: n)
         mask = n - 1
+    }
+
+    /// Buffers the table holds now (tests).
+    public var heldBuffers: Int { slots.reduce(0) { $0 + ($1.bytes.isEmpty ? 0 : 1) } }
+
+    /// Lets go of every buffer held (the slots stay, empty): a buffer is then kept only by the events
+    /// holding it. The engine does this each time it writes its window to the spill file: the events
+    /// that held those buffers left the heap, and a table of 65,536 slots pinned their buffers (13 MB
+    /// at 1.4M frames of the mDNS file) for nothing but the sharing of later ones.
+    public mutating func forgetBuffers() {
+        for i in slots.indices { slots[i] = EventAttrs() }
     }
 
     /// Gives `attrs` the buffer of an equal set kept before, when the table has one; else remembers it.
     public mutating func share(_ attrs: inout EventAttrs) {
         let n = attrs.bytes.count
         guard n > 0, n <= EventAttrsSharing.maxBytes else { return }
+        if slots.isEmpty { slots = Array(repeating: EventAttrs(), count: mask &+ 1) }
         let h = attrs.bytes.withUnsafeBytes { ByteHash.hash($0) }
         let i = Int(truncatingIfNeeded: h) & mask
         if slots[i].bytes == attrs.bytes {

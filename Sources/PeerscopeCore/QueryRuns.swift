@@ -189,6 +189,50 @@ public struct QueryRuns: Sendable {
         for r in runs.indices { forEachMember(r) { m in body(event(r, m), m.pos, m.seq) } }
     }
 
+    /// Calls `body` with every member's `pos` (see `Member`), run after run (no event built).
+    public func forEachMemberPosition(_ body: (Int) -> Void) {
+        for r in runs.indices { forEachMember(r) { body($0.pos) } }
+    }
+
+    /// Calls `body` with every member's event and its decoding order (`pos + seq` before `settle`, see
+    /// `forEachMember`), in order of time, then decoding order: the order sorting `forEachMember`'s
+    /// members by (time, `pos + seq`) gives, without holding them. Each run is in that order already
+    /// (times and places never go back along a run, `seq` always grows), so this is a heap merge of
+    /// the runs; decoding orders are distinct, so there are no ties to break. `body` returns false to
+    /// stop. (Spilling while decoding writes the members so: a list of them all, sorted, held the
+    /// members twice at once as full events.)
+    public func forEachMemberByTime(_ body: (PeerEvent, _ order: Int) -> Bool) {
+        struct Cursor {
+            var run: Int
+            var member: Member
+            var offset: Int
+            var left: Int
+        }
+        func before(_ a: Cursor, _ b: Cursor) -> Bool {
+            let x = a.member, y = b.member
+            return x.t != y.t ? x.t < y.t : x.pos &+ x.seq < y.pos &+ y.seq
+        }
+        var heap: [Cursor] = []
+        heap.reserveCapacity(runs.count)
+        for r in runs.indices {
+            heap.heapPush(Cursor(run: r, member: runs[r].first, offset: 0, left: runs[r].count - 1), by: before)
+        }
+        while let top = heap.first {
+            guard body(event(top.run, top.member), top.member.pos &+ top.member.seq) else { return }
+            if top.left > 0 {
+                var c = top
+                c.member = QueryRuns.next(after: top.member, runs[top.run].bytes, &c.offset)
+                c.left -= 1
+                heap[0] = c
+            } else {
+                let last = heap.removeLast()
+                if heap.isEmpty { return }
+                heap[0] = last
+            }
+            heap.heapSiftDown(by: before)
+        }
+    }
+
     /// Every member of run `r`, in order.
     func members(_ r: Int) -> [Member] {
         var out: [Member] = []

@@ -38,7 +38,7 @@ extension TimelineBuilder {
             }
             guard matches else { continue }
             w.entries[i].corroboration.append(TimelineEntry.Corroboration(source: e.source, evidence: e.evidence))
-            let detailSource = TimelineEntry.Detail(e.kind, e.attrs)
+            let detailSource = detail(e)
             let detail = detailSource.text, xDetail = x.detail
             if detail.count > xDetail.count, !xIsLog || isLog { w.entries[i].detailSource = detailSource }
             if !isLog, xIsLog {

@@ -13,7 +13,7 @@ extension TimelineBuilder {
            last.kind.rawValue.prefix(while: { $0 != "." }) == e.kind.rawValue.prefix(while: { $0 != "." }) {
             // Two events of one frame or line saying the same thing (an mDNS answer that both announces
             // and resolves an instance) are one entry; the fuller detail stays.
-            let detail = TimelineEntry.Detail(e.kind, e.attrs)
+            let detail = detail(e)
             if detail.text.count > last.detail.count { w.entries[w.entries.count - 1].detailSource = detail }
             return
         }
@@ -45,7 +45,7 @@ extension TimelineBuilder {
             }
             var entry = TimelineEntry(t: e.t, state: state, origin: origin(e), sent: sent,
                                       link: w.link(counterpart, session), evidence: e.evidence,
-                                      detail: TimelineEntry.Detail(e.kind, e.attrs), letter: letter)
+                                      detail: detail(e), letter: letter)
             if e.count > 1 {
                 entry.count = e.count
                 entry.lastT = e.lastT
@@ -54,11 +54,26 @@ extension TimelineBuilder {
             if w.entries.count == w.entries.capacity {
                 // Grown by a quarter, not doubled: thousands of peers' timelines grow at once, and
                 // doubling leaves up to half of each unused (copying stays linear: about 5 per entry).
-                w.entries.reserveCapacity(w.entries.count + w.entries.count / 4 + 8)
+                // A new timeline starts with room for one: most peers of a crowded network have a few
+                // entries (3.6 on the bench's 1 GB mDNS file), and room for 8 was 500 bytes of slack
+                // each, 12 MB over its 25,695 peers at the stage's peak (issue 13).
+                w.entries.reserveCapacity(w.entries.count + w.entries.count / 4 + 1)
             }
             w.entries.append(entry)
             if aggregates { w.runs[key] = w.entries.count - 1 }
         }
+    }
+
+    /// The detail an entry takes from `e`: its attribute buffer, or (with `detailSharing`, when the
+    /// events' attributes stay in a spill file) a buffer of only the detail keys, shared with an equal
+    /// one made before (see `EventAttrs.keeping`). The entry then holds no event's whole buffer: on
+    /// the 1 GB mDNS file those were 16 MB at the stage's peak for `service=... port=...` details,
+    /// which repeat across hosts. The text read is the same either way.
+    func detail(_ e: PeerEvent) -> TimelineEntry.Detail {
+        guard detailSharing != nil, e.kind != .invitationReceipt, !e.attrs.isEmpty else { return TimelineEntry.Detail(e.kind, e.attrs) }
+        var kept = e.attrs.keeping(TimelineMapping.detailKeySet)
+        detailSharing?.share(&kept)
+        return .attrs(kept)
     }
 
     /// The shared box of `e`'s kind and plugin (one per distinct pair in this build; see

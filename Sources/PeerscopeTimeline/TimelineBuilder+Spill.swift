@@ -45,28 +45,30 @@ extension TimelineBuilder {
         // back are shared again with an equal one read shortly before (the engine shared them so).
         let inFile = attributesStayInSpill
         let store = inFile ? EventStore(attributesIn: spill) : EventStore()
-        var resolved: [ResolvedEvent] = []
-        // At most one per event (facts and folds fewer): no copies while it grows, and no slack kept
-        // where little is folded (`finishResolved` trims it when most was).
-        resolved.reserveCapacity(spill.count)
+        // In chunks: how many events are kept (not folded) is known only at the end; the list is then
+        // made exactly sized (see `ChunkedList`).
+        var kept = ChunkedList<ResolvedEvent>()
         var sharing = EventAttrsSharing(slotCount: inFile ? 1 : 1 << 16)
+        // Entries' details hold no event's whole buffer (the store does not hold them either).
+        if inFile { detailSharing = EventAttrsSharing() }
         // The events of `events`, with where each one's record is.
         var reader = spill.makeIterator()
         while var e = reader.next() {
             if e.kind.isIn("identity") { continue }
             PeerResolver.normalizeHints(&e)
-            let k = resolved.count
+            let k = kept.count
             if inFile {
                 store.events.append(e, record: reader.recordOffset)
             } else {
                 sharing.share(&e.attrs)
                 store.events.append(e)
             }
-            if let r = resolveStep(k, into: k, store, resolver, &folds) { resolved.append(r) } else { store.events.removeLast() }
+            if let r = resolveStep(k, into: k, store, resolver, &folds) { kept.append(r) } else { store.events.removeLast() }
         }
         sharing = EventAttrsSharing(slotCount: 1)
+        detailSharing = nil
         folds.open = [:]
-        let foldedMost = folds.folded > resolved.count || resolved.capacity - resolved.count > resolved.count / 8
-        return finishResolved(store: store, resolved: consume resolved, resolver: resolver, endT: endT, foldedMost: foldedMost)
+        // The store's last chunk is trimmed as when most was folded (the list is already exactly sized).
+        return finishResolved(store: store, resolved: kept.consumeArray(), resolver: resolver, endT: endT, foldedMost: true)
     }
 }

@@ -186,6 +186,9 @@ public final class TimelineBuilder {
     /// On a spilled input (`add(spilled:)`), the resolved events' attributes stay in the file and are
     /// read from it when asked for (see `finish(spilled:at:)`); false copies them into the store (tests compare).
     var attributesStayInSpill = true
+    /// Set while entries are made from events whose attributes stay in a spill file: entries' details
+    /// keep only the detail keys, shared (see `detail(_:)`).
+    var detailSharing: EventAttrsSharing?
 
     /// What decoding learnt about peers: folded from the `identity.*` events added (and any given).
     var identities: PeerIdentities
@@ -261,17 +264,17 @@ public final class TimelineBuilder {
         let box: Shared<PeerRef>
         var entries: [TimelineEntry] = []
         /// The entries' shared counterpart-and-session boxes, by the identities of the two boxes.
-        var links: [LinkKey: Shared<TimelineEntry.Link>] = [:]
+        var links = SmallMap<LinkKey, Shared<TimelineEntry.Link>>()
         struct LinkKey: Hashable {
             var counterpart: ObjectIdentifier?
             var session: ObjectIdentifier?
         }
         var history = HistoryBuilder()
-        var runs: [RunKey: Int] = [:]
+        var runs = SmallMap<RunKey, Int>()
         var sessions: [SessionKey] = []
         var sessionSet: Set<SessionKey> = []
-        var addresses: Set<IPAddress> = []
-        var endpoints: Set<Endpoint> = []
+        var addresses = SmallSet<IPAddress>()
+        var endpoints = SmallSet<Endpoint>()
     }
 
     /// Which peers of an instance's pair did something (sent GCK, a ChangeCipherSpec...): two flags,

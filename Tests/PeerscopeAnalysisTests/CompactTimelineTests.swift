@@ -300,4 +300,79 @@ final class CompactTimelineTests: XCTestCase {
             XCTAssertLessThanOrEqual(p.entries.capacity - p.entries.count, p.entries.count / 16, "\(p.peer.label): no slack kept")
         }
     }
+
+    /// The spilled timeline stage's list of kept events: in chunks while it grows, then one array of its
+    /// own count, in order.
+    func testAChunkedListGivesItsElementsInOrderInAnExactlySizedArray() {
+        for n in [0, 1, 6, 7, 8, 20, 1000] {
+            var l = ChunkedList<Int>(chunkSize: 7)
+            for i in 0 ..< n { l.append(i * 3) }
+            XCTAssertEqual(l.count, n)
+            let a = l.consumeArray()
+            XCTAssertEqual(a, (0 ..< n).map { $0 * 3 })
+            // An exact reservation's capacity (the allocator rounds up: glibc and Darwin differ).
+            var exact: [Int] = []
+            exact.reserveCapacity(n)
+            XCTAssertLessThanOrEqual(a.capacity, max(exact.capacity, n), "exactly sized (up to the allocator's rounding)")
+            XCTAssertTrue(l.isEmpty)
+            XCTAssertEqual(l.consumeArray(), [])
+        }
+    }
+
+    /// A peer's first entry does not reserve room for eight (most peers of a crowd have a few entries,
+    /// and that slack was 12 MB over the 1 GB mDNS file's peers while the timelines grow).
+    func testANewTimelineStartsWithRoomForAboutOneEntry() {
+        let hint = PeerHint(address: IPAddress("10.0.0.1")!)
+        let e = PeerEvent(kind: .announced, t: 1, evidence: .frame(input: 0, frame: 1), from: hint, source: "mdns",
+                          attrs: ["service": "_airplay._tcp.local"])
+        let b = TimelineBuilder()
+        let store = EventStore([e])
+        let resolver = PeerResolver(identities: PeerIdentities(), events: [e])
+        _ = b.process(0, store, resolver)
+        XCTAssertEqual(b.peers.count, 1)
+        for w in b.peers.values {
+            XCTAssertEqual(w.entries.count, 1)
+            XCTAssertLessThanOrEqual(w.entries.capacity, 2)
+        }
+    }
+
+    /// The per-peer run, link, address and endpoint tables: an array while small, a dictionary or set
+    /// past `smallTableLimit`; every lookup, removal and membership is the dictionary's or set's,
+    /// through growth past the limit and back (a seeded random walk over a few dozen keys).
+    func testSmallTablesAnswerAsADictionaryAndASet() {
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ n: Int) -> Int {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Int((seed >> 33) % UInt64(n))
+        }
+        for keys in [3, smallTableLimit, smallTableLimit + 1, 40] {
+            var small = SmallMap<Int, Int>()
+            var dict: [Int: Int] = [:]
+            var smallSet = SmallSet<Int>()
+            var set: Set<Int> = []
+            for step in 0 ..< 2000 {
+                let k = next(keys)
+                switch next(4) {
+                case 0: small[k] = step; dict[k] = step
+                case 1: XCTAssertEqual(small.removeValue(forKey: k), dict.removeValue(forKey: k))
+                case 2: smallSet.insert(k); set.insert(k)
+                default: XCTAssertEqual(small[k], dict[k])
+                }
+                XCTAssertEqual(small.count, dict.count)
+                XCTAssertEqual(smallSet.count, set.count)
+                XCTAssertEqual(smallSet.contains(k), set.contains(k))
+            }
+            XCTAssertEqual(Set(small.keys), Set(dict.keys))
+            XCTAssertEqual(small.keys.count, dict.count)
+            XCTAssertEqual(small.values.sorted(), dict.values.sorted())
+            XCTAssertEqual(Set(smallSet), set)
+            XCTAssertEqual(Array(smallSet).count, set.count)
+            smallSet.formUnion([100, 101, 100])
+            set.formUnion([100, 101, 100])
+            XCTAssertEqual(Set(smallSet), set)
+            small = [:]
+            XCTAssertTrue(small.isEmpty)
+            XCTAssertNil(small[0])
+        }
+    }
 }

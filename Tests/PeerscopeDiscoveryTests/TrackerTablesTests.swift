@@ -95,6 +95,13 @@ final class TrackerTablesTests: XCTestCase {
             let inst = tracker.instances.values[x]
             XCTAssertEqual(inst.txt?.strings, txt)
             XCTAssertEqual(inst.txt, DNSSD.TXTRecord(try XCTUnwrap(inst.txtRaw)))
+            // The strings are slices of one buffer of their own (one heap block per record, not one per
+            // string, and not the packet's).
+            let raw = try XCTUnwrap(inst.txtRaw)
+            XCTAssertEqual(raw.count, txt.count)
+            XCTAssertEqual(Set(raw.map { $0.storage.count }), [txt.reduce(0) { $0 + $1.utf8.count }])
+            XCTAssertEqual(raw.map(\.lower), [0, txt[0].utf8.count])
+            XCTAssertTrue(raw.allSatisfy { $0.storage.withUnsafeBufferPointer { p in raw[0].storage.withUnsafeBufferPointer { p.baseAddress == $0.baseAddress } } })
             XCTAssertEqual(inst.displayName, String(txt[0].dropFirst(3)))
             XCTAssertEqual(tracker.byDisplayName[String(txt[0].dropFirst(3))], [key])
         }

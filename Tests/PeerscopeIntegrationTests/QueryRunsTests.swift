@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import Peerscope
+import PeerscopeCapture
 import PeerscopeCore
 import PeerscopeReports
 import PeerscopeSimulator
@@ -62,6 +63,43 @@ final class QueryRunsTests: XCTestCase {
             XCTAssertGreaterThan(members, 2 * runs, "\(path): queries repeat within runs (\(members) members in \(runs) runs)")
         }
         XCTAssertEqual(problems, [], problems.joined(separator: "\n"))
+    }
+
+    /// `forEachMemberByTime` (how spilling while decoding writes the members held when it starts)
+    /// gives exactly the members sorted by time, then decoding order (`pos + seq`), as the engine did
+    /// before with a list of them all, on the runs of generated crowds taken in the middle of decoding;
+    /// decoding orders are distinct (no ties), and it stops when asked.
+    func testMembersByTimeAreTheMembersSortedByTimeThenDecodingOrder() throws {
+        try withGeneratedCrowds("qrunsorder") { path, hosts in
+            let engine = Engine(options: AnalysisSession.engineOptions(AnalysisSession.Configuration()))
+            engine.compactQueries = true
+            let reader = try CaptureFileReader(path: path)
+            while let f = reader.next() { engine.process(f) }
+            let runs = engine.queryRuns
+            XCTAssertGreaterThan(runs.runCount, 10, "crowd of \(hosts)")
+            var sorted: [(event: PeerEvent, order: Int)] = []
+            runs.forEachMember { e, pos, seq in sorted.append((e, pos + seq)) }
+            sorted.sort { $0.event.t != $1.event.t ? $0.event.t < $1.event.t : $0.order < $1.order }
+            var merged: [(event: PeerEvent, order: Int)] = []
+            runs.forEachMemberByTime { e, order in
+                merged.append((e, order))
+                return true
+            }
+            XCTAssertEqual(merged.count, runs.count)
+            XCTAssertEqual(merged.map(\.order), sorted.map(\.order), "crowd of \(hosts)")
+            XCTAssertEqual(merged.map(\.event), sorted.map(\.event), "crowd of \(hosts)")
+            XCTAssertEqual(Set(merged.map(\.order)).count, merged.count)
+            // Run after run is not time order on these inputs (the merge is doing something).
+            var runOrder: [Nanos] = []
+            runs.forEachMember { e, _, _ in runOrder.append(e.t) }
+            XCTAssertNotEqual(runOrder, sorted.map(\.event.t))
+            var n = 0
+            runs.forEachMemberByTime { _, _ in
+                n += 1
+                return n < 5
+            }
+            XCTAssertEqual(n, 5)
+        }
     }
 
     /// `QueryRuns.add` finds a query's open run by a hash of its key and then compares the key field by

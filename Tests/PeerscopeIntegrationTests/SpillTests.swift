@@ -3,6 +3,7 @@ import Foundation
 @testable import PeerscopeCore
 import PeerscopeReports
 import PeerscopeSimulator
+@testable import PeerscopeTimeline
 import XCTest
 
 /// Kept events spilled to a temporary file once decoding is over (`SpilledEvents`,
@@ -345,6 +346,31 @@ final class SpillTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(withQueries, 3)
     }
 
+    /// Spilling while decoding: the engine's table of attribute buffers (shared by kept events that
+    /// repeat them) lets go of the buffers of the events each write took to the file, so it holds none
+    /// once decoding is over, where the in-memory run's holds thousands; the list read back is the
+    /// in-memory one.
+    func testSpillingWhileDecodingLetsTheSharingTableForgetTheWrittenEventsBuffers() throws {
+        try withGeneratedCrowds("spillshare") { path, hosts in
+            guard hosts == 600 else { return }
+            let options = AnalysisSession.engineOptions(AnalysisSession.Configuration())
+            let inMemory = Engine(options: options)
+            inMemory.compactQueries = true
+            let run = try PeerscopeRun.run(paths: [path], engine: inMemory)
+            XCTAssertGreaterThan(inMemory.sharingTableBuffers, 1000)
+            let engine = Engine(options: options)
+            engine.compactQueries = true
+            engine.spillSettings = Self.everything(window: 512)
+            _ = try PeerscopeRun.run(paths: [path], engine: engine)
+            XCTAssertEqual(engine.sharingTableBuffers, 0)
+            var spilled: [PeerEvent] = []
+            let spill = try XCTUnwrap(engine.takeSpilled())
+            XCTAssertGreaterThan(spill.writeCount, 5)
+            XCTAssertTrue(spill.forEachWithSeq { e, _ in spilled.append(e) })
+            XCTAssertEqual(spilled, run.queryRuns.merged(run.events))
+        }
+    }
+
     /// Spilling starts past the threshold, not before: the query runs held until then are written in
     /// their decoding order (a member's place among the events), and the list read back is the in-memory
     /// one; below the threshold nothing is spilled.
@@ -485,5 +511,54 @@ final class SpillTests: XCTestCase {
             XCTAssertFalse(JSONReportWriter.render(report).isEmpty)
             for e in report.timelines.events { _ = e.event }
         }
+    }
+
+    /// On a spilled input the store holds no event's attributes, so an entry's detail would be the only
+    /// holder of its event's whole buffer: it keeps only the detail keys instead, equal ones in one
+    /// buffer, and reads the same detail as the in-memory timelines (whose entries share their events'
+    /// whole buffers). Generated group with logs (corroboration replaces details) and a crowd.
+    func testEntriesOfASpilledInputKeepOnlyTheirDetailKeysSharedAndReadTheSameDetails() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerscope-details-\(ProcessInfo.processInfo.processIdentifier)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sim = try Simulator.run("group-8", options: SimulationOptions(seed: 7, peers: 8, format: .pcap))
+        let capture = dir.appendingPathComponent("group.pcap").path
+        try Data(sim.capture).write(to: URL(fileURLWithPath: capture))
+        var logs: [String] = []
+        for l in sim.logs {
+            let path = dir.appendingPathComponent("group-\(l.slug).log").path
+            try l.text.write(toFile: path, atomically: true, encoding: .utf8)
+            logs.append(path)
+        }
+        func details(_ t: Timelines) -> [EventAttrs] {
+            t.peers.flatMap(\.entries).compactMap { e in if case .attrs(let a) = e.detailSource { a } else { nil } }
+        }
+        func check(_ name: String, _ captures: [String], _ logs: [String], shareRatio: Int) throws {
+            let memory = try AnalysisSession(SpillTests.configuration(spill: false)).with(captures, logs).finish().report.timelines
+            let session = AnalysisSession(SpillTests.configuration(spill: true)).with(captures, logs)
+            let spilled = try session.finish().report.timelines
+            XCTAssertNotNil(session.spillPath, name)
+            XCTAssertNotNil(spilled.attributesFile, name)
+            XCTAssertEqual(spilled.peers.map { $0.entries.map(\.detail) }, memory.peers.map { $0.entries.map(\.detail) }, name)
+            let whole = details(memory), kept = details(spilled)
+            XCTAssertGreaterThan(whole.count, 20, name)
+            XCTAssertTrue(whole.contains { a in a.keys.contains { !TimelineMapping.detailKeys.contains($0) } },
+                          "\(name): in memory entries hold their events' whole buffers")
+            XCTAssertFalse(kept.contains { a in a.keys.contains { !TimelineMapping.detailKeys.contains($0) } }, name)
+            let nonEmpty = kept.filter { !$0.isEmpty }
+            let buffers = Set(nonEmpty.map { a in a.bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } })
+            XCTAssertGreaterThan(nonEmpty.count, 10, name)
+            XCTAssertLessThan(buffers.count * shareRatio, nonEmpty.count, "\(name): equal details share a buffer")
+        }
+        try check("group-8 with logs", [capture], logs, shareRatio: 1)
+        try withGeneratedCrowds("details") { path, hosts in try check("crowd of \(hosts)", [path], [], shareRatio: 2) }
+    }
+}
+
+private extension AnalysisSession {
+    func with(_ captures: [String], _ logs: [String]) -> AnalysisSession {
+        addCaptures(captures)
+        _ = addLogs(logs)
+        return self
     }
 }

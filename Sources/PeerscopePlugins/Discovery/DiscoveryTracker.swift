@@ -457,6 +457,18 @@ final class DiscoveryTracker {
         return instances.liveKeys.min()
     }
 
+    /// `strings` copied into one buffer of their own, each a slice of it (equal to `strings`).
+    static func ownStorage(_ strings: [Bytes]) -> [Bytes] {
+        var joined: [UInt8] = []
+        joined.reserveCapacity(strings.reduce(0) { $0 &+ $1.count })
+        for b in strings { b.withUnsafeBytes { joined.append(contentsOf: $0) } }
+        var lower = 0
+        return strings.map { b in
+            defer { lower &+= b.count }
+            return Bytes(storage: joined, lower: lower, count: b.count)
+        }
+    }
+
     /// An instance ended (goodbye, expiry): it is an eviction candidate from now on, by last seen.
     private func noteEnded(_ i: Instance) {
         ended.insert(Due(t: i.lastSeen, key: i.key, slot: instances.index(forKey: i.key) ?? -1))
@@ -591,8 +603,9 @@ final class DiscoveryTracker {
                 // Refreshes repeat the same bytes: only read the record when they changed.
                 if inst.txtRaw != raw {
                     // Kept in storage of their own: a slice of the packet would keep the capture
-                    // reader's whole 1 MiB chunk alive for as long as the instance lives.
-                    let raw = raw.map { Bytes($0.array) }
+                    // reader's whole 1 MiB chunk alive for as long as the instance lives. One buffer
+                    // for all the strings (a record of ten strings held ten heap blocks).
+                    let raw = Self.ownStorage(raw)
                     let txt = DNSSD.TXTRecord(raw)
                     let previous = inst.txt
                     if let old = previous, old.strings != txt.strings {
