@@ -33,6 +33,8 @@ public struct FindingIdentities: Sendable {
     public init(_ r: Report) {
         inputs = r.inputs
         let tl = r.timelines
+        // Sized once: one identity per peer (growing by doubling held the old table and the new together).
+        peerIdentity.reserveCapacity(tl.peers.count)
         var originators: Set<PeerRef> = [], inSession: Set<PeerRef> = []
         for s in tl.sessions {
             if let o = s.originator { originators.insert(o) }

@@ -16,6 +16,9 @@ extension JSONReportWriter {
 
         init(_ r: Report) { timelines = r.timelines }
 
+        /// Counterparts' names kept at most (then the cache starts again; the output is the same).
+        static let cachedPeers = 1 << 12
+
         /// Separators for `indent`, made once per report.
         func json(_ indent: String?) -> DirectJSON {
             if let s = separators, s.indent == indent { return s }
@@ -37,6 +40,9 @@ extension JSONReportWriter {
             var label: [UInt8] = [], id: [UInt8] = []
             JSONValue.escape(timelines.label(ref), into: &label)
             if let s = timelines.idString(ref) { JSONValue.escape(s, into: &id) } else { id = Array("null".utf8) }
+            // A cache, not a table of every counterpart: a capture of tens of thousands of peers would
+            // grow it (and its two small lists per peer) by megabytes while the report is written.
+            if peers.count >= PeerNames.cachedPeers { peers.removeAll(keepingCapacity: true) }
             peers[ref] = (label, id)
             lastPeer = (ref, label, id)
             return (label, id)
