@@ -16,8 +16,10 @@ final class AnonSampler: @unchecked Sendable {
 
     init(heapInUse: @escaping () -> Double?) { self.heapInUse = heapInUse }
 
-    /// Anonymous resident memory now, MiB (Linux; nil elsewhere). Reads into a fixed buffer: the
-    /// sampling itself allocates nothing.
+    /// Anonymous resident memory now, MiB (Linux; nil elsewhere). Reads into a fixed buffer and
+    /// allocates nothing. The heap probe that `AnonPeak.offer` calls at each rise of 1 MiB does
+    /// allocate (and `malloc_info` takes the allocator's locks): the stages' "CPU s" (RUSAGE_SELF, all
+    /// threads) include this thread's small share.
     static func anonNow(_ buffer: UnsafeMutableBufferPointer<UInt8>) -> Double? {
         #if os(Linux)
         let fd = open("/proc/self/status", O_RDONLY)
@@ -32,11 +34,13 @@ final class AnonSampler: @unchecked Sendable {
     }
 
     /// The `RssAnon:` figure (KiB) of a /proc status text.
+    static let rssAnonKey: [UInt8] = Array("RssAnon:".utf8)
+
     static func rssAnonKiB(_ text: UnsafeBufferPointer<UInt8>) -> Int? {
-        let key = Array("RssAnon:".utf8)
+        let key = rssAnonKey
         var i = 0
         while i + key.count <= text.count {
-            if (i == 0 || text[i - 1] == 0x0A), text[i] == key[0], Array(text[i ..< i + key.count]) == key {
+            if (i == 0 || text[i - 1] == 0x0A), text[i ..< i + key.count].elementsEqual(key) {
                 var j = i + key.count
                 while j < text.count, text[j] == 0x20 || text[j] == 0x09 { j += 1 }
                 var v = 0, digits = 0
