@@ -34,10 +34,12 @@
 /// traffic coalesced by the engine (`EventCoalescer`) is counted where its run begins.
 public struct HistoryBuilder: Sendable, Hashable {
     public private(set) var text: String = ""
-    /// How many of each traffic letter (either case: `slot`) since the last control letter. Inline: a
-    /// history allocates nothing but its text (a long capture has one per peer and one per instance,
-    /// each with a table of its own before).
-    private var counts = SIMD16<Int>()
+    /// How many of each traffic letter (either case: `slot`, 14 counters) since the last control
+    /// letter; nil until the first traffic letter after a control letter (then all of them are zero).
+    /// Allocated only when needed: a long capture has a history per peer and per instance, and most
+    /// peers of an mDNS-heavy capture never have a traffic letter (128 B inline each before, 2.9 MB
+    /// over 25,695 peers). Reset to nil, so nil means exactly "all zero" (the synthesized equality holds).
+    private var counts: [Int]?
     private var last: Character?
 
     public init() {}
@@ -58,6 +60,12 @@ public struct HistoryBuilder: Sendable, Hashable {
     public static func isTraffic(_ c: Character) -> Bool {
         trafficLetters.contains(cased(c, upper: true))
     }
+
+    /// Whether the traffic counters are allocated (a traffic letter since the last control letter).
+    var hasTrafficCounts: Bool { counts != nil }
+
+    /// How many counters `slot` numbers.
+    static let slotCount = 14
 
     /// The counter of a traffic letter (`Q J E O K B D` upper case 0-6, lower case 7-13); nil for any
     /// other character (exactly when `isTraffic` is false).
@@ -91,10 +99,11 @@ public struct HistoryBuilder: Sendable, Hashable {
     public mutating func add(_ letter: Character, sent: Bool, times: Int = 1) {
         let c = HistoryBuilder.cased(letter, upper: sent)
         if let slot = HistoryBuilder.slot(c) {
-            let before = counts[slot]
+            let before = counts?[slot] ?? 0
             let (n, overflow) = before.addingReportingOverflow(max(1, times))
             let after = overflow ? Int.max : n
-            counts[slot] = after
+            if counts == nil { counts = Array(repeating: 0, count: HistoryBuilder.slotCount) }
+            counts?[slot] = after
             // One letter per power of ten reached in (before, after].
             var p = 1
             while p <= after {
@@ -107,7 +116,7 @@ public struct HistoryBuilder: Sendable, Hashable {
                 p = next
             }
         } else {
-            counts = SIMD16<Int>()
+            counts = nil
             if last != c {
                 text.append(c)
                 last = c

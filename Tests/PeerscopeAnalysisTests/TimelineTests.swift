@@ -197,6 +197,28 @@ final class TimelineTests: XCTestCase {
         XCTAssertEqual(h.text, "KKKIiK", "a control letter restarts the traffic counts")
     }
 
+    /// The traffic counters are allocated only at the first traffic letter (most peers of an mDNS-heavy
+    /// capture never have one), dropped at a control letter, and still count across adds: nine `K` then
+    /// one more write a second `K` (the 10th), which counting from zero at each add would not.
+    func testHistoryCountsAreAllocatedAtTheFirstTrafficLetterAndKeptUntilAControlLetter() {
+        XCTAssertLessThanOrEqual(MemoryLayout<HistoryBuilder>.size, 48, "no counters inline")
+        var h = HistoryBuilder()
+        h.add("V", sent: true); h.add("L", sent: false); h.add("V", sent: true)
+        XCTAssertEqual(h.text, "VlV")
+        XCTAssertFalse(h.hasTrafficCounts, "no traffic letter: no counters")
+        for _ in 0 ..< 9 { h.add("K", sent: true) }
+        XCTAssertTrue(h.hasTrafficCounts)
+        XCTAssertEqual(h.text, "VlVK")
+        h.add("K", sent: true)
+        XCTAssertEqual(h.text, "VlVKK", "the 10th K: the count was kept")
+        h.add("d", sent: false, times: 99)
+        XCTAssertEqual(h.text, "VlVKKdd", "a run of 99: the 1st and the 10th")
+        h.add("X", sent: true)
+        XCTAssertFalse(h.hasTrafficCounts, "a control letter drops the counters")
+        h.add("K", sent: true)
+        XCTAssertEqual(h.text, "VlVKKddXK", "counting restarts after a control letter")
+    }
+
     /// The history's inline counters: one slot per traffic letter and case, none for any other
     /// character, and the letters written on random input are those of counting in a table per letter
     /// (what the builder kept before).
