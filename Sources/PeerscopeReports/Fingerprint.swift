@@ -26,16 +26,19 @@ import PeerscopeTimeline
 public struct FindingIdentities: Sendable {
     public static let version = "peerscope-fingerprint/1"
 
-    private var peerIdentity: [PeerRef: String] = [:]
+    /// Identities are made when asked, from the report's peers: a table of every peer's identity held
+    /// megabytes while a report of tens of thousands of peers was written (each peer's JSON names its own).
+    private let timelines: Timelines
+    /// Peers sharing their display name with an earlier-seen peer: their number within the name (2, 3, ...).
+    private var rank: [PeerRef: Int] = [:]
+    private var originators: Set<PeerRef> = [], inSession: Set<PeerRef> = []
     private var pairs: [String: PeerPair] = [:]
     private let inputs: [String]
 
     public init(_ r: Report) {
         inputs = r.inputs
         let tl = r.timelines
-        // Sized once: one identity per peer (growing by doubling held the old table and the new together).
-        peerIdentity.reserveCapacity(tl.peers.count)
-        var originators: Set<PeerRef> = [], inSession: Set<PeerRef> = []
+        timelines = tl
         for s in tl.sessions {
             if let o = s.originator { originators.insert(o) }
             inSession.insert(s.pair.a)
@@ -43,27 +46,40 @@ public struct FindingIdentities: Sendable {
             pairs[s.key.description] = s.pair
             pairs[s.pair.description] = s.pair
         }
-        var byName: [String: [PeerInfo]] = [:]
-        for p in tl.peers {
-            let info = p.peer
-            if let n = info.displayName, !n.isEmpty { byName[n, default: []].append(info); continue }
-            let id: String
-            switch info.ref {
-            case .id(let v): id = "id:" + PeerIdentity.idString(v)
-            case .participant(let x): id = "participant:" + PeerIdentity.participantHex(x)
-            case .name(let n): id = "name:" + n
-            case .address:
-                id = "address:" + (originators.contains(info.ref) ? "originator" : inSession.contains(info.ref) ? "responder" : "unattached")
-            case .logOwner(let i): id = "log-owner:" + Self.fileName(i < inputs.count && i >= 0 ? inputs[i] : "input \(i + 1)")
-            }
-            peerIdentity[info.ref] = id
+        // The named peers by name (positions, not a table of names): only a name shared by several
+        // peers numbers them, in the order they were first seen.
+        var named: [Int32] = []
+        for (i, p) in tl.peers.enumerated() {
+            if let n = p.peer.displayName, !n.isEmpty { named.append(Int32(truncatingIfNeeded: i)) }
         }
-        for (name, infos) in byName {
-            let ordered = infos.sorted { a, b in
-                let (x, y) = (a.firstSeen ?? Int64.max, b.firstSeen ?? Int64.max)
-                return x != y ? x < y : a.ref.description < b.ref.description
+        func name(_ i: Int32) -> String { tl.peers[Int(i)].peer.displayName ?? "" }
+        named.sort { name($0) < name($1) }
+        var lo = 0
+        while lo < named.count {
+            var hi = lo + 1
+            let n = name(named[lo])
+            while hi < named.count, name(named[hi]) == n { hi += 1 }
+            if hi - lo > 1 {
+                let ordered = named[lo ..< hi].map { tl.peers[Int($0)].peer }.sorted { a, b in
+                    let (x, y) = (a.firstSeen ?? Int64.max, b.firstSeen ?? Int64.max)
+                    return x != y ? x < y : a.ref.description < b.ref.description
+                }
+                for (k, info) in ordered.enumerated() where k > 0 { rank[info.ref] = k + 1 }
             }
-            for (k, info) in ordered.enumerated() { peerIdentity[info.ref] = "name:" + name + (k == 0 ? "" : "#\(k + 1)") }
+            lo = hi
+        }
+    }
+
+    /// The identity of a peer of the report (documented above).
+    private func identity(of info: PeerInfo) -> String {
+        if let n = info.displayName, !n.isEmpty { return "name:" + n + (rank[info.ref].map { "#\($0)" } ?? "") }
+        switch info.ref {
+        case .id(let v): return "id:" + PeerIdentity.idString(v)
+        case .participant(let x): return "participant:" + PeerIdentity.participantHex(x)
+        case .name(let n): return "name:" + n
+        case .address:
+            return "address:" + (originators.contains(info.ref) ? "originator" : inSession.contains(info.ref) ? "responder" : "unattached")
+        case .logOwner(let i): return "log-owner:" + Self.fileName(i < inputs.count && i >= 0 ? inputs[i] : "input \(i + 1)")
         }
     }
 
@@ -71,7 +87,7 @@ public struct FindingIdentities: Sendable {
 
     /// The stable identity of a peer of this report.
     public func identity(_ ref: PeerRef?, label: String? = nil) -> String {
-        if let ref, let id = peerIdentity[ref] { return id }
+        if let ref, let info = timelines.peer(ref) { return identity(of: info) }
         if let label, !label.isEmpty { return "name:" + label }
         return ref.map { "ref:\($0)" } ?? "unknown"
     }

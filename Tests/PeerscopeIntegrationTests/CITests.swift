@@ -4,6 +4,7 @@ import Peerscope
 import PeerscopeCore
 import PeerscopeReports
 import PeerscopeSimulator
+import PeerscopeTimeline
 
 /// Issue 16: fingerprints, `diff`, `check --baseline`, suppressions, JSON Lines, fleets, SARIF schema.
 final class CITests: XCTestCase {
@@ -70,6 +71,31 @@ final class CITests: XCTestCase {
         other = f
         other.kind = "handshake-timeout"
         XCTAssertNotEqual(ids.fingerprint(other), ids.fingerprint(f))
+    }
+
+    /// Identities are made when asked (no table of every peer's): each sample's peers get the identity
+    /// its committed report gives them, a display name shared by two peers numbers the later one, and a
+    /// peer the report does not know falls back to its label.
+    func testPeerIdentitiesMadeWhenAskedMatchTheCommittedReports() throws {
+        var shared = 0
+        for name in try Self.sampleNames() {
+            let capture = Place.samples.appendingPathComponent("\(name).pcapng").path
+            let r = try PeerscopeAnalysis.analyze(AnalysisOptions(captures: [capture], logs: Self.sampleLogs(name))).report
+            let ids = FindingIdentities(r)
+            let doc = try Self.json(Place.samples.appendingPathComponent("expected/\(name).report.json").path)
+            let want = (doc["peers"]?.arrayValue ?? []).compactMap { $0["identity"]?.stringValue }
+            let got = r.timelines.peers.map { ids.identity($0.peer.ref) }
+            XCTAssertEqual(got, want, name)
+            XCTAssertFalse(got.isEmpty, name)
+            let named = got.filter { $0.hasPrefix("name:") }
+            XCTAssertEqual(Set(named).count, named.count, "\(name): two named peers share an identity")
+            shared += got.filter { $0.hasSuffix("#2") }.count
+        }
+        XCTAssertGreaterThanOrEqual(shared, 1, "no sample has two peers of one display name")
+        let r = try PeerscopeAnalysis.analyze(AnalysisOptions(captures: [Place.samples.appendingPathComponent("identity-collision.pcapng").path])).report
+        let ids = FindingIdentities(r)
+        XCTAssertEqual(ids.identity(.name("nobody here"), label: "Carol"), "name:Carol")
+        XCTAssertEqual(ids.identity(nil), "unknown")
     }
 
     // MARK: diff
