@@ -96,15 +96,7 @@ final class SpillTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         var problems: [String] = []
         var spills = 0
-        let sim = try Simulator.run("group-8", options: SimulationOptions(seed: 7, peers: 8, format: .pcap))
-        let capture = dir.appendingPathComponent("group.pcap").path
-        try Data(sim.capture).write(to: URL(fileURLWithPath: capture))
-        var logs: [String] = []
-        for l in sim.logs {
-            let path = dir.appendingPathComponent("group-\(l.slug).log").path
-            try l.text.write(toFile: path, atomically: true, encoding: .utf8)
-            logs.append(path)
-        }
+        let (capture, logs) = try Self.writeGeneratedGroup(in: dir)
         XCTAssertFalse(logs.isEmpty)
         try compare("group-8", [capture], logs: [], &problems, spills: &spills)
         try compare("group-8 with logs", [capture], logs: logs, &problems, spills: &spills)
@@ -521,15 +513,7 @@ final class SpillTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peerscope-details-\(ProcessInfo.processInfo.processIdentifier)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let sim = try Simulator.run("group-8", options: SimulationOptions(seed: 7, peers: 8, format: .pcap))
-        let capture = dir.appendingPathComponent("group.pcap").path
-        try Data(sim.capture).write(to: URL(fileURLWithPath: capture))
-        var logs: [String] = []
-        for l in sim.logs {
-            let path = dir.appendingPathComponent("group-\(l.slug).log").path
-            try l.text.write(toFile: path, atomically: true, encoding: .utf8)
-            logs.append(path)
-        }
+        let (capture, logs) = try Self.writeGeneratedGroup(in: dir)
         func details(_ t: Timelines) -> [EventAttrs] {
             t.peers.flatMap(\.entries).compactMap { e in if case .attrs(let a) = e.detailSource { a } else { nil } }
         }
@@ -560,5 +544,21 @@ private extension AnalysisSession {
         addCaptures(captures)
         _ = addLogs(logs)
         return self
+    }
+}
+
+extension SpillTests {
+    /// The generated 8-peer group (seed 7) written into `dir`: its capture and its logs' paths.
+    static func writeGeneratedGroup(in dir: URL) throws -> (capture: String, logs: [String]) {
+        let sim = try Simulator.run("group-8", options: SimulationOptions(seed: 7, peers: 8, format: .pcap))
+        let capture = dir.appendingPathComponent("group.pcap").path
+        try Data(sim.capture).write(to: URL(fileURLWithPath: capture))
+        var logs: [String] = []
+        for l in sim.logs {
+            let path = dir.appendingPathComponent("group-\(l.slug).log").path
+            try l.text.write(toFile: path, atomically: true, encoding: .utf8)
+            logs.append(path)
+        }
+        return (capture, logs)
     }
 }
