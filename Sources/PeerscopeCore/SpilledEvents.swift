@@ -203,7 +203,9 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         endSortedWrite()
         try flush()
         finished = true
-        buffer = []
+        // Only reading is left: the tables from boxes to indexes go now, before the timeline stage (on a
+        // long capture tens of thousands of hints and flows: a few MB).
+        dropWriteTables()
     }
 
     private func flush() throws(SpillError) {
@@ -284,6 +286,35 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         buffer.append(contentsOf: bytes)
     }
 
+    /// The indexes of a record's hints and flow in the list's tables: 0 for none, else 1 + the index
+    /// (`hint(_:)`, `flow(_:)` give the box back). A store can keep these instead of the boxes.
+    public struct BoxIDs: Sendable, Equatable {
+        public var from: UInt32
+        public var to: UInt32
+        public var flow: UInt32
+
+        public init(from: UInt32, to: UInt32, flow: UInt32) {
+            self.from = from
+            self.to = to
+            self.flow = flow
+        }
+
+        public static let none = BoxIDs(from: 0, to: 0, flow: 0)
+    }
+
+    /// The hint box of `id` (a `BoxIDs` field): nil for 0, for an id the list does not hold, and once
+    /// the list is closed. Reading events back gives these very boxes.
+    @inline(__always) public func hint(_ id: UInt32) -> Shared<PeerHint>? {
+        let i = Int(id) &- 1
+        return i >= 0 && i < hints.count ? hints[i] : nil
+    }
+
+    /// The flow box of `id` (as `hint(_:)`).
+    @inline(__always) public func flow(_ id: UInt32) -> Shared<FlowKey>? {
+        let i = Int(id) &- 1
+        return i >= 0 && i < flows.count ? flows[i] : nil
+    }
+
     /// 0 for no box, else 1 + the box's index in `table` (added when new).
     private static func boxID<V>(_ box: Shared<V>?, _ table: inout [Shared<V>], _ ids: inout [Shared<V>: UInt32]) -> UInt64 {
         guard let box else { return 0 }
@@ -359,6 +390,9 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         return e.attrs
     }
 
+    /// Entries of the tables only writing needs (tests: none once the file is written).
+    var writeTableCount: Int { labelIDs.count + hintIDs.count + flowIDs.count }
+
     /// Lets go of what only writing needs (the tables from boxes to indexes, the buffer), once the
     /// file is written and only read from.
     public func dropWriteTables() {
@@ -390,6 +424,8 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         /// first): the place to read it from again. (A sorted write's record holds its time and `seq` as
         /// differences from the record before it in the same write, and ends with the `seq`.)
         public private(set) var recordOffset = -1
+        /// The indexes of the hints and flow of the event `next()` returned last (`hint(_:)`, `flow(_:)`).
+        public private(set) var recordBoxIDs = BoxIDs.none
 
         init(_ list: SpilledEvents) {
             if !list.finished {
@@ -442,10 +478,13 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
                 guard !cursors.isEmpty else { return nil }
                 cursors[0].advance()
                 recordOffset = cursors[0].headOffset
-                return cursors[0].head?.event
+                guard let head = cursors[0].head else { return nil }
+                recordBoxIDs = head.ids
+                return head.event
             }
             guard let top = heap.first, let head = cursors[top].head else { return nil }
             recordOffset = cursors[top].headOffset
+            recordBoxIDs = head.ids
             cursors[top].advance()
             if cursors[top].failed {
                 // A damaged write ends the reading (the events given before it stand, `readError` says why).
@@ -484,7 +523,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         private var previousSeq = 0
         private var done = false
         /// The event read last and its `seq` (nil: none left).
-        private(set) var head: (event: PeerEvent, seq: Int)?
+        private(set) var head: (event: PeerEvent, seq: Int, ids: BoxIDs)?
         /// Reading stopped on an error (`list.readError`).
         private(set) var failed = false
         /// Reading single records again (`seek`): failures go to `recordReadError`.
@@ -513,13 +552,13 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             while true {
                 var q = p
                 switch decode(&q) {
-                case .event(let e, let seq):
+                case .event(let e, let seq, let ids):
                     headOffset = chunkBase + p
                     p = q
                     left -= 1
                     previousT = e.t
                     previousSeq = seq
-                    head = (e, seq)
+                    head = (e, seq, ids)
                     return
                 case .damaged(let why):
                     return fail("the temporary file \(list.path) is damaged: \(why)")
@@ -648,7 +687,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         }
 
         enum Step {
-            case event(PeerEvent, seq: Int)
+            case event(PeerEvent, seq: Int, ids: BoxIDs)
             case needMore
             case damaged(String)
         }
@@ -685,13 +724,14 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
                 case .some(.some(let v)): return v
                 }
             }
-            func box<V>(_ table: [Shared<V>], _ what: String) -> Shared<V>? {
+            func box<V>(_ table: [Shared<V>], _ what: String, _ idOut: inout UInt32) -> Shared<V>? {
                 let id = next()
                 guard id != 0 else { return nil }
-                guard id <= UInt64(table.count) else {
+                guard id <= UInt64(table.count), id <= UInt64(UInt32.max) else {
                     if bad == nil, !short { bad = "\(what) \(id) of \(table.count)" }
                     return nil
                 }
+                idOut = UInt32(truncatingIfNeeded: id)
                 return table[Int(id - 1)]
             }
             func evidence() -> Evidence {
@@ -703,9 +743,10 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             let labelID = next()
             let dt = SpilledEvents.unzigzag(next())
             let span = SpilledEvents.unzigzag(next())
-            let from = box(list.hints, "hint")
-            let to = box(list.hints, "hint")
-            let flow = box(list.flows, "flow")
+            var ids = BoxIDs.none
+            let from = box(list.hints, "hint", &ids.from)
+            let to = box(list.hints, "hint", &ids.to)
+            let flow = box(list.flows, "flow", &ids.flow)
             let count = Int(Int64(bitPattern: next()))
             var hasLast: UInt8 = 0
             if bad == nil, !short {
@@ -746,7 +787,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             let t = previousT &+ dt
             return .event(PeerEvent(kind: label.kind, t: t, lastT: t &+ span, fromBox: from, toBox: to, flowBox: flow,
                                     source: label.source, attrs: attrs, count: count,
-                                    evidencePair: EvidencePair(first, last)), seq: seq)
+                                    evidencePair: EvidencePair(first, last)), seq: seq, ids: ids)
         }
     }
 }

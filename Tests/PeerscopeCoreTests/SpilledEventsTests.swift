@@ -255,3 +255,57 @@ final class SpilledEventsTests: XCTestCase {
     }
 
 }
+
+/// Issue 13 (recpack): the reader names each event's hints and flow by their indexes in the file's
+/// tables (`Iterator.recordBoxIDs`, a store keeps them instead of the boxes), in plain and merged
+/// reading, and the tables from boxes to indexes go once the file is written.
+final class SpilledEventsBoxIDTests: XCTestCase {
+    static func check(_ s: SpilledEvents, _ name: String) -> Int {
+        var it = s.makeIterator()
+        var n = 0
+        while let e = it.next() {
+            let ids = it.recordBoxIDs
+            XCTAssertTrue(s.hint(ids.from) === e.fromBox, "\(name) #\(n): from")
+            XCTAssertTrue(s.hint(ids.to) === e.toBox, "\(name) #\(n): to")
+            XCTAssertTrue(s.flow(ids.flow) === e.flowBox, "\(name) #\(n): flow")
+            XCTAssertEqual(ids.from == 0, e.fromBox == nil, "\(name) #\(n)")
+            XCTAssertEqual(ids.flow == 0, e.flowBox == nil, "\(name) #\(n)")
+            n += 1
+        }
+        XCTAssertNil(s.readError)
+        return n
+    }
+
+    func testTheReaderGivesEachRecordsBoxIndexesAndTheWriteTablesGoWhenWritten() throws {
+        let events = try SpilledEventsTests.events()
+        for buffer in [3, 4096] {
+            let s = try SpilledEvents(directory: NSTemporaryDirectory(), writeBufferSize: buffer)
+            s.readBufferSize = buffer
+            for e in events { try s.append(e) }
+            XCTAssertGreaterThan(s.writeTableCount, 0)
+            try s.finishWriting()
+            XCTAssertEqual(s.writeTableCount, 0, "the write tables go with the writing")
+            XCTAssertEqual(Self.check(s, "plain \(buffer)"), events.count)
+            // Merged reading (sorted writes of 7 events each).
+            let m = try SpilledEvents(directory: NSTemporaryDirectory(), writeBufferSize: buffer)
+            m.readBufferSize = buffer
+            for start in stride(from: 0, to: events.count, by: 7) {
+                m.beginSortedWrite()
+                for k in (start ..< min(events.count, start + 7)).sorted(by: { (events[$0].t, $0) < (events[$1].t, $1) }) {
+                    try m.append(events[k], seq: k)
+                }
+                m.endSortedWrite()
+            }
+            try m.finishWriting()
+            XCTAssertEqual(Self.check(m, "merged \(buffer)"), events.count)
+            // Indexes out of range, and any once the list is closed, name no box (never a crash).
+            XCTAssertNil(s.hint(0))
+            XCTAssertNil(s.hint(UInt32.max))
+            XCTAssertNil(s.flow(1 << 31))
+            XCTAssertNotNil(s.hint(1))
+            s.close()
+            XCTAssertNil(s.hint(1))
+            XCTAssertNil(s.flow(1))
+        }
+    }
+}
