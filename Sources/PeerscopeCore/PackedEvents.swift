@@ -26,7 +26,7 @@ public struct PackedEvents: @unchecked Sendable {
 
     /// A record of a list whose attributes stay in a spill file (`init(attributesIn:)`): 64 bytes
     /// instead of 88. No attribute slot, and no strong references: the hints and flow are indexes
-    /// (`BoxRef`) into the file's own tables (or this list's, for boxes the file does not hold), and
+    /// (`SpilledEvents.BoxIDs`) into the file's own tables (or this list's, for boxes the file does not hold), and
     /// where the record is in the file, the label and the count are narrow, each with a mark for a
     /// value kept in a side table instead (`wide`: in practice never).
     @usableFromInline struct FileRecord: Sendable {
@@ -179,13 +179,13 @@ public struct PackedEvents: @unchecked Sendable {
 
     private mutating func hintID(_ b: Shared<PeerHint>?, _ fileID: UInt32) -> UInt32 {
         guard let b else { return 0 }
-        if fileID != 0, let file, file.hint(fileID) === b { return fileID }
+        if fileID != 0, let file, file.hint(fileID) == b { return fileID }
         return ownHints.id(b)
     }
 
     private mutating func flowID(_ b: Shared<FlowKey>?, _ fileID: UInt32) -> UInt32 {
         guard let b else { return 0 }
-        if fileID != 0, let file, file.flow(fileID) === b { return fileID }
+        if fileID != 0, let file, file.flow(fileID) == b { return fileID }
         return ownFlows.id(b)
     }
 

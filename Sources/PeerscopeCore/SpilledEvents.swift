@@ -82,6 +82,11 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
     private var hintIDs: [Shared<PeerHint>: UInt32] = [:]
     private var flows: [Shared<FlowKey>] = []
     private var flowIDs: [Shared<FlowKey>: UInt32] = [:]
+    /// `hints` and `flows` as bytes once the file is written (`finishWriting`; the arrays are then
+    /// empty): boxes are made when read (`PackedBoxTable`). Under `boxMutex`.
+    private var packedHints: PackedBoxTable<PeerHint>?
+    private var packedFlows: PackedBoxTable<FlowKey>?
+    private let boxMutex: UnsafeMutablePointer<pthread_mutex_t>
 
     /// A new, empty list in a temporary file of `directory`. Throws when the file cannot be made there.
     public init(directory: String, writeBufferSize: Int = 1 << 20) throws(SpillError) {
@@ -104,6 +109,9 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         recordMutex = .allocate(capacity: 1)
         recordMutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(recordMutex, nil)
+        boxMutex = .allocate(capacity: 1)
+        boxMutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(boxMutex, nil)
         buffer.reserveCapacity(Swift.min(self.writeBufferSize, 1 << 20) + 256)
     }
 
@@ -111,6 +119,8 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         if fd >= 0 { _ = closeDescriptor(fd) }
         pthread_mutex_destroy(recordMutex)
         recordMutex.deallocate()
+        pthread_mutex_destroy(boxMutex)
+        boxMutex.deallocate()
     }
 
     /// Lets the file and the tables go (the timelines are built): the list then reads as empty.
@@ -123,10 +133,14 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         buffer = []
         labels = []
         labelIDs = [:]
-        hints = []
         hintIDs = [:]
-        flows = []
         flowIDs = [:]
+        pthread_mutex_lock(boxMutex)
+        hints = []
+        flows = []
+        packedHints = nil
+        packedFlows = nil
+        pthread_mutex_unlock(boxMutex)
         lastLabel = nil
         segments = []
         openSegment = nil
@@ -204,8 +218,24 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         try flush()
         finished = true
         // Only reading is left: the tables from boxes to indexes go now, before the timeline stage (on a
-        // long capture tens of thousands of hints and flows: a few MB).
+        // long capture tens of thousands of hints and flows: a few MB), and the boxes are kept as bytes.
         dropWriteTables()
+        packBoxes()
+    }
+
+    /// Keeps the hint and flow tables as bytes (`PackedBoxTable`): their boxes go, unless an event
+    /// read holds them.
+    private func packBoxes() {
+        pthread_mutex_lock(boxMutex)
+        defer { pthread_mutex_unlock(boxMutex) }
+        if packedHints == nil, let p = PackedBoxTable(hints) {
+            packedHints = p
+            hints = []
+        }
+        if packedFlows == nil, let p = PackedBoxTable(flows) {
+            packedFlows = p
+            flows = []
+        }
     }
 
     private func flush() throws(SpillError) {
@@ -304,15 +334,45 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
 
     /// The hint box of `id` (a `BoxIDs` field): nil for 0, for an id the list does not hold, and once
     /// the list is closed. Reading events back gives these very boxes.
-    @inline(__always) public func hint(_ id: UInt32) -> Shared<PeerHint>? {
+    /// A box asked for again may be another box of an equal value (the last ones read are kept).
+    /// Safe from several threads.
+    public func hint(_ id: UInt32) -> Shared<PeerHint>? {
+        pthread_mutex_lock(boxMutex)
+        defer { pthread_mutex_unlock(boxMutex) }
+        return hintLocked(id)
+    }
+
+    /// The flow box of `id` (as `hint(_:)`).
+    public func flow(_ id: UInt32) -> Shared<FlowKey>? {
+        pthread_mutex_lock(boxMutex)
+        defer { pthread_mutex_unlock(boxMutex) }
+        return flowLocked(id)
+    }
+
+    @inline(__always) private func hintLocked(_ id: UInt32) -> Shared<PeerHint>? {
+        if packedHints != nil { return packedHints?.box(id) }
         let i = Int(id) &- 1
         return i >= 0 && i < hints.count ? hints[i] : nil
     }
 
-    /// The flow box of `id` (as `hint(_:)`).
-    @inline(__always) public func flow(_ id: UInt32) -> Shared<FlowKey>? {
+    @inline(__always) private func flowLocked(_ id: UInt32) -> Shared<FlowKey>? {
+        if packedFlows != nil { return packedFlows?.box(id) }
         let i = Int(id) &- 1
         return i >= 0 && i < flows.count ? flows[i] : nil
+    }
+
+    /// The boxes of a record's `ids` (`make` false: none made, only checked), or why an index names
+    /// none (the file damaged).
+    fileprivate func boxes(_ ids: BoxIDs, make: Bool) -> Result<(Shared<PeerHint>?, Shared<PeerHint>?, Shared<FlowKey>?), SpillError> {
+        pthread_mutex_lock(boxMutex)
+        defer { pthread_mutex_unlock(boxMutex) }
+        let hintCount = packedHints?.count ?? hints.count, flowCount = packedFlows?.count ?? flows.count
+        if Int(ids.from) > hintCount || Int(ids.to) > hintCount {
+            return .failure(SpillError(message: "hint \(Swift.max(ids.from, ids.to)) of \(hintCount)"))
+        }
+        guard Int(ids.flow) <= flowCount else { return .failure(SpillError(message: "flow \(ids.flow) of \(flowCount)")) }
+        guard make else { return .success((nil, nil, nil)) }
+        return .success((hintLocked(ids.from), hintLocked(ids.to), flowLocked(ids.flow)))
     }
 
     /// 0 for no box, else 1 + the box's index in `table` (added when new).
@@ -724,15 +784,13 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
                 case .some(.some(let v)): return v
                 }
             }
-            func box<V>(_ table: [Shared<V>], _ what: String, _ idOut: inout UInt32) -> Shared<V>? {
+            func boxID(_ what: String) -> UInt32 {
                 let id = next()
-                guard id != 0 else { return nil }
-                guard id <= UInt64(table.count), id <= UInt64(UInt32.max) else {
-                    if bad == nil, !short { bad = "\(what) \(id) of \(table.count)" }
-                    return nil
+                guard id <= UInt64(UInt32.max) else {
+                    if bad == nil, !short { bad = "\(what) \(id) out of range" }
+                    return 0
                 }
-                idOut = UInt32(truncatingIfNeeded: id)
-                return table[Int(id - 1)]
+                return UInt32(truncatingIfNeeded: id)
             }
             func evidence() -> Evidence {
                 let meta = next()
@@ -744,9 +802,9 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             let dt = SpilledEvents.unzigzag(next())
             let span = SpilledEvents.unzigzag(next())
             var ids = BoxIDs.none
-            let from = box(list.hints, "hint", &ids.from)
-            let to = box(list.hints, "hint", &ids.to)
-            let flow = box(list.flows, "flow", &ids.flow)
+            ids.from = boxID("hint")
+            ids.to = boxID("hint")
+            ids.flow = boxID("flow")
             let count = Int(Int64(bitPattern: next()))
             var hasLast: UInt8 = 0
             if bad == nil, !short {
@@ -779,6 +837,12 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
                     guard !over, s >= 0, let value = Int(exactly: s) else { return .damaged("a decoding order out of range") }
                     seq = value
                 }
+            }
+            // The boxes (a single record read again for its attributes makes none: only checked).
+            let from: Shared<PeerHint>?, to: Shared<PeerHint>?, flow: Shared<FlowKey>?
+            switch list.boxes(ids, make: !random) {
+            case .success(let b): (from, to, flow) = b
+            case .failure(let why): return .damaged(why.message)
             }
             var attrs = EventAttrs()
             if n > 0 { attrs.bytes = Array(chunk[q ..< end]) }
