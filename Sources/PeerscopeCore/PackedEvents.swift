@@ -24,6 +24,27 @@ public struct PackedEvents: @unchecked Sendable {
         var label: UInt32
     }
 
+    /// A record of a list whose attributes stay in a spill file (`init(attributesIn:)`): 64 bytes
+    /// instead of 88. No attribute slot, and no strong references: the hints and flow are indexes
+    /// (`SpilledEvents.BoxIDs`) into the file's own tables (or this list's, for boxes the file does not hold), and
+    /// where the record is in the file, the label and the count are narrow, each with a mark for a
+    /// value kept in a side table instead (`wide`: in practice never).
+    @usableFromInline struct FileRecord: Sendable {
+        var t: Nanos
+        var lastT: Nanos
+        var evidencePair: EvidencePair
+        /// The label, or `UInt16.max` (then in `wideLabels`).
+        var label: UInt16
+        /// The count, or `PackedEvents.bigCount` (then in `bigCounts`).
+        var count: UInt32
+        var from: UInt32
+        var to: UInt32
+        var flow: UInt32
+        /// Where the event's record starts in the file, or `UInt32.max` (then in `widePlaces`; -1 there
+        /// for an event added without a record).
+        var place: UInt32
+    }
+
     /// Kinds and plugin names, one entry per distinct pair (appended to only; shared by copies).
     final class Labels: @unchecked Sendable {
         struct Pair: Hashable {
@@ -44,22 +65,55 @@ public struct PackedEvents: @unchecked Sendable {
         }
     }
 
+    /// Values of single events too wide for their record's narrow field, by index (the field holds a mark).
+    struct Wide {
+        private var values: [Int: Int] = [:]
+        @inline(__always) subscript(i: Int) -> Int? { values.isEmpty ? nil : values[i] }
+        /// Keeps `v` for event `i` (nil: the record holds it).
+        @inline(__always) mutating func set(_ v: Int?, at i: Int) {
+            if let v { values[i] = v } else if !values.isEmpty { values.removeValue(forKey: i) }
+        }
+        mutating func keepFirst(_ n: Int) {
+            if !values.isEmpty { values = values.filter { $0.key < n } }
+        }
+    }
+
+    /// Boxes a list in a file holds that the file's tables do not (a hint normalised after reading, an
+    /// event added without its record): a record names them by their index here with `ownMark` set.
+    struct OwnBoxes<V: Hashable & Sendable> {
+        var boxes: [Shared<V>] = []
+        var ids: [Shared<V>: UInt32] = [:]
+        mutating func id(_ b: Shared<V>) -> UInt32 {
+            if let i = ids[b] { return i | PackedEvents.ownMark }
+            let i = UInt32(truncatingIfNeeded: boxes.count)
+            boxes.append(b)
+            ids[b] = i
+            return i | PackedEvents.ownMark
+        }
+    }
+
     static let shift = 12
     public static let chunkSize = 1 << shift
     /// The count field's mark for a count kept in `bigCounts` (one that does not fit in 32 bits).
     static let bigCount = UInt32.max
+    /// A file record's box index naming this list's own table (`OwnBoxes`), not the file's.
+    static let ownMark: UInt32 = 1 << 31
 
     private var chunks: [[Record]] = []
     private let labels = Labels()
     /// Counts that do not fit a record, by index (in practice never: four billion occurrences).
-    private var bigCounts: [Int: Int] = [:]
+    private var bigCounts = Wide()
     public private(set) var count = 0
 
-    /// Attributes left in a spill file (`init(attributesIn:)`): the events' records there (chunked as
-    /// `chunks`; -1: the attributes are in `heldAttrs`), and the attributes held on the heap all the
-    /// same (set in place with `setAttrs`, or added without a record).
+    /// Attributes left in a spill file (`init(attributesIn:)`): the events' records (`fileChunks`,
+    /// chunked as `chunks`, which stays empty), and the attributes held on the heap all the same (set
+    /// in place with `setAttrs`, or added without a record).
     private let file: SpilledEvents?
-    private var places: [[Int]] = []
+    private var fileChunks: [[FileRecord]] = []
+    private var widePlaces = Wide()
+    private var wideLabels = Wide()
+    private var ownHints = OwnBoxes<PeerHint>()
+    private var ownFlows = OwnBoxes<FlowKey>()
     private var heldAttrs: [Int: EventAttrs] = [:]
     /// The last event appended with a record, with its attributes: the timeline stage reads it right
     /// after adding it (no read back from the file for that).
@@ -68,11 +122,11 @@ public struct PackedEvents: @unchecked Sendable {
     public init() { file = nil }
 
     /// A list whose attributes stay in `file`, the spill its events are read from (issue 13: on a long
-    /// capture they are most of the events' memory): `append(_:record:)` keeps the event without its
-    /// attributes and where its record is; `attrs(_:)` and the event read them back from the file
-    /// (`SpilledEvents.attrs(atRecord:)`), so the list holds `file` as long as it lives. Every other
-    /// field is held as in a list on the heap. An attribute read that fails gives none, and the
-    /// file's `recordReadError` says why.
+    /// capture they are most of the events' memory): `append(_:record:boxIDs:)` keeps the event without
+    /// its attributes and where its record is; `attrs(_:)` and the event read them back from the file
+    /// (`SpilledEvents.attrs(atRecord:)`), so the list holds `file` as long as it lives. The hints and
+    /// flow are held as indexes into the file's tables. Every other field is held as in a list on the
+    /// heap. An attribute read that fails gives none, and the file's `recordReadError` says why.
     public init(attributesIn file: SpilledEvents) { self.file = file }
 
     /// The spill file the attributes are read from, if they are (`init(attributesIn:)`).
@@ -84,81 +138,163 @@ public struct PackedEvents: @unchecked Sendable {
         for e in events { append(e) }
     }
 
-    /// Bytes one packed event takes in its chunk.
+    /// Bytes one packed event takes in its chunk (a list on the heap).
     public static var recordSize: Int { MemoryLayout<Record>.stride }
+    /// Bytes one packed event takes in its chunk when its attributes stay in a file.
+    public static var fileRecordSize: Int { MemoryLayout<FileRecord>.stride }
 
     public var indices: Range<Int> { 0 ..< count }
     public var isEmpty: Bool { count == 0 }
     public var first: PeerEvent? { count > 0 ? self[0] : nil }
     public var last: PeerEvent? { count > 0 ? self[count - 1] : nil }
 
-    @inline(__always) private func record(_ i: Int) -> Record {
-        chunks[i >> PackedEvents.shift][i & (PackedEvents.chunkSize - 1)]
-    }
+    @inline(__always) static func chunk(_ i: Int) -> Int { i >> shift }
+    @inline(__always) static func slot(_ i: Int) -> Int { i & (chunkSize - 1) }
 
-    private func pack(_ e: PeerEvent, at i: Int) -> Record {
-        Record(t: e.t, lastT: e.lastT, fromBox: e.fromBox, toBox: e.toBox, flowBox: e.flowBox, attrs: file == nil ? e.attrs : EventAttrs(),
+    @inline(__always) private func record(_ i: Int) -> Record { chunks[Self.chunk(i)][Self.slot(i)] }
+    @inline(__always) private func fileRecord(_ i: Int) -> FileRecord { fileChunks[Self.chunk(i)][Self.slot(i)] }
+
+    private func pack(_ e: PeerEvent) -> Record {
+        Record(t: e.t, lastT: e.lastT, fromBox: e.fromBox, toBox: e.toBox, flowBox: e.flowBox, attrs: e.attrs,
                evidencePair: e.evidencePair, count: PackedEvents.fits(e.count) ? UInt32(truncatingIfNeeded: e.count) : PackedEvents.bigCount,
                label: labels.id(e.kind, e.source))
+    }
+
+    /// `e` as a file record (its label and place narrowed as `noteWide` expects). `ids`: the file's
+    /// indexes of the boxes read with it, used when they name the event's boxes.
+    private mutating func packFile(_ e: PeerEvent, place: Int, ids: SpilledEvents.BoxIDs) -> FileRecord {
+        let label = labels.id(e.kind, e.source)
+        return FileRecord(t: e.t, lastT: e.lastT, evidencePair: e.evidencePair,
+                          label: label < UInt32(UInt16.max) ? UInt16(truncatingIfNeeded: label) : UInt16.max,
+                          count: PackedEvents.fits(e.count) ? UInt32(truncatingIfNeeded: e.count) : PackedEvents.bigCount,
+                          from: hintID(e.fromBox, ids.from), to: hintID(e.toBox, ids.to), flow: flowID(e.flowBox, ids.flow),
+                          place: place >= 0 && place < Int(UInt32.max) ? UInt32(truncatingIfNeeded: place) : UInt32.max)
+    }
+
+    /// Keeps the side tables in step with the file record just written at `i` from `e` at `place`.
+    private mutating func noteWide(_ e: PeerEvent, place: Int, _ r: FileRecord, at i: Int) {
+        widePlaces.set(r.place == UInt32.max ? place : nil, at: i)
+        wideLabels.set(r.label == UInt16.max ? Int(labels.id(e.kind, e.source)) : nil, at: i)
+    }
+
+    private mutating func hintID(_ b: Shared<PeerHint>?, _ fileID: UInt32) -> UInt32 {
+        guard let b else { return 0 }
+        if fileID != 0, let file, file.hint(fileID) == b { return fileID }
+        return ownHints.id(b)
+    }
+
+    private mutating func flowID(_ b: Shared<FlowKey>?, _ fileID: UInt32) -> UInt32 {
+        guard let b else { return 0 }
+        if fileID != 0, let file, file.flow(fileID) == b { return fileID }
+        return ownFlows.id(b)
+    }
+
+    @inline(__always) private func hintBox(_ id: UInt32) -> Shared<PeerHint>? {
+        if id == 0 { return nil }
+        if id & Self.ownMark != 0 {
+            let k = Int(id & ~Self.ownMark)
+            return k < ownHints.boxes.count ? ownHints.boxes[k] : nil
+        }
+        return file?.hint(id)
+    }
+
+    @inline(__always) private func flowBox(_ id: UInt32) -> Shared<FlowKey>? {
+        if id == 0 { return nil }
+        if id & Self.ownMark != 0 {
+            let k = Int(id & ~Self.ownMark)
+            return k < ownFlows.boxes.count ? ownFlows.boxes[k] : nil
+        }
+        return file?.flow(id)
+    }
+
+    @inline(__always) private func label(_ i: Int, _ r: FileRecord) -> Labels.Pair {
+        labels.pairs[r.label == UInt16.max ? wideLabels[i] ?? Int(UInt16.max) : Int(r.label)]
+    }
+
+    @inline(__always) private func place(_ i: Int, _ r: FileRecord) -> Int {
+        r.place == UInt32.max ? widePlaces[i] ?? -1 : Int(r.place)
     }
 
     @inline(__always) static func fits(_ n: Int) -> Bool { n >= 0 && n < Int(bigCount) }
 
     /// Keeps `bigCounts` in step with the record just written at `i` (holding `n` occurrences).
-    private mutating func noteCount(_ n: Int, at i: Int) {
-        if PackedEvents.fits(n) {
-            if !bigCounts.isEmpty { bigCounts.removeValue(forKey: i) }
-        } else {
-            bigCounts[i] = n
-        }
+    @inline(__always) private mutating func noteCount(_ n: Int, at i: Int) {
+        bigCounts.set(PackedEvents.fits(n) ? nil : n, at: i)
     }
 
     /// The whole event (its boxes and attribute buffer are those put in).
     public subscript(i: Int) -> PeerEvent {
         get {
-            let r = record(i)
-            let l = labels.pairs[Int(r.label)]
-            return PeerEvent(kind: l.kind, t: r.t, lastT: r.lastT, fromBox: r.fromBox, toBox: r.toBox, flowBox: r.flowBox,
-                             source: l.source, attrs: file == nil ? r.attrs : attrs(i), count: count(at: i, r),
-                             evidencePair: r.evidencePair)
+            guard file != nil else {
+                let r = record(i)
+                let l = labels.pairs[Int(r.label)]
+                return PeerEvent(kind: l.kind, t: r.t, lastT: r.lastT, fromBox: r.fromBox, toBox: r.toBox, flowBox: r.flowBox,
+                                 source: l.source, attrs: r.attrs, count: count(at: i, r.count), evidencePair: r.evidencePair)
+            }
+            let r = fileRecord(i)
+            let l = label(i, r)
+            return PeerEvent(kind: l.kind, t: r.t, lastT: r.lastT, fromBox: hintBox(r.from), toBox: hintBox(r.to), flowBox: flowBox(r.flow),
+                             source: l.source, attrs: attrs(i), count: count(at: i, r.count), evidencePair: r.evidencePair)
         }
         set {
-            chunks[i >> PackedEvents.shift][i & (PackedEvents.chunkSize - 1)] = pack(newValue, at: i)
+            guard file != nil else {
+                chunks[Self.chunk(i)][Self.slot(i)] = pack(newValue)
+                noteCount(newValue.count, at: i)
+                return
+            }
+            // The record stays where it was in the file; the attributes are held.
+            let place = place(i, fileRecord(i))
+            let r = packFile(newValue, place: place, ids: .none)
+            fileChunks[Self.chunk(i)][Self.slot(i)] = r
+            noteWide(newValue, place: place, r, at: i)
             noteCount(newValue.count, at: i)
-            if file != nil { setAttrs(newValue.attrs, at: i) }
+            setAttrs(newValue.attrs, at: i)
         }
     }
 
-    @inline(__always) private func count(at i: Int, _ r: Record) -> Int {
-        r.count == PackedEvents.bigCount ? bigCounts[i] ?? Int(PackedEvents.bigCount) : Int(r.count)
+    @inline(__always) private func count(at i: Int, _ n: UInt32) -> Int {
+        n == PackedEvents.bigCount ? bigCounts[i] ?? Int(PackedEvents.bigCount) : Int(n)
     }
 
     public mutating func append(_ e: PeerEvent) {
-        appendRecord(e, place: -1)
-        if file != nil { heldAttrs[count - 1] = e.attrs }
+        guard file != nil else {
+            startChunkIfFull()
+            chunks[chunks.count - 1].append(pack(e))
+            noteCount(e.count, at: count)
+            count += 1
+            return
+        }
+        appendFileRecord(e, place: -1, ids: .none)
+        heldAttrs[count - 1] = e.attrs
     }
 
-    /// Appends `e`, whose record in the attributes' file starts at `offset` (`Iterator.recordOffset`):
-    /// its attributes are read from there when asked for. A list without a file keeps them as `append`.
-    public mutating func append(_ e: PeerEvent, record offset: Int) {
+    /// Appends `e`, whose record in the attributes' file starts at `offset` (`Iterator.recordOffset`),
+    /// its hints and flow read as `boxIDs` (`Iterator.recordBoxIDs`; `.none`: looked up here): its
+    /// attributes are read from there when asked for. A list without a file keeps them as `append`.
+    public mutating func append(_ e: PeerEvent, record offset: Int, boxIDs: SpilledEvents.BoxIDs = .none) {
         guard file != nil else { append(e); return }
-        appendRecord(e, place: offset)
+        appendFileRecord(e, place: offset, ids: boxIDs)
         lastAdded = (count - 1, e.attrs)
     }
 
-    private mutating func appendRecord(_ e: PeerEvent, place: Int) {
-        if count & (PackedEvents.chunkSize - 1) == 0 {
+    @inline(__always) private mutating func startChunkIfFull() {
+        guard count & (PackedEvents.chunkSize - 1) == 0 else { return }
+        if file == nil {
             var c: [Record] = []
             c.reserveCapacity(PackedEvents.chunkSize)
             chunks.append(c)
-            if file != nil {
-                var p: [Int] = []
-                p.reserveCapacity(PackedEvents.chunkSize)
-                places.append(p)
-            }
+        } else {
+            var c: [FileRecord] = []
+            c.reserveCapacity(PackedEvents.chunkSize)
+            fileChunks.append(c)
         }
-        chunks[chunks.count - 1].append(pack(e, at: count))
-        if file != nil { places[places.count - 1].append(place) }
+    }
+
+    private mutating func appendFileRecord(_ e: PeerEvent, place: Int, ids: SpilledEvents.BoxIDs) {
+        startChunkIfFull()
+        let r = packFile(e, place: place, ids: ids)
+        fileChunks[fileChunks.count - 1].append(r)
+        noteWide(e, place: place, r, at: count)
         noteCount(e.count, at: count)
         count += 1
     }
@@ -166,38 +302,47 @@ public struct PackedEvents: @unchecked Sendable {
     public mutating func removeLast() {
         precondition(count > 0, "removeLast on no events")
         count -= 1
-        chunks[chunks.count - 1].removeLast()
-        if chunks[chunks.count - 1].isEmpty { chunks.removeLast() }
-        if !bigCounts.isEmpty { bigCounts.removeValue(forKey: count) }
-        if file != nil {
-            places[places.count - 1].removeLast()
-            if places[places.count - 1].isEmpty { places.removeLast() }
-            if !heldAttrs.isEmpty { heldAttrs.removeValue(forKey: count) }
-            if lastAdded?.index == count { lastAdded = nil }
+        bigCounts.set(nil, at: count)
+        guard file != nil else {
+            chunks[chunks.count - 1].removeLast()
+            if chunks[chunks.count - 1].isEmpty { chunks.removeLast() }
+            return
         }
+        fileChunks[fileChunks.count - 1].removeLast()
+        if fileChunks[fileChunks.count - 1].isEmpty { fileChunks.removeLast() }
+        widePlaces.set(nil, at: count)
+        wideLabels.set(nil, at: count)
+        if !heldAttrs.isEmpty { heldAttrs.removeValue(forKey: count) }
+        if lastAdded?.index == count { lastAdded = nil }
     }
 
     /// Keeps the first `n` events.
     public mutating func keepFirst(_ n: Int) {
         guard n < count else { return }
         let whole = (n + PackedEvents.chunkSize - 1) >> PackedEvents.shift
-        chunks.removeSubrange(whole...)
-        if let l = chunks.indices.last { chunks[l].removeSubrange((n - (l << PackedEvents.shift))...) }
-        if file != nil {
-            places.removeSubrange(whole...)
-            if let l = places.indices.last { places[l].removeSubrange((n - (l << PackedEvents.shift))...) }
+        if file == nil {
+            chunks.removeSubrange(whole...)
+            if let l = chunks.indices.last { chunks[l].removeSubrange((n - (l << PackedEvents.shift))...) }
+        } else {
+            fileChunks.removeSubrange(whole...)
+            if let l = fileChunks.indices.last { fileChunks[l].removeSubrange((n - (l << PackedEvents.shift))...) }
+            widePlaces.keepFirst(n)
+            wideLabels.keepFirst(n)
             if !heldAttrs.isEmpty { heldAttrs = heldAttrs.filter { $0.key < n } }
             if let l = lastAdded, l.index >= n { lastAdded = nil }
         }
         count = n
-        if !bigCounts.isEmpty { bigCounts = bigCounts.filter { $0.key < n } }
+        bigCounts.keepFirst(n)
     }
 
     /// Gives back unused room (a last chunk not filled).
     public mutating func shrink() {
-        guard let l = chunks.indices.last, chunks[l].capacity - chunks[l].count > chunks[l].count / 16 else { return }
-        chunks[l] = exactlySized(chunks[l])
-        if let l = places.indices.last { places[l] = exactlySized(places[l]) }
+        if let l = chunks.indices.last, chunks[l].capacity - chunks[l].count > chunks[l].count / 16 {
+            chunks[l] = exactlySized(chunks[l])
+        }
+        if let l = fileChunks.indices.last, fileChunks[l].capacity - fileChunks[l].count > fileChunks[l].count / 16 {
+            fileChunks[l] = exactlySized(fileChunks[l])
+        }
     }
 
     private func exactlySized<T>(_ a: [T]) -> [T] {
@@ -210,32 +355,45 @@ public struct PackedEvents: @unchecked Sendable {
     /// Event `i` moves to `k` (compacting the list in place; `i`'s slot is left to be overwritten or cut).
     public mutating func move(from i: Int, to k: Int) {
         guard i != k else { return }
-        let r = record(i)
-        chunks[k >> PackedEvents.shift][k & (PackedEvents.chunkSize - 1)] = r
-        noteCount(count(at: i, r), at: k)
-        if file != nil {
-            places[k >> PackedEvents.shift][k & (PackedEvents.chunkSize - 1)] = places[i >> PackedEvents.shift][i & (PackedEvents.chunkSize - 1)]
-            if let a = heldAttrs.removeValue(forKey: i) { heldAttrs[k] = a } else if !heldAttrs.isEmpty { heldAttrs.removeValue(forKey: k) }
-            if let l = lastAdded {
-                if l.index == i { lastAdded = (k, l.attrs) } else if l.index == k { lastAdded = nil }
-            }
+        guard file != nil else {
+            let r = record(i)
+            chunks[Self.chunk(k)][Self.slot(k)] = r
+            noteCount(count(at: i, r.count), at: k)
+            return
+        }
+        let r = fileRecord(i)
+        fileChunks[Self.chunk(k)][Self.slot(k)] = r
+        noteCount(count(at: i, r.count), at: k)
+        widePlaces.set(widePlaces[i], at: k)
+        wideLabels.set(wideLabels[i], at: k)
+        if let a = heldAttrs.removeValue(forKey: i) { heldAttrs[k] = a } else if !heldAttrs.isEmpty { heldAttrs.removeValue(forKey: k) }
+        if let l = lastAdded {
+            if l.index == i { lastAdded = (k, l.attrs) } else if l.index == k { lastAdded = nil }
         }
     }
 
     /// One more occurrence folded into event `i`, at `t` with `evidence` (its count, last time and last
     /// evidence, as `EventCoalescer` folds).
     public mutating func fold(into i: Int, t: Nanos, evidence: Evidence) {
-        let c = i >> PackedEvents.shift, j = i & (PackedEvents.chunkSize - 1)
-        let n = count(at: i, chunks[c][j]) &+ 1
-        chunks[c][j].count = PackedEvents.fits(n) ? UInt32(truncatingIfNeeded: n) : PackedEvents.bigCount
-        chunks[c][j].lastT = t
-        chunks[c][j].evidencePair.last = evidence
+        let c = Self.chunk(i), j = Self.slot(i)
+        guard file != nil else {
+            let n = count(at: i, chunks[c][j].count) &+ 1
+            chunks[c][j].count = PackedEvents.fits(n) ? UInt32(truncatingIfNeeded: n) : PackedEvents.bigCount
+            chunks[c][j].lastT = t
+            chunks[c][j].evidencePair.last = evidence
+            noteCount(n, at: i)
+            return
+        }
+        let n = count(at: i, fileChunks[c][j].count) &+ 1
+        fileChunks[c][j].count = PackedEvents.fits(n) ? UInt32(truncatingIfNeeded: n) : PackedEvents.bigCount
+        fileChunks[c][j].lastT = t
+        fileChunks[c][j].evidencePair.last = evidence
         noteCount(n, at: i)
     }
 
     public mutating func setAttrs(_ attrs: EventAttrs, at i: Int) {
         guard file != nil else {
-            chunks[i >> PackedEvents.shift][i & (PackedEvents.chunkSize - 1)].attrs = attrs
+            chunks[Self.chunk(i)][Self.slot(i)].attrs = attrs
             return
         }
         heldAttrs[i] = attrs
@@ -244,37 +402,44 @@ public struct PackedEvents: @unchecked Sendable {
 
     // MARK: single fields, read in place
 
-    @inline(__always) static func chunk(_ i: Int) -> Int { i >> shift }
-    @inline(__always) static func slot(_ i: Int) -> Int { i & (chunkSize - 1) }
-
-    public func t(_ i: Int) -> Nanos { chunks[Self.chunk(i)][Self.slot(i)].t }
-    public func lastT(_ i: Int) -> Nanos { chunks[Self.chunk(i)][Self.slot(i)].lastT }
-    public func kind(_ i: Int) -> EventKind { labels.pairs[Int(chunks[Self.chunk(i)][Self.slot(i)].label)].kind }
-    public func source(_ i: Int) -> String { labels.pairs[Int(chunks[Self.chunk(i)][Self.slot(i)].label)].source }
-    public func count(_ i: Int) -> Int {
-        let n = chunks[Self.chunk(i)][Self.slot(i)].count
-        return n == PackedEvents.bigCount ? bigCounts[i] ?? Int(PackedEvents.bigCount) : Int(n)
+    public func t(_ i: Int) -> Nanos { file == nil ? record(i).t : fileRecord(i).t }
+    public func lastT(_ i: Int) -> Nanos { file == nil ? record(i).lastT : fileRecord(i).lastT }
+    public func kind(_ i: Int) -> EventKind {
+        file == nil ? labels.pairs[Int(record(i).label)].kind : label(i, fileRecord(i)).kind
     }
-    public func evidence(_ i: Int) -> Evidence { chunks[Self.chunk(i)][Self.slot(i)].evidencePair.first }
-    public func lastEvidence(_ i: Int) -> Evidence? { chunks[Self.chunk(i)][Self.slot(i)].evidencePair.last }
-    public func flow(_ i: Int) -> FlowKey? { chunks[Self.chunk(i)][Self.slot(i)].flowBox?.value }
-    public func from(_ i: Int) -> PeerHint { chunks[Self.chunk(i)][Self.slot(i)].fromBox?.value ?? .unknown }
-    public func to(_ i: Int) -> PeerHint { chunks[Self.chunk(i)][Self.slot(i)].toBox?.value ?? .unknown }
+    public func source(_ i: Int) -> String {
+        file == nil ? labels.pairs[Int(record(i).label)].source : label(i, fileRecord(i)).source
+    }
+    public func count(_ i: Int) -> Int { count(at: i, file == nil ? record(i).count : fileRecord(i).count) }
+    public func evidence(_ i: Int) -> Evidence { file == nil ? record(i).evidencePair.first : fileRecord(i).evidencePair.first }
+    public func lastEvidence(_ i: Int) -> Evidence? { file == nil ? record(i).evidencePair.last : fileRecord(i).evidencePair.last }
+    public func flow(_ i: Int) -> FlowKey? { (file == nil ? record(i).flowBox : flowBox(fileRecord(i).flow))?.value }
+    public func from(_ i: Int) -> PeerHint { (file == nil ? record(i).fromBox : hintBox(fileRecord(i).from))?.value ?? .unknown }
+    public func to(_ i: Int) -> PeerHint { (file == nil ? record(i).toBox : hintBox(fileRecord(i).to))?.value ?? .unknown }
     public func attrs(_ i: Int) -> EventAttrs {
-        guard let file else { return chunks[Self.chunk(i)][Self.slot(i)].attrs }
+        guard let file else { return record(i).attrs }
         if let l = lastAdded, l.index == i { return l.attrs }
         if !heldAttrs.isEmpty, let a = heldAttrs[i] { return a }
-        let place = places[Self.chunk(i)][Self.slot(i)]
+        let r = fileRecord(i)
+        let place = place(i, r)
         guard place >= 0 else { return EventAttrs() }
-        let r = record(i)
-        let l = labels.pairs[Int(r.label)]
+        let l = label(i, r)
         return file.attrs(atRecord: place, kind: l.kind, source: l.source, evidence: r.evidencePair.first)
     }
 
+    /// Where event `i`'s record is in the file (-1: none; tests).
+    func recordOffset(_ i: Int) -> Int { file == nil ? -1 : place(i, fileRecord(i)) }
+    /// Boxes held in this list's own tables, not named by the file's indexes (tests).
+    var ownBoxCount: Int { ownHints.boxes.count + ownFlows.boxes.count }
+
     /// `self[i].samePeersAndFlow(e)`, without building the event.
     public func samePeersAndFlow(_ i: Int, _ e: PeerEvent) -> Bool {
-        let r = record(i)
-        return r.fromBox == e.fromBox && r.toBox == e.toBox && r.flowBox == e.flowBox
+        guard file != nil else {
+            let r = record(i)
+            return r.fromBox == e.fromBox && r.toBox == e.toBox && r.flowBox == e.flowBox
+        }
+        let r = fileRecord(i)
+        return hintBox(r.from) == e.fromBox && hintBox(r.to) == e.toBox && flowBox(r.flow) == e.flowBox
     }
 }
 

@@ -82,6 +82,11 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
     private var hintIDs: [Shared<PeerHint>: UInt32] = [:]
     private var flows: [Shared<FlowKey>] = []
     private var flowIDs: [Shared<FlowKey>: UInt32] = [:]
+    /// `hints` and `flows` as bytes once the file is written (`finishWriting`; the arrays are then
+    /// empty): boxes are made when read (`PackedBoxTable`). Under `boxMutex`.
+    private var packedHints: PackedBoxTable<PeerHint>?
+    private var packedFlows: PackedBoxTable<FlowKey>?
+    private let boxMutex: UnsafeMutablePointer<pthread_mutex_t>
 
     /// A new, empty list in a temporary file of `directory`. Throws when the file cannot be made there.
     public init(directory: String, writeBufferSize: Int = 1 << 20) throws(SpillError) {
@@ -104,6 +109,9 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         recordMutex = .allocate(capacity: 1)
         recordMutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(recordMutex, nil)
+        boxMutex = .allocate(capacity: 1)
+        boxMutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(boxMutex, nil)
         buffer.reserveCapacity(Swift.min(self.writeBufferSize, 1 << 20) + 256)
     }
 
@@ -111,6 +119,8 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         if fd >= 0 { _ = closeDescriptor(fd) }
         pthread_mutex_destroy(recordMutex)
         recordMutex.deallocate()
+        pthread_mutex_destroy(boxMutex)
+        boxMutex.deallocate()
     }
 
     /// Lets the file and the tables go (the timelines are built): the list then reads as empty.
@@ -123,10 +133,14 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         buffer = []
         labels = []
         labelIDs = [:]
-        hints = []
         hintIDs = [:]
-        flows = []
         flowIDs = [:]
+        pthread_mutex_lock(boxMutex)
+        hints = []
+        flows = []
+        packedHints = nil
+        packedFlows = nil
+        pthread_mutex_unlock(boxMutex)
         lastLabel = nil
         segments = []
         openSegment = nil
@@ -203,7 +217,25 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         endSortedWrite()
         try flush()
         finished = true
-        buffer = []
+        // Only reading is left: the tables from boxes to indexes go now, before the timeline stage (on a
+        // long capture tens of thousands of hints and flows: a few MB), and the boxes are kept as bytes.
+        dropWriteTables()
+        packBoxes()
+    }
+
+    /// Keeps the hint and flow tables as bytes (`PackedBoxTable`): their boxes go, unless an event
+    /// read holds them.
+    private func packBoxes() {
+        pthread_mutex_lock(boxMutex)
+        defer { pthread_mutex_unlock(boxMutex) }
+        if packedHints == nil, let p = PackedBoxTable(hints) {
+            packedHints = p
+            hints = []
+        }
+        if packedFlows == nil, let p = PackedBoxTable(flows) {
+            packedFlows = p
+            flows = []
+        }
     }
 
     private func flush() throws(SpillError) {
@@ -284,6 +316,65 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         buffer.append(contentsOf: bytes)
     }
 
+    /// The indexes of a record's hints and flow in the list's tables: 0 for none, else 1 + the index
+    /// (`hint(_:)`, `flow(_:)` give the box back). A store can keep these instead of the boxes.
+    public struct BoxIDs: Sendable, Equatable {
+        public var from: UInt32
+        public var to: UInt32
+        public var flow: UInt32
+
+        public init(from: UInt32, to: UInt32, flow: UInt32) {
+            self.from = from
+            self.to = to
+            self.flow = flow
+        }
+
+        public static let none = BoxIDs(from: 0, to: 0, flow: 0)
+    }
+
+    /// The hint box of `id` (a `BoxIDs` field): nil for 0, for an id the list does not hold, and once
+    /// the list is closed. Reading events back gives these very boxes.
+    /// A box asked for again may be another box of an equal value (the last ones read are kept).
+    /// Safe from several threads.
+    public func hint(_ id: UInt32) -> Shared<PeerHint>? {
+        pthread_mutex_lock(boxMutex)
+        defer { pthread_mutex_unlock(boxMutex) }
+        return hintLocked(id)
+    }
+
+    /// The flow box of `id` (as `hint(_:)`).
+    public func flow(_ id: UInt32) -> Shared<FlowKey>? {
+        pthread_mutex_lock(boxMutex)
+        defer { pthread_mutex_unlock(boxMutex) }
+        return flowLocked(id)
+    }
+
+    @inline(__always) private func hintLocked(_ id: UInt32) -> Shared<PeerHint>? {
+        if packedHints != nil { return packedHints?.box(id) }
+        let i = Int(id) &- 1
+        return i >= 0 && i < hints.count ? hints[i] : nil
+    }
+
+    @inline(__always) private func flowLocked(_ id: UInt32) -> Shared<FlowKey>? {
+        if packedFlows != nil { return packedFlows?.box(id) }
+        let i = Int(id) &- 1
+        return i >= 0 && i < flows.count ? flows[i] : nil
+    }
+
+    /// The boxes of a record's `ids` (`make` false: none made, only checked), or why an index names
+    /// none (the file damaged).
+    fileprivate func boxes(_ ids: BoxIDs, make: Bool) -> Result<(Shared<PeerHint>?, Shared<PeerHint>?, Shared<FlowKey>?), SpillError> {
+        pthread_mutex_lock(boxMutex)
+        defer { pthread_mutex_unlock(boxMutex) }
+        let hintCount = packedHints?.count ?? hints.count, flowCount = packedFlows?.count ?? flows.count
+        if Int(ids.from) > hintCount || Int(ids.to) > hintCount {
+            return .failure(SpillError(message: "hint \(Swift.max(ids.from, ids.to)) of \(hintCount)"))
+        }
+        guard Int(ids.flow) <= flowCount else { return .failure(SpillError(message: "flow \(ids.flow) of \(flowCount)")) }
+        guard make else { return .success((nil, nil, nil)) }
+        return .success((hintLocked(ids.from), hintLocked(ids.to), flowLocked(ids.flow)))
+    }
+
     /// 0 for no box, else 1 + the box's index in `table` (added when new).
     private static func boxID<V>(_ box: Shared<V>?, _ table: inout [Shared<V>], _ ids: inout [Shared<V>: UInt32]) -> UInt64 {
         guard let box else { return 0 }
@@ -359,6 +450,9 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         return e.attrs
     }
 
+    /// Entries of the tables only writing needs (tests: none once the file is written).
+    var writeTableCount: Int { labelIDs.count + hintIDs.count + flowIDs.count }
+
     /// Lets go of what only writing needs (the tables from boxes to indexes, the buffer), once the
     /// file is written and only read from.
     public func dropWriteTables() {
@@ -390,6 +484,8 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         /// first): the place to read it from again. (A sorted write's record holds its time and `seq` as
         /// differences from the record before it in the same write, and ends with the `seq`.)
         public private(set) var recordOffset = -1
+        /// The indexes of the hints and flow of the event `next()` returned last (`hint(_:)`, `flow(_:)`).
+        public private(set) var recordBoxIDs = BoxIDs.none
 
         init(_ list: SpilledEvents) {
             if !list.finished {
@@ -442,10 +538,13 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
                 guard !cursors.isEmpty else { return nil }
                 cursors[0].advance()
                 recordOffset = cursors[0].headOffset
-                return cursors[0].head?.event
+                guard let head = cursors[0].head else { return nil }
+                recordBoxIDs = head.ids
+                return head.event
             }
             guard let top = heap.first, let head = cursors[top].head else { return nil }
             recordOffset = cursors[top].headOffset
+            recordBoxIDs = head.ids
             cursors[top].advance()
             if cursors[top].failed {
                 // A damaged write ends the reading (the events given before it stand, `readError` says why).
@@ -484,7 +583,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         private var previousSeq = 0
         private var done = false
         /// The event read last and its `seq` (nil: none left).
-        private(set) var head: (event: PeerEvent, seq: Int)?
+        private(set) var head: (event: PeerEvent, seq: Int, ids: BoxIDs)?
         /// Reading stopped on an error (`list.readError`).
         private(set) var failed = false
         /// Reading single records again (`seek`): failures go to `recordReadError`.
@@ -513,13 +612,13 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             while true {
                 var q = p
                 switch decode(&q) {
-                case .event(let e, let seq):
+                case .event(let e, let seq, let ids):
                     headOffset = chunkBase + p
                     p = q
                     left -= 1
                     previousT = e.t
                     previousSeq = seq
-                    head = (e, seq)
+                    head = (e, seq, ids)
                     return
                 case .damaged(let why):
                     return fail("the temporary file \(list.path) is damaged: \(why)")
@@ -648,7 +747,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         }
 
         enum Step {
-            case event(PeerEvent, seq: Int)
+            case event(PeerEvent, seq: Int, ids: BoxIDs)
             case needMore
             case damaged(String)
         }
@@ -685,14 +784,13 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
                 case .some(.some(let v)): return v
                 }
             }
-            func box<V>(_ table: [Shared<V>], _ what: String) -> Shared<V>? {
+            func boxID(_ what: String) -> UInt32 {
                 let id = next()
-                guard id != 0 else { return nil }
-                guard id <= UInt64(table.count) else {
-                    if bad == nil, !short { bad = "\(what) \(id) of \(table.count)" }
-                    return nil
+                guard id <= UInt64(UInt32.max) else {
+                    if bad == nil, !short { bad = "\(what) \(id) out of range" }
+                    return 0
                 }
-                return table[Int(id - 1)]
+                return UInt32(truncatingIfNeeded: id)
             }
             func evidence() -> Evidence {
                 let meta = next()
@@ -703,9 +801,10 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             let labelID = next()
             let dt = SpilledEvents.unzigzag(next())
             let span = SpilledEvents.unzigzag(next())
-            let from = box(list.hints, "hint")
-            let to = box(list.hints, "hint")
-            let flow = box(list.flows, "flow")
+            var ids = BoxIDs.none
+            ids.from = boxID("hint")
+            ids.to = boxID("hint")
+            ids.flow = boxID("flow")
             let count = Int(Int64(bitPattern: next()))
             var hasLast: UInt8 = 0
             if bad == nil, !short {
@@ -739,6 +838,12 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
                     seq = value
                 }
             }
+            // The boxes (a single record read again for its attributes makes none: only checked).
+            let from: Shared<PeerHint>?, to: Shared<PeerHint>?, flow: Shared<FlowKey>?
+            switch list.boxes(ids, make: !random) {
+            case .success(let b): (from, to, flow) = b
+            case .failure(let why): return .damaged(why.message)
+            }
             var attrs = EventAttrs()
             if n > 0 { attrs.bytes = Array(chunk[q ..< end]) }
             q = afterSeq
@@ -746,7 +851,7 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
             let t = previousT &+ dt
             return .event(PeerEvent(kind: label.kind, t: t, lastT: t &+ span, fromBox: from, toBox: to, flowBox: flow,
                                     source: label.source, attrs: attrs, count: count,
-                                    evidencePair: EvidencePair(first, last)), seq: seq)
+                                    evidencePair: EvidencePair(first, last)), seq: seq, ids: ids)
         }
     }
 }

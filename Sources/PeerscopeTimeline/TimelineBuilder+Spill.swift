@@ -51,14 +51,14 @@ extension TimelineBuilder {
         var sharing = EventAttrsSharing(slotCount: inFile ? 1 : 1 << 16)
         // Entries' details hold no event's whole buffer (the store does not hold them either).
         if inFile { detailSharing = EventAttrsSharing() }
-        // The events of `events`, with where each one's record is.
+        // The events of `events`, with where each one's record is and its boxes' indexes there.
         var reader = spill.makeIterator()
         while var e = reader.next() {
             if e.kind.isIn("identity") { continue }
             PeerResolver.normalizeHints(&e)
             let k = kept.count
             if inFile {
-                store.events.append(e, record: reader.recordOffset)
+                store.events.append(e, record: reader.recordOffset, boxIDs: reader.recordBoxIDs)
             } else {
                 sharing.share(&e.attrs)
                 store.events.append(e)

@@ -255,3 +255,149 @@ final class SpilledEventsTests: XCTestCase {
     }
 
 }
+
+/// Issue 13 (recpack): the reader names each event's hints and flow by their indexes in the file's
+/// tables (`Iterator.recordBoxIDs`, a store keeps them instead of the boxes), in plain and merged
+/// reading, and the tables from boxes to indexes go once the file is written.
+final class SpilledEventsBoxIDTests: XCTestCase {
+    static func check(_ s: SpilledEvents, _ name: String) -> Int {
+        var it = s.makeIterator()
+        var n = 0
+        while let e = it.next() {
+            let ids = it.recordBoxIDs
+            XCTAssertTrue(s.hint(ids.from) === e.fromBox, "\(name) #\(n): from")
+            XCTAssertTrue(s.hint(ids.to) === e.toBox, "\(name) #\(n): to")
+            XCTAssertTrue(s.flow(ids.flow) === e.flowBox, "\(name) #\(n): flow")
+            XCTAssertEqual(ids.from == 0, e.fromBox == nil, "\(name) #\(n)")
+            XCTAssertEqual(ids.flow == 0, e.flowBox == nil, "\(name) #\(n)")
+            n += 1
+        }
+        XCTAssertNil(s.readError)
+        return n
+    }
+
+    func testTheReaderGivesEachRecordsBoxIndexesAndTheWriteTablesGoWhenWritten() throws {
+        let events = try SpilledEventsTests.events()
+        for buffer in [3, 4096] {
+            let s = try SpilledEvents(directory: NSTemporaryDirectory(), writeBufferSize: buffer)
+            s.readBufferSize = buffer
+            for e in events { try s.append(e) }
+            XCTAssertGreaterThan(s.writeTableCount, 0)
+            try s.finishWriting()
+            XCTAssertEqual(s.writeTableCount, 0, "the write tables go with the writing")
+            XCTAssertEqual(Self.check(s, "plain \(buffer)"), events.count)
+            // Merged reading (sorted writes of 7 events each).
+            let m = try SpilledEvents(directory: NSTemporaryDirectory(), writeBufferSize: buffer)
+            m.readBufferSize = buffer
+            for start in stride(from: 0, to: events.count, by: 7) {
+                m.beginSortedWrite()
+                for k in (start ..< min(events.count, start + 7)).sorted(by: { (events[$0].t, $0) < (events[$1].t, $1) }) {
+                    try m.append(events[k], seq: k)
+                }
+                m.endSortedWrite()
+            }
+            try m.finishWriting()
+            XCTAssertEqual(Self.check(m, "merged \(buffer)"), events.count)
+            // Indexes out of range, and any once the list is closed, name no box (never a crash).
+            XCTAssertNil(s.hint(0))
+            XCTAssertNil(s.hint(UInt32.max))
+            XCTAssertNil(s.flow(1 << 31))
+            XCTAssertNotNil(s.hint(1))
+            s.close()
+            XCTAssertNil(s.hint(1))
+            XCTAssertNil(s.flow(1))
+        }
+    }
+}
+
+/// Issue 13 (recpack): a written spill keeps its hints and flows as bytes (`PackedBoxTable`) and makes a
+/// box when one is read: every field of every value comes back, through a cache far smaller than the
+/// table (boxes made again are equal by value), and an index out of range names none.
+final class PackedBoxTableTests: XCTestCase {
+    static func hints() throws -> [PeerHint] {
+        let v4 = try XCTUnwrap(IPAddress("10.1.2.3")), v6 = try XCTUnwrap(IPAddress("fe80::1:2"))
+        let scoped = IPAddress.v6(hi: 0xFE80 << 48, lo: 77, scope: "en0"), emptyScope = IPAddress.v6(hi: 1, lo: UInt64.max, scope: "")
+        var out: [PeerHint] = []
+        for i in 0 ..< 3 * PackedBoxTable<PeerHint>.cacheSize {
+            let a = [v4, v6, scoped, emptyScope, .v4(UInt32(truncatingIfNeeded: i))][i % 5]
+            var h = PeerHint()
+            // Each field present or not on its own (the packed form must not derive one from another).
+            if i % 2 == 0 { h.peerID = UInt64(i) &* 0x9E37_79B9_7F4A_7C15 }
+            if i % 3 == 0 { h.participantID = UInt32(truncatingIfNeeded: i * 7919) }
+            if i % 4 != 3 { h.displayName = i % 8 == 0 ? "" : "Ann’s iPhone \(i) é🙂" }
+            if i % 5 < 3 { h.endpoint = Endpoint(a, UInt16(truncatingIfNeeded: i * 13)) }
+            if i % 7 < 4 { h.address = i % 2 == 0 ? a : v6 }
+            out.append(h)
+        }
+        return out
+    }
+
+    func testEveryFieldComesBackThroughASmallCache() throws {
+        let hints = try Self.hints()
+        var table = try XCTUnwrap(PackedBoxTable(hints.map { Shared($0) }))
+        XCTAssertEqual(table.count, hints.count)
+        // Forward, backward and again: the cache keeps a few; every box made is equal to the value.
+        let order = Array(hints.indices) + hints.indices.reversed() + Array(hints.indices)
+        for k in order {
+            let b = try XCTUnwrap(table.box(UInt32(k + 1)))
+            XCTAssertEqual(b.value, hints[k], "hint \(k)")
+            XCTAssertEqual(b.value.participantID, hints[k].participantID, "hint \(k)")
+            XCTAssertEqual(b.value.address, hints[k].address, "hint \(k)")
+            XCTAssertEqual(b, Shared(hints[k]))
+        }
+        // Read twice in a row: the same box (the cache), equal ones compare equal and hash alike.
+        XCTAssertTrue(table.box(5) === table.box(5))
+        XCTAssertEqual(table.box(5)?.hashValue, Shared(hints[4]).hashValue)
+        XCTAssertNil(table.box(0))
+        XCTAssertNil(table.box(UInt32(hints.count + 1)))
+        XCTAssertNil(table.box(UInt32.max))
+
+        var flows: [FlowKey] = []
+        for (i, h) in hints.enumerated() {
+            guard let src = h.endpoint else { continue }
+            flows.append(FlowKey(i % 2 == 0 ? .udp : .tcp, src, Endpoint(h.address ?? src.address, UInt16(i % 65_536))))
+        }
+        var ft = try XCTUnwrap(PackedBoxTable(flows.map { Shared($0) }))
+        for k in flows.indices.reversed() + flows.indices {
+            XCTAssertEqual(ft.box(UInt32(k + 1))?.value, flows[k], "flow \(k)")
+        }
+    }
+
+    /// A spill with more distinct hints and flows than the cache holds reads back every event equal,
+    /// its box indexes naming equal boxes, through plain and merged reading.
+    func testASpillWithManyHintsReadsBackEqualEvents() throws {
+        let hints = try Self.hints()
+        var events: [PeerEvent] = []
+        for (i, h) in hints.enumerated() {
+            let flow = h.endpoint.map { FlowKey(.udp, $0, Endpoint(IPAddress.v4(1), 5353)) }
+            events.append(PeerEvent(kind: .browse, t: Nanos(i), evidence: .frame(input: 0, frame: UInt64(i)), from: h,
+                                    to: hints[(i * 31) % hints.count], flow: flow, source: "mdns", attrs: ["n": "\(i)"]))
+        }
+        let s = try SpilledEventsTests.written(events, buffer: 4096)
+        for _ in 0 ..< 2 {
+            let back = Array(s)
+            XCTAssertNil(s.readError)
+            XCTAssertEqual(back.count, events.count)
+            for (a, b) in zip(back, events) where a != b || a.from.participantID != b.from.participantID || a.to.address != b.to.address {
+                XCTFail("\(a) != \(b)")
+                break
+            }
+        }
+        var it = s.makeIterator()
+        while let e = it.next() {
+            let ids = it.recordBoxIDs
+            guard s.hint(ids.from) == e.fromBox, s.hint(ids.to) == e.toBox, s.flow(ids.flow) == e.flowBox else {
+                XCTFail("indexes \(ids) do not name the boxes of \(e)")
+                break
+            }
+        }
+        // A record read again for its attributes (no boxes made for it).
+        var offsets: [Int] = []
+        s.forEachWithOffset { _, at in offsets.append(at) }
+        for i in [0, 7_000, events.count - 1] {
+            let e = events[i]
+            XCTAssertEqual(s.attrs(atRecord: offsets[i], kind: e.kind, source: e.source, evidence: e.evidence), e.attrs)
+        }
+        XCTAssertNil(s.recordReadError)
+    }
+}

@@ -19,7 +19,12 @@ final class PackedEventsTests: XCTestCase {
             let p = packed[i]
             var bad: [String] = []
             if p != e { bad.append("event") }
-            if p.fromAndFlowBoxes.from !== e.fromAndFlowBoxes.from || p.fromAndFlowBoxes.flow !== e.fromAndFlowBoxes.flow { bad.append("boxes") }
+            // The boxes put in (a list in a file: boxes of equal values, made again when read; see `PackedBoxTable`).
+            if packed.attributesFile == nil,
+               p.fromAndFlowBoxes.from !== e.fromAndFlowBoxes.from || p.fromAndFlowBoxes.flow !== e.fromAndFlowBoxes.flow { bad.append("boxes") }
+            if p.fromAndFlowBoxes.from != e.fromAndFlowBoxes.from || p.fromAndFlowBoxes.flow != e.fromAndFlowBoxes.flow || p.to != e.to {
+                bad.append("box values")
+            }
             if packed.t(i) != e.t { bad.append("t") }
             if packed.lastT(i) != e.lastT { bad.append("lastT") }
             if packed.kind(i) != e.kind { bad.append("kind") }
@@ -97,13 +102,120 @@ final class PackedEventsTests: XCTestCase {
         // The events as read back (the file's own boxes), each added with its record.
         var plain: [PeerEvent] = []
         var packed = PackedEvents(attributesIn: spill)
-        XCTAssertTrue(spill.forEachWithOffset { e, at in
+        var reader = spill.makeIterator()
+        while let e = reader.next() {
             plain.append(e)
-            packed.append(e, record: at)
-        })
+            packed.append(e, record: reader.recordOffset, boxIDs: reader.recordBoxIDs)
+        }
+        XCTAssertNil(spill.readError)
         XCTAssertTrue(packed.attributesFile === spill)
+        // The records name the file's boxes by index: none is held in the list's own tables.
+        XCTAssertEqual(packed.ownBoxCount, 0)
+        XCTAssertLessThanOrEqual(PackedEvents.fileRecordSize, 64, "a file record holds no attributes slot and no references")
         Self.checkEdits(plain, packed)
         XCTAssertNil(spill.recordReadError)
+    }
+
+    /// A list in a file keeps every field right where the narrow forms do not do: boxes the file does
+    /// not hold (a hint normalised after reading) or indexes that do not name the event's boxes (held in
+    /// the list's own table), records past 4 GiB into the file, an event without a record, and more
+    /// than 65,535 labels; through moves, cuts and overwrites.
+    func testAFileListKeepsFieldsTheNarrowFormsCannotHold() throws {
+        let spill = try SpilledEvents(directory: NSTemporaryDirectory(), writeBufferSize: 4096)
+        let script = Self.script(600)
+        for e in script { try spill.append(e) }
+        try spill.finishWriting()
+        var read: [(PeerEvent, Int, SpilledEvents.BoxIDs)] = []
+        var reader = spill.makeIterator()
+        while let e = reader.next() { read.append((e, reader.recordOffset, reader.recordBoxIDs)) }
+        XCTAssertEqual(read.count, script.count)
+        var plain: [PeerEvent] = []
+        var offsets: [Int] = []
+        var packed = PackedEvents(attributesIn: spill)
+        let far = [Int(UInt32.max) - 1, Int(UInt32.max), Int(UInt32.max) + 1, 5_000_000_000, Int.max]
+        for (i, (e0, at, ids)) in read.enumerated() {
+            var e = e0
+            var given = ids
+            var offset = at
+            switch i % 10 {
+            case 1: e.from = PeerHint(peerID: UInt64(900 + i % 3), displayName: "normalised \(i % 3)")  // not in the file
+            case 2: given = SpilledEvents.BoxIDs(from: ids.to, to: ids.from, flow: ids.flow)  // mixed up
+            case 3: given = SpilledEvents.BoxIDs(from: ids.flow, to: 1 << 31 | 7, flow: UInt32.max)  // junk
+            case 4: offset = far[i / 10 % far.count]
+            default: break
+            }
+            plain.append(e)
+            if i % 10 == 5 {
+                packed.append(e)  // no record: attributes held
+                offsets.append(-1)
+            } else {
+                packed.append(e, record: offset, boxIDs: given)
+                offsets.append(offset)
+            }
+        }
+        // Only the fallbacks went to the list's own table (a few normalised hints, and boxes of mixed-up indexes).
+        XCTAssertGreaterThan(packed.ownBoxCount, 0)
+        XCTAssertLessThan(packed.ownBoxCount, 300, "600 events name 1,600 boxes")
+        func checkOffsets(_ what: String) {
+            XCTAssertEqual(packed.indices.map { packed.recordOffset($0) }, offsets, what)
+        }
+        checkOffsets("appended")
+        // Fields other than attributes (the far records cannot be read back: their attributes are none).
+        func sameButAttrs(_ what: String) {
+            for i in plain.indices {
+                var p = packed[i]
+                p.attrs = plain[i].attrs
+                guard p == plain[i], p.count == plain[i].count, p.lastEvidence == plain[i].lastEvidence,
+                      packed.from(i) == plain[i].from, packed.to(i) == plain[i].to, packed.flow(i) == plain[i].flow,
+                      packed.samePeersAndFlow(i, plain[i]) else {
+                    XCTFail("\(what) #\(i): \(packed[i]) != \(plain[i])")
+                    return
+                }
+                if offsets[i] < Int(UInt32.max) - 1 || offsets[i] == -1 {
+                    XCTAssertEqual(packed.attrs(i), plain[i].attrs, "\(what) #\(i)")
+                }
+            }
+        }
+        sameButAttrs("appended")
+        XCTAssertNotNil(spill.recordReadError, "a record past the file's end is not read")
+        // Moves (wide places and labels go with their event), a cut and an overwrite.
+        var k = 0
+        for i in plain.indices where i % 4 != 1 {
+            plain[k] = plain[i]
+            offsets[k] = offsets[i]
+            packed.move(from: i, to: k)
+            k += 1
+        }
+        plain.removeSubrange(k...)
+        offsets.removeSubrange(k...)
+        packed.keepFirst(k)
+        // An overwrite keeps the slot's record place (its attributes are held).
+        plain[0] = plain[2]
+        packed[0] = packed[2]
+        packed.removeLast()
+        plain.removeLast()
+        offsets.removeLast()
+        checkOffsets("edited")
+        sameButAttrs("edited")
+
+        // More labels than 16 bits hold (kinds and plugins as one label), moved across the mark.
+        var many = PackedEvents(attributesIn: spill)
+        var labelsPlain: [PeerEvent] = []
+        for i in 0 ..< 70_000 {
+            let e = PeerEvent(kind: .browse, t: Nanos(i), evidence: .frame(input: 0, frame: UInt64(i)), source: "p\(i)")
+            labelsPlain.append(e)
+            many.append(e, record: -1)
+        }
+        for (i, k) in [(69_999, 3), (65_534, 65_535), (65_535, 65_536), (4, 69_000)] {
+            labelsPlain[k] = labelsPlain[i]
+            many.move(from: i, to: k)
+        }
+        XCTAssertTrue(labelsPlain.indices.allSatisfy { many.source($0) == labelsPlain[$0].source && many[$0] == labelsPlain[$0] })
+        many.keepFirst(65_536)
+        XCTAssertEqual(many.source(65_535), labelsPlain[65_535].source)
+        many.append(labelsPlain[69_999], record: 12)
+        XCTAssertEqual(many.source(65_536), "p69999")
+        XCTAssertEqual(many.recordOffset(65_536), 12)
     }
 
     static func checkEdits(_ plain: [PeerEvent], _ packed: PackedEvents) {
