@@ -35,12 +35,18 @@
 public struct HistoryBuilder: Sendable, Hashable {
     public private(set) var text: String = ""
     /// How many of each traffic letter (either case: `slot`, 14 counters) since the last control
-    /// letter; nil until the first traffic letter after a control letter (then all of them are zero).
-    /// Allocated only when needed: a long capture has a history per peer and per instance, and most
-    /// peers of an mDNS-heavy capture never have a traffic letter (128 B inline each before, 2.9 MB
-    /// over 25,695 peers). Reset to nil, so nil means exactly "all zero" (the synthesized equality holds).
+    /// letter. The first two distinct letters are counted inline (`pair0`, `pair1`: the slot plus one
+    /// in the top 5 bits, the count below, 0 when unused): a session's traffic is mostly one letter each
+    /// way (`Bb`, `Kk`). From a third distinct letter (or a count beyond a pair's 59 bits) all 14 are in
+    /// `counts`, and the pairs are 0. A control letter empties both, so the state is canonical: a
+    /// history with no traffic letter since its last control letter holds no counter block (a long
+    /// capture has a history per peer and per instance; a freed block per instance with traffic left
+    /// resident pieces after the timeline stage).
+    private var pair0: UInt64 = 0
+    private var pair1: UInt64 = 0
     private var counts: [Int]?
-    private var last: Character?
+    static let pairCountBits: UInt64 = 59
+    static let pairCountMask: UInt64 = (1 << 59) - 1
 
     public init() {}
 
@@ -61,8 +67,74 @@ public struct HistoryBuilder: Sendable, Hashable {
         trafficLetters.contains(cased(c, upper: true))
     }
 
-    /// Whether the traffic counters are allocated (a traffic letter since the last control letter).
-    var hasTrafficCounts: Bool { counts != nil }
+    /// Whether a traffic letter came since the last control letter (some counter is not zero).
+    var hasTrafficCounts: Bool { pair0 != 0 || counts != nil }
+    /// Whether the counters are in a block of their own (a third distinct traffic letter since the last
+    /// control letter), not inline.
+    var hasCounterBlock: Bool { counts != nil }
+
+    /// The counter of `slot`.
+    func count(_ slot: Int) -> Int {
+        if let counts { return counts[slot] }
+        let tag = UInt64(slot + 1)
+        if pair0 >> HistoryBuilder.pairCountBits == tag { return Int(pair0 & HistoryBuilder.pairCountMask) }
+        if pair1 >> HistoryBuilder.pairCountBits == tag { return Int(pair1 & HistoryBuilder.pairCountMask) }
+        return 0
+    }
+
+    /// Sets the counter of `slot` to `n` (n >= 1): inline when it is one of the first two letters and
+    /// fits, else every counter moves into `counts`.
+    private mutating func setCount(_ slot: Int, _ n: Int) {
+        if counts != nil {
+            counts?[slot] = n
+            return
+        }
+        let tag = UInt64(slot + 1)
+        if n >= 0, UInt64(n) <= HistoryBuilder.pairCountMask {
+            let word = tag << HistoryBuilder.pairCountBits | UInt64(n)
+            if pair0 == 0 || pair0 >> HistoryBuilder.pairCountBits == tag {
+                pair0 = word
+                return
+            }
+            if pair1 == 0 || pair1 >> HistoryBuilder.pairCountBits == tag {
+                pair1 = word
+                return
+            }
+        }
+        var all = Array(repeating: 0, count: HistoryBuilder.slotCount)
+        if pair0 != 0 { all[Int(pair0 >> HistoryBuilder.pairCountBits) - 1] = Int(pair0 & HistoryBuilder.pairCountMask) }
+        if pair1 != 0 { all[Int(pair1 >> HistoryBuilder.pairCountBits) - 1] = Int(pair1 & HistoryBuilder.pairCountMask) }
+        all[slot] = n
+        pair0 = 0
+        pair1 = 0
+        counts = all
+    }
+
+    /// Whether `c` is the last character written: for a one-byte ASCII character (every letter of the
+    /// catalogue) the last byte of `text` (no other character ends in an ASCII byte, but `"\r\n"`, which
+    /// no one adds), else its last character. No copy of the last letter is kept: 16 bytes in every
+    /// history (the builder is 40 bytes, as it was with one counter block).
+    private func isLast(_ c: Character) -> Bool {
+        if let v = HistoryBuilder.byte(c) { return text.utf8.last == v }
+        return text.last == c
+    }
+
+    private mutating func write(_ c: Character) { text.append(c) }
+
+    /// The byte of a one-byte ASCII character (not `"\r\n"`, whose `asciiValue` is that of `"\n"`).
+    static func byte(_ c: Character) -> UInt8? {
+        guard let v = c.asciiValue, c.utf8.count == 1 else { return nil }
+        return v
+    }
+
+    public static func == (a: HistoryBuilder, b: HistoryBuilder) -> Bool {
+        a.text == b.text && (0 ..< slotCount).allSatisfy { a.count($0) == b.count($0) }
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(text)
+        for i in 0 ..< HistoryBuilder.slotCount { h.combine(count(i)) }
+    }
 
     /// How many counters `slot` numbers.
     static let slotCount = 14
@@ -99,28 +171,23 @@ public struct HistoryBuilder: Sendable, Hashable {
     public mutating func add(_ letter: Character, sent: Bool, times: Int = 1) {
         let c = HistoryBuilder.cased(letter, upper: sent)
         if let slot = HistoryBuilder.slot(c) {
-            let before = counts?[slot] ?? 0
+            let before = count(slot)
             let (n, overflow) = before.addingReportingOverflow(max(1, times))
             let after = overflow ? Int.max : n
-            if counts == nil { counts = Array(repeating: 0, count: HistoryBuilder.slotCount) }
-            counts?[slot] = after
+            setCount(slot, after)
             // One letter per power of ten reached in (before, after].
             var p = 1
             while p <= after {
-                if p > before {
-                    text.append(c)
-                    last = c
-                }
+                if p > before { write(c) }
                 let (next, o) = p.multipliedReportingOverflow(by: 10)
                 if o { break }
                 p = next
             }
         } else {
+            pair0 = 0
+            pair1 = 0
             counts = nil
-            if last != c {
-                text.append(c)
-                last = c
-            }
+            if !isLast(c) { write(c) }
         }
     }
 

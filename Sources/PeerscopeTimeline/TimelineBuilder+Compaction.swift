@@ -11,47 +11,51 @@ import PeerscopeCore
 // old ones let go: their pages then hold nothing and go back to the system (`malloc_trim`). Only
 // where a piece sits changes: every value, and which entries share a box, stay the same.
 extension TimelineBuilder {
-    /// The new box of each box the entries and resolved events keep (old box's identity -> old, new).
-    /// The old box is held beside its key until the relocation is dropped, so no identity is reused.
+    /// The new box of each box the resolved events and milestones keep, and of each peer and instance
+    /// box (old box's identity -> old, new). The old box is held beside its key until the relocation is
+    /// dropped, so no identity is reused. A peer's link boxes are its own (one per counterpart and
+    /// session of its timeline): they are made again with its entries (`links(of:)`), one peer at a
+    /// time, not all at once beside the old ones (4 MB more at the 1 GB mDNS file's peak, issue 13).
     struct Relocation {
-        var links: [ObjectIdentifier: (old: Shared<TimelineEntry.Link>, new: Shared<TimelineEntry.Link>)] = [:]
         var sides: [ObjectIdentifier: (old: Shared<ResolvedEvent.Sides>, new: Shared<ResolvedEvent.Sides>)] = [:]
         var peers: [ObjectIdentifier: (old: Shared<PeerRef>, new: Shared<PeerRef>)] = [:]
+        var sessions: [ObjectIdentifier: (old: Shared<SessionKey>, new: Shared<SessionKey>)] = [:]
 
         /// The new box of `b` (`b` itself when it was made outside the builder's tables).
-        func link(_ b: Shared<TimelineEntry.Link>) -> Shared<TimelineEntry.Link> { links[ObjectIdentifier(b)]?.new ?? b }
         func sides(_ b: Shared<ResolvedEvent.Sides>) -> Shared<ResolvedEvent.Sides> { sides[ObjectIdentifier(b)]?.new ?? b }
         func peer(_ b: Shared<PeerRef>?) -> Shared<PeerRef>? { b.map { peers[ObjectIdentifier($0)]?.new ?? $0 } }
-    }
+        func session(_ b: Shared<SessionKey>?) -> Shared<SessionKey>? { b.map { sessions[ObjectIdentifier($0)]?.new ?? $0 } }
 
-    /// New boxes for the builder's peers (kept in the relocation for the milestones), instances, links
-    /// (`PeerWork.links`) and sides (`sidesBoxes`), made one after another; the tables that held the old
-    /// ones are emptied.
-    func relocateBoxes() -> Relocation {
-        var peerBoxes: [ObjectIdentifier: (old: Shared<PeerRef>, new: Shared<PeerRef>)] = [:]
-        peerBoxes.reserveCapacity(peers.count)
-        var sessionBoxes: [ObjectIdentifier: (old: Shared<SessionKey>, new: Shared<SessionKey>)] = [:]
-        sessionBoxes.reserveCapacity(sessions.count)
-        var r = Relocation()
-        r.links.reserveCapacity(peers.values.reduce(0) { $0 + $1.links.count })
-        r.sides.reserveCapacity(sidesBoxes.count)
-        for w in peers.values { peerBoxes[ObjectIdentifier(w.box)] = (w.box, Shared(w.box.value)) }
-        for w in sessions { sessionBoxes[ObjectIdentifier(w.keyBox)] = (w.keyBox, Shared(w.keyBox.value)) }
-        func peer(_ b: Shared<PeerRef>?) -> Shared<PeerRef>? { b.map { peerBoxes[ObjectIdentifier($0)]?.new ?? $0 } }
-        func session(_ b: Shared<SessionKey>?) -> Shared<SessionKey>? { b.map { sessionBoxes[ObjectIdentifier($0)]?.new ?? $0 } }
-        for w in peers.values {
+        /// New boxes for the links of `w` (`PeerWork.links`), by the old box's identity, naming the new
+        /// peer and instance boxes; `w`'s table is emptied.
+        func links(of w: PeerWork) -> [ObjectIdentifier: Shared<TimelineEntry.Link>] {
+            var out: [ObjectIdentifier: Shared<TimelineEntry.Link>] = [:]
+            out.reserveCapacity(w.links.count)
             for box in w.links.values {
-                let link = TimelineEntry.Link(counterpart: peer(box.value.counterpart), session: session(box.value.session))
-                r.links[ObjectIdentifier(box)] = (box, Shared(link))
+                out[ObjectIdentifier(box)] = Shared(TimelineEntry.Link(counterpart: peer(box.value.counterpart),
+                                                                       session: session(box.value.session)))
             }
             w.links = [:]
+            return out
         }
+    }
+
+    /// New boxes for the builder's peers and instances (kept in the relocation for the links, the
+    /// milestones and the sides) and sides (`sidesBoxes`), made one after another; the sides table is
+    /// emptied. The links are made again peer by peer (`Relocation.links(of:)`).
+    func relocateBoxes() -> Relocation {
+        var r = Relocation()
+        r.peers.reserveCapacity(peers.count)
+        r.sessions.reserveCapacity(sessions.count)
+        r.sides.reserveCapacity(sidesBoxes.count)
+        for w in peers.values { r.peers[ObjectIdentifier(w.box)] = (w.box, Shared(w.box.value)) }
+        for w in sessions { r.sessions[ObjectIdentifier(w.keyBox)] = (w.keyBox, Shared(w.keyBox.value)) }
         for box in sidesBoxes.values {
-            let sides = ResolvedEvent.Sides(from: peer(box.value.from), to: peer(box.value.to), session: session(box.value.session))
+            let sides = ResolvedEvent.Sides(from: r.peer(box.value.from), to: r.peer(box.value.to), session: r.session(box.value.session),
+                                            store: box.value.store)
             r.sides[ObjectIdentifier(box)] = (box, Shared(sides))
         }
         sidesBoxes = [:]
-        r.peers = peerBoxes
         return r
     }
 }

@@ -44,7 +44,8 @@ extension TimelineBuilder {
                 for k in ended { w.runs.removeValue(forKey: k) }
             }
             var entry = TimelineEntry(t: e.t, state: state, origin: origin(e), sent: sent,
-                                      link: w.link(counterpart, session), evidence: e.evidence,
+                                      link: counterpart == nil && session == nil ? unlinked : w.link(counterpart, session),
+                                      evidence: e.evidence,
                                       detail: detail(e), letter: letter)
             if e.count > 1 {
                 entry.count = e.count

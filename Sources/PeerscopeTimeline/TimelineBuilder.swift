@@ -22,22 +22,37 @@ typealias StoreEvents = PackedEvents
 /// An event with its sides resolved to peers and its session instance, and what that instance had
 /// reached just before the event (detectors judge events against it).
 ///
-/// Stored compactly (24 bytes; a long capture keeps millions): the sides and session are one box
-/// (`Sides`, one per distinct triple in a build), the three flags one byte.
+/// Stored compactly (16 bytes; a long capture keeps millions): the sides and session are one box
+/// (`Sides`, one per distinct triple in a build), which also holds the store the event is read from
+/// (one per build: a pointer in every event was 8 of its 24 bytes, issue 13), the three flags one byte.
 public struct ResolvedEvent: Sendable {
-    /// The builder's boxes of the two peers and the instance, shared by the events naming all three.
+    /// The builder's boxes of the two peers and the instance, shared by the events naming all three,
+    /// and the store of the events (the build's one store: boxes are compared with it by identity).
     struct Sides: Hashable, Sendable {
         var from: Shared<PeerRef>?
         var to: Shared<PeerRef>?
         var session: Shared<SessionKey>?
+        let store: EventStore
+
+        static func == (a: Sides, b: Sides) -> Bool {
+            a.from == b.from && a.to == b.to && a.session == b.session && a.store === b.store
+        }
+
+        func hash(into h: inout Hasher) {
+            h.combine(from)
+            h.combine(to)
+            h.combine(session)
+            h.combine(ObjectIdentifier(store))
+        }
     }
 
-    let store: EventStore
+    var sides: Shared<Sides>
     let index: Int32
     /// The state the timeline gave the event (after upgrades such as `gck-connected`).
     public let state: TimelineState
     let flags: UInt8
-    var sides: Shared<Sides>
+    /// The store the event is read from.
+    var store: EventStore { sides.value.store }
     public var establishedBefore: Bool { flags & 1 != 0 }
     public var secureBefore: Bool { flags & 2 != 0 }
     public var dtlsStartedBefore: Bool { flags & 4 != 0 }
@@ -45,9 +60,9 @@ public struct ResolvedEvent: Sendable {
     var toBox: Shared<PeerRef>? { sides.value.to }
     var sessionBox: Shared<SessionKey>? { sides.value.session }
 
-    init(store: EventStore, index: Int, sides: Shared<Sides>, state: TimelineState, establishedBefore: Bool,
+    /// An event of `sides.value.store`.
+    init(index: Int, sides: Shared<Sides>, state: TimelineState, establishedBefore: Bool,
          secureBefore: Bool, dtlsStartedBefore: Bool) {
-        self.store = store
         self.index = Int32(truncatingIfNeeded: index)
         self.sides = sides
         self.state = state
@@ -104,10 +119,15 @@ public struct Timelines: Sendable {
     var index: [PeerRef: Int]
     var sessionIndex: [SessionKey: Int]
 
-    init(peers: [PeerTimeline], sessions: [SessionInstance], events: [ResolvedEvent], start: Nanos?, end: Nanos,
+    /// `peers` and `sessions` are sorted in place (see `sortInPlace`).
+    init(peers: consuming [PeerTimeline], sessions: consuming [SessionInstance], events: [ResolvedEvent], start: Nanos?, end: Nanos,
          resolver: PeerResolver, identities: PeerIdentities) {
-        self.peers = peers.sorted { ($0.peer.label, $0.peer.ref) < ($1.peer.label, $1.peer.ref) }
-        self.sessions = sessions.sorted { ($0.start, $0.key) < ($1.start, $1.key) }
+        var peers = peers
+        sortInPlace(&peers) { ($0.peer.label, $0.peer.ref) < ($1.peer.label, $1.peer.ref) }
+        self.peers = peers
+        var sessions = sessions
+        sortInPlace(&sessions) { ($0.start, $0.key) < ($1.start, $1.key) }
+        self.sessions = sessions
         self.events = events
         self.start = start
         self.end = end
@@ -146,6 +166,32 @@ public struct Timelines: Sendable {
 
     /// The instances of one pair, in order.
     public func sessions(of pair: PeerPair) -> [SessionInstance] { sessions.filter { $0.pair == pair } }
+}
+
+/// `a` ordered by `less` (a strict total order on its elements, as the timelines' keys are) in its own
+/// buffer: the order is found on an index list and the elements moved into it along its cycles. A sorted
+/// copy of a large list of large elements (25,695 peer timelines of 200 bytes on the 1 GB mDNS file)
+/// and the sort's merge buffer were megabytes of fresh pages at the end of the timeline stage (issue 13).
+func sortInPlace<T>(_ a: inout [T], by less: (T, T) -> Bool) {
+    guard a.count > 1 else { return }
+    var order = Array(a.indices)
+    order.sort { less(a[$0], a[$1]) }
+    // Position i takes the element at order[i]; each cycle of the permutation is followed once.
+    var placed = [Bool](repeating: false, count: a.count)
+    for start in a.indices where !placed[start] {
+        let first = a[start]
+        var i = start
+        while true {
+            placed[i] = true
+            let j = order[i]
+            if j == start {
+                a[i] = first
+                break
+            }
+            a[i] = a[j]
+            i = j
+        }
+    }
 }
 
 /// `a` in a buffer of its own size when its capacity is well beyond it (an array grown by doubling).
@@ -243,20 +289,37 @@ public final class TimelineBuilder {
 
     // MARK: working state
 
+    /// The words first, the three one-byte fields together at the end (Swift lays fields out in the
+    /// order declared): 40 bytes, not 56 with a byte before the kind and between the boxes. A peer's
+    /// runs table holds one per open run (issue 13: 25,695 peers' tables on the 1 GB mDNS file).
     struct RunKey: Hashable {
-        var state: TimelineState
         var kind: EventKind
-        var sent: Bool
         var counterpart: Shared<PeerRef>?
         var session: Shared<SessionKey>?
+        var state: TimelineState
+        var sent: Bool
         /// Log lines and frames fold into separate runs, so a run's first and last evidence stay
         /// from one source and a merged timeline shows both.
         var fromLog: Bool
+
+        init(state: TimelineState, kind: EventKind, sent: Bool, counterpart: Shared<PeerRef>?, session: Shared<SessionKey>?,
+             fromLog: Bool) {
+            self.kind = kind
+            self.counterpart = counterpart
+            self.session = session
+            self.state = state
+            self.sent = sent
+            self.fromLog = fromLog
+        }
     }
 
     final class PeerWork {
         init(info: PeerInfo) {
             self.info = info
+            // The peer's addresses are gathered in `addresses` (`touch` adds a bare address's own) and
+            // given to the info at `finish`: no list of one for each peer known by address (22,000 on the
+            // 1 GB mDNS file, 1.8 MB at the stage's peak, issue 13).
+            self.info.addresses = []
             box = Shared(info.ref)
         }
         var info: PeerInfo
@@ -340,15 +403,22 @@ public final class TimelineBuilder {
         var session: ObjectIdentifier?
     }
 
-    /// The shared box of a resolved event's sides (the builder's own peer and instance boxes).
-    func sides(_ from: Shared<PeerRef>?, _ to: Shared<PeerRef>?, _ session: Shared<SessionKey>?) -> Shared<ResolvedEvent.Sides> {
+    /// The shared box of a resolved event's sides (the builder's own peer and instance boxes) and
+    /// `store` (the one store of the build: the table holds the boxes of one store).
+    func sides(_ from: Shared<PeerRef>?, _ to: Shared<PeerRef>?, _ session: Shared<SessionKey>?,
+               _ store: EventStore) -> Shared<ResolvedEvent.Sides> {
         let key = SidesKey(from: from.map(ObjectIdentifier.init), to: to.map(ObjectIdentifier.init),
                            session: session.map(ObjectIdentifier.init))
-        if let box = sidesBoxes[key] { return box }
-        let box = Shared(ResolvedEvent.Sides(from: from, to: to, session: session))
+        if let box = sidesBoxes[key], box.value.store === store { return box }
+        let box = Shared(ResolvedEvent.Sides(from: from, to: to, session: session, store: store))
         sidesBoxes[key] = box
         return box
     }
+
+    /// The link of every entry without counterpart and session, shared by all peers (discovery entries:
+    /// on a crowded network most peers have no other; a box and a one-element table per peer were 3.9 MB
+    /// at the 1 GB mDNS file's peak, issue 13). It names no builder box, so it is not relocated.
+    let unlinked = Shared(TimelineEntry.Link(counterpart: nil, session: nil))
 
     /// The entries' shared kind-and-plugin boxes (see `origin(_:)`).
     var origins: [TimelineEntry.Origin: Shared<TimelineEntry.Origin>] = [:]
@@ -501,13 +571,19 @@ public final class TimelineBuilder {
             instances.append(s)
         }
         instances.reverse()
-        relocation.peers = [:]
         if !relocation.sides.isEmpty {
             for i in resolved.indices { resolved[i].sides = relocation.sides(resolved[i].sides) }
             relocation.sides = [:]
         }
         if foldedMost { TimelineBuilder.shrink(store, &resolved) }
-        let peerTimelines = peers.values.map { w -> PeerTimeline in
+        // Each peer's working state goes as soon as its timeline is made (the table first): the copies
+        // then take its room instead of growing the heap past the end of resolving (the stage's peak on
+        // the 1 GB mDNS file, issue 13). The timelines are sorted below, whatever order they come in.
+        var works = Array(peers.values)
+        peers = [:]
+        var peerTimelines: [PeerTimeline] = []
+        peerTimelines.reserveCapacity(works.count)
+        while let w = works.popLast() {
             if case .id(let id) = w.info.ref, let entry = identities.entries[id] {
                 if w.info.displayName == nil, let n = entry.displayName, !n.isEmpty { w.info.displayName = n }
                 w.addresses.formUnion(entry.addresses)
@@ -518,17 +594,18 @@ public final class TimelineBuilder {
             let scopedTwins = Set(w.addresses.filter { $0.isLinkLocal && $0 != $0.unscoped }.map(\.unscoped))
             info.addresses = w.addresses.filter { !scopedTwins.contains($0) || $0 != $0.unscoped }.sorted()
             info.endpoints = w.endpoints.sorted()
-            // The peer is finished: its entries are kept exactly sized (they grew by a quarter at a time).
+            // The peer is finished: its entries are kept exactly sized (they grew by a quarter at a time),
+            // with new link boxes (its own) when relocating.
             var entries = keep(w.entries)
             w.entries = []
-            if !relocation.links.isEmpty {
-                for i in entries.indices { entries[i].link = relocation.link(entries[i].link) }
+            if relocatesOnFinish {
+                let links = relocation.links(of: w)
+                for i in entries.indices { entries[i].link = links[ObjectIdentifier(entries[i].link)] ?? entries[i].link }
             }
-            return PeerTimeline(peer: info, entries: entries, history: keep(w.history.text), sessions: keep(w.sessions))
+            peerTimelines.append(PeerTimeline(peer: info, entries: entries, history: keep(w.history.text), sessions: keep(w.sessions)))
         }
-        relocation.links = [:]
-        peers = [:]
-        return Timelines(peers: peerTimelines, sessions: instances, events: resolved, start: store.events.isEmpty ? nil : store.events.t(0),
+        relocation = Relocation()
+        return Timelines(peers: consume peerTimelines, sessions: consume instances, events: resolved, start: store.events.isEmpty ? nil : store.events.t(0),
                          end: endT, resolver: resolver, identities: identities)
     }
 }

@@ -26,7 +26,8 @@ final class CompactTimelineTests: XCTestCase {
         XCTAssertNil(e.counterpart)
         XCTAssertLessThanOrEqual(MemoryLayout<TimelineEntry>.stride, 72,
                                  "evidence packed; kind and source, counterpart and session shared; corroboration beside the detail; count in 32 bits")
-        XCTAssertLessThanOrEqual(MemoryLayout<ResolvedEvent>.stride, 24, "sides shared, flags in a byte")
+        XCTAssertLessThanOrEqual(MemoryLayout<ResolvedEvent>.stride, 16, "sides and store shared, flags in a byte")
+        XCTAssertLessThanOrEqual(MemoryLayout<TimelineBuilder.RunKey>.stride, 40, "a run key's one-byte fields together")
         // The shared parts read and write as plain values: setting one gives this entry a box of its own.
         let f = e
         e.kind = .gckData
@@ -196,6 +197,10 @@ final class CompactTimelineTests: XCTestCase {
                 links[k] = id
             }
         }
+        let unlinked = all.filter { $0.1.counterpart == nil && $0.1.session == nil }
+        XCTAssertGreaterThan(Set(unlinked.map { $0.0.peer.ref }).count, 1, "entries without counterpart on several peers")
+        XCTAssertEqual(Set(unlinked.map { ObjectIdentifier($0.1.link) }).count, 1,
+                       "one link box for every entry without counterpart and session, across peers")
         var sides: [String: ObjectIdentifier] = [:]
         for r in tl.events {
             let k = "\(String(describing: r.from))|\(String(describing: r.to))|\(String(describing: r.session))"
@@ -210,6 +215,54 @@ final class CompactTimelineTests: XCTestCase {
         XCTAssertTrue(tl.events.contains { $0.establishedBefore && !$0.secureBefore })
         for si in tl.sessions {
             XCTAssertLessThanOrEqual(si.milestones.capacity - si.milestones.count, si.milestones.count / 16, "milestones without slack")
+        }
+    }
+
+    /// A resolved event reads its event from the store its sides box holds (16 bytes an event, no
+    /// store pointer of its own): all the events of a build share the build's one store, and two builds
+    /// made one after the other each read their own events (times and kinds apart).
+    func testResolvedEventsReadTheirOwnBuildsStoreThroughTheirSides() {
+        let a = Script()
+        a.packet(.gckData, 10, Script.alice, Script.carol, source: "gck-data")
+        a.packet(.gckHeartbeat, 11, Script.carol, Script.alice)
+        let b = Script()
+        b.packet(.gckData, 1000, Script.carol, Script.alice, source: "gck-data-b")
+        b.packet(.gckHeartbeat, 1001, Script.alice, Script.carol)
+        b.packet(.gckHeartbeat, 1002, Script.alice, Script.carol)
+        let ta = a.timelines(), tb = b.timelines()
+        XCTAssertEqual(ta.events.count, 2)
+        XCTAssertEqual(tb.events.count, 3)
+        for tl in [ta, tb] {
+            XCTAssertTrue(tl.events.allSatisfy { $0.store === tl.events[0].store }, "one store per build")
+            XCTAssertEqual(tl.events.map(\.t), tl.events.map { $0.event.t })
+        }
+        XCTAssertFalse(ta.events[0].store === tb.events[0].store)
+        XCTAssertEqual(ta.events.map(\.t), [10, 11].map { Script.at($0) })
+        XCTAssertEqual(tb.events.map(\.t), [1000, 1001, 1002].map { Script.at($0) })
+        XCTAssertEqual(ta.events.map(\.source), ["gck-data", ta.events[1].event.source])
+        XCTAssertEqual(tb.events[0].source, "gck-data-b")
+        let alice = Script.alice.peerID.map(PeerRef.id), carol = Script.carol.peerID.map(PeerRef.id)
+        XCTAssertEqual(ta.events.map(\.from), [alice, carol])
+        XCTAssertEqual(tb.events.map(\.from), [carol, alice, alice])
+    }
+
+    /// Sorting in place along the permutation's cycles gives what `sorted` gives, equal keys in their
+    /// order (stable), for lists of every small length and random ones with many repeats.
+    func testSortingInPlaceGivesWhatSortedGivesAndKeepsEqualKeysInOrder() {
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D
+        func next(_ n: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(n))
+        }
+        for n in Array(0 ..< 12) + [100, 1000, 4097] {
+            for _ in 0 ..< 20 {
+                let items = (0 ..< n).map { i in (key: next(max(1, n / 3)), at: i, name: "item \(i)") }
+                let expected = items.sorted { $0.key < $1.key }
+                var a = items
+                sortInPlace(&a) { $0.key < $1.key }
+                XCTAssertEqual(a.map(\.at), expected.map(\.at), "n = \(n)")
+                XCTAssertEqual(a.map(\.name), expected.map(\.name))
+            }
         }
     }
 

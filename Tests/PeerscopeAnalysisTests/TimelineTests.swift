@@ -219,6 +219,49 @@ final class TimelineTests: XCTestCase {
         XCTAssertEqual(h.text, "VlVKKddXK", "counting restarts after a control letter")
     }
 
+    /// The first two distinct traffic letters since a control letter are counted inline, each on its
+    /// own (a second letter's count neither dropped nor added to the first's), and a third moves every
+    /// count into a block that keeps them: the letters written are those of a counter per letter.
+    func testHistoryCountsTwoLettersInlineApartAndMovesToABlockAtTheThird() {
+        XCTAssertLessThanOrEqual(MemoryLayout<HistoryBuilder>.size, 40, "two counters inline, no copy of the last letter")
+        var h = HistoryBuilder()
+        for _ in 0 ..< 9 { h.add("K", sent: true) }
+        for _ in 0 ..< 9 { h.add("K", sent: false) }
+        XCTAssertEqual(h.text, "Kk")
+        XCTAssertTrue(h.hasTrafficCounts)
+        XCTAssertFalse(h.hasCounterBlock, "two letters: inline")
+        XCTAssertEqual(h.count(HistoryBuilder.slot("K") ?? -1), 9)
+        XCTAssertEqual(h.count(HistoryBuilder.slot("k") ?? -1), 9)
+        h.add("K", sent: true)
+        XCTAssertEqual(h.text, "KkK", "the 10th K (not the 19th of K and k together)")
+        h.add("K", sent: false)
+        XCTAssertEqual(h.text, "KkKk", "the 10th k: its own 9 were kept")
+        h.add("D", sent: true, times: 5)
+        XCTAssertTrue(h.hasCounterBlock, "a third letter: a block")
+        XCTAssertEqual(h.text, "KkKkD")
+        h.add("K", sent: true, times: 90)
+        h.add("K", sent: false, times: 89)
+        h.add("D", sent: true, times: 5)
+        XCTAssertEqual(h.text, "KkKkDKD", "100 K (moved into the block with their count), 99 k, 10 D")
+        h.add("K", sent: false)
+        XCTAssertEqual(h.text, "KkKkDKDk")
+        h.add("G", sent: true)
+        XCTAssertFalse(h.hasTrafficCounts, "a control letter empties them")
+        h.add("G", sent: true)
+        h.add("k", sent: false, times: 10)
+        XCTAssertEqual(h.text, "KkKkDKDkGkk")
+        // A count beyond the inline field moves to the block and saturates as before.
+        var big = HistoryBuilder()
+        big.add("B", sent: true, times: Int.max)
+        XCTAssertTrue(big.hasCounterBlock)
+        big.add("B", sent: true)
+        XCTAssertEqual(big.text, String(repeating: "B", count: 19), "1 ... 10^18, then nothing more")
+        // A control letter is written once per run, whatever character it is.
+        var other = HistoryBuilder()
+        for c: Character in ["é", "é", "I", "I", "é", "😀", "😀", "i"] { other.add(c, sent: true) }
+        XCTAssertEqual(other.text, "éIé😀I")
+    }
+
     /// The history's inline counters: one slot per traffic letter and case, none for any other
     /// character, and the letters written on random input are those of counting in a table per letter
     /// (what the builder kept before).
