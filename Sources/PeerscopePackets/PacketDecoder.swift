@@ -41,6 +41,10 @@ public final class PacketDecoder {
     @exclusivity(unchecked) var sweepQueue = TCPSweepQueue()
     @exclusivity(unchecked) var sweepRound: UInt64 = 0
     @exclusivity(unchecked) var bufferedTotal = 0
+    /// Parked connections (TCPParking.swift): their records by key, their deadlines, the writer's room.
+    @exclusivity(unchecked) var parked: [TCPParkKey: [UInt8]] = [:]
+    @exclusivity(unchecked) var parkQueue = TCPParkQueue()
+    @exclusivity(unchecked) var parkWriter = TCPParkWriter()
     /// TCP data acknowledged or skipped but never captured, per connection id (see `unseenDataLosses`).
     @exclusivity(unchecked) var unseenData: [UInt64: CaptureLoss] = [:]
     /// TCP connections of which only one direction was captured, per connection id.
@@ -58,8 +62,8 @@ public final class PacketDecoder {
         out.reserveCapacity(16)
     }
 
-    /// TCP connections currently tracked (open or recently closed).
-    public var activeConnections: Int { conns.count }
+    /// TCP connections currently tracked (open or recently closed), parked ones included.
+    public var activeConnections: Int { conns.count + parked.count }
     /// TCP data the capture missed, one loss per connection (count = bytes; the source names the
     /// connection), in connection order: holes given up on and acknowledgements of bytes never seen.
     public var unseenDataLosses: [CaptureLoss] { unseenData.keys.sorted().compactMap { unseenData[$0] } }

@@ -12,6 +12,11 @@ public struct PacketOptions: Sendable {
     public var tcpClosedTimeout: Nanos = 30 * CaptureTime.second
     /// A FIN waiting for missing bytes is delivered (after a `.gap`) when they have not come after this long.
     public var tcpFinHoldTimeout: Nanos = 10 * CaptureTime.second
+    /// A connection with nothing held (no bytes waiting behind a hole, no FIN waiting for its bytes)
+    /// and no packet for this long is parked: kept as a compact record until its next packet or
+    /// deadline, which gives the same units (see TCPParking.swift). nil keeps every connection as an
+    /// object. Only with `sweepByDeadlines`.
+    public var tcpParkAfter: Nanos? = 30 * CaptureTime.second
     /// Most TCP connections tracked at once; past it the least recently seen are evicted.
     public var maxConnections: Int = 200_000
     /// An unfinished IP reassembly is dropped after this long.

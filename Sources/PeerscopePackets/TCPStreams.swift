@@ -65,13 +65,21 @@ struct TCPSweepEntry {
     var conn: TCPConn
 }
 
-/// `TCPSweepEntry`s, earliest first (a binary heap; equal times in any order: the sweep sorts what it finds).
-struct TCPSweepQueue {
-    private(set) var items: [TCPSweepEntry] = []
-    var count: Int { items.count }
-    var min: TCPSweepEntry? { items.first }
+/// An entry of a deadline queue: a time no later than its subject could next be due.
+protocol TCPDue {
+    var t: Nanos { get }
+}
 
-    mutating func insert(_ e: TCPSweepEntry) {
+extension TCPSweepEntry: TCPDue {}
+
+/// Entries earliest first (a binary heap; equal times in any order: the sweep sorts what it finds).
+/// `TCPSweepQueue` holds the connections tracked as objects, `TCPParkQueue` the parked ones.
+struct TCPDueQueue<Entry: TCPDue> {
+    private(set) var items: [Entry] = []
+    var count: Int { items.count }
+    var min: Entry? { items.first }
+
+    mutating func insert(_ e: Entry) {
         items.append(e)
         var i = items.count - 1
         while i > 0 {
@@ -102,6 +110,8 @@ struct TCPSweepQueue {
 
     mutating func removeAll() { items.removeAll() }
 }
+
+typealias TCPSweepQueue = TCPDueQueue<TCPSweepEntry>
 
 final class TCPConn {
     @exclusivity(unchecked) var info: TCPConnectionInfo
@@ -147,17 +157,23 @@ final class TCPConn {
     /// (evict it, deliver a held FIN, close it): a lower bound of what `sweepTCP` checks, `.min` when
     /// it might be due now or a sum overflows. Only packets make it earlier (a new FIN, a close, a frame
     /// stamped earlier than the last), and each of those queues the connection again; other traffic
-    /// only moves it later.
-    func sweepDue(_ o: PacketOptions) -> Nanos {
+    /// only moves it later. With `parking`, also when a `parkable` connection could be parked
+    /// (`PacketOptions.tcpParkAfter` after its last packet).
+    func sweepDue(_ o: PacketOptions, parking: Bool = true) -> Nanos {
         func plus(_ a: Nanos, _ b: Nanos) -> Nanos {
             let (v, o) = a.addingReportingOverflow(b)
             return o ? .min : v
         }
-        if closed { return plus(closedAt, o.tcpClosedTimeout) }
+        if closed {
+            let d = plus(closedAt, o.tcpClosedTimeout)
+            if parking, o.sweepByDeadlines, let p = o.tcpParkAfter, parkable { return Swift.min(d, plus(lastSeen, p)) }
+            return d
+        }
         if c2s.finDone && s2c.finDone { return .min }
         var d = plus(lastSeen, o.tcpIdleTimeout)
         if c2s.fin != nil && !c2s.finDone { d = Swift.min(d, plus(c2s.finAt, o.tcpFinHoldTimeout)) }
         if s2c.fin != nil && !s2c.finDone { d = Swift.min(d, plus(s2c.finAt, o.tcpFinHoldTimeout)) }
+        if parking, o.sweepByDeadlines, let p = o.tcpParkAfter, parkable { d = Swift.min(d, plus(lastSeen, p)) }
         return d
     }
 
@@ -206,6 +222,11 @@ extension PacketDecoder {
         let SYN = flags & 0x02 != 0, FIN = flags & 0x01 != 0, RST = flags & 0x04 != 0, ACK = flags & 0x10 != 0
 
         var conn = conns[key]
+        if conn == nil, let c = unpark(key) {
+            // A parked connection's packet: the same state as if it had stayed, queued by its deadlines.
+            queueSweep(key, c)
+            conn = c
+        }
         if let c = conn, SYN, !ACK, !RST, c.info.client == s || c.closed {
             // A new SYN on a closed 4-tuple, or with another ISN: a new connection.
             let retransmittedSYN = !c.closed && c.c2s.fromSYN && c.c2s.base == seq &+ 1
@@ -225,7 +246,7 @@ extension PacketDecoder {
             c = existing
         } else {
             guard !RST else { counters.tcpIgnored += 1; return }
-            if conns.count >= max(1, options.maxConnections) { evictOldest() }
+            if conns.count + parked.count >= max(1, options.maxConnections) { evictOldest() }
             let serverFirst = SYN && ACK
             let info = TCPConnectionInfo(id: nextConnID, client: serverFirst ? d : s, server: serverFirst ? s : d, sawSYN: SYN)
             nextConnID &+= 1
@@ -578,6 +599,7 @@ extension PacketDecoder {
 
     /// Evicts the least recently seen eighth of the table when it is full.
     private func evictOldest() {
+        unparkAll()
         let n = max(1, conns.count / 8)
         let victims = conns.sorted { ($0.value.lastSeen, $0.value.info.id) < ($1.value.lastSeen, $1.value.info.id) }.prefix(n)
         diag("tcp.table.full", .warning,
@@ -606,7 +628,7 @@ extension PacketDecoder {
     /// was a few percent of a whole analysis. `PacketOptions.sweepByDeadlines = false` looks at every
     /// connection (the reference the tests compare with); both find the same ones.
     func sweepTCP() {
-        guard !conns.isEmpty else { return }
+        guard !conns.isEmpty || !parked.isEmpty else { return }
         var victims: [(FlowKey, TCPConn)] = []
         var held: [(FlowKey, TCPConn)] = []
         func judge(_ key: FlowKey, _ c: TCPConn) -> Bool {
@@ -633,6 +655,21 @@ extension PacketDecoder {
                 guard !c.removed, c.sweptIn != sweepRound else { continue }
                 c.sweptIn = sweepRound
                 let key = c.key
+                if !judge(key, c) {
+                    // Quiet long enough with nothing held: parked (see TCPParking.swift).
+                    if let p = options.tcpParkAfter, now &- c.lastSeen >= p, c.parkable, park(key, c) { continue }
+                    again.append((key, c))
+                }
+            }
+            // Parked connections whose idle or close deadline came: back as objects, judged the same way.
+            while let top = parkQueue.min, top.t <= now {
+                parkQueue.removeMin()
+                guard let record = parked[top.key], TCPConn.parkDue(record) == top.t else { continue }
+                parked[top.key] = nil
+                let key = top.key.flowKey
+                let c = TCPConn(parked: record, key: key)
+                conns[key] = c
+                c.sweptIn = sweepRound
                 if !judge(key, c) { again.append((key, c)) }
             }
             for (key, c) in again { queueSweep(key, c) }
@@ -662,6 +699,11 @@ extension PacketDecoder {
     }
 
     func finishTCP() {
+        // A parked connection holds nothing to deliver (no bytes behind a hole, no FIN waiting): only
+        // its losses are judged, one at a time, not all made objects at once.
+        for (pk, record) in parked { judgeLoss(TCPConn(parked: record, key: pk.flowKey)) }
+        parked.removeAll()
+        parkQueue.removeAll()
         let all = conns.sorted { $0.value.info.id < $1.value.info.id }
         for (_, c) in all {
             if !c.closed {

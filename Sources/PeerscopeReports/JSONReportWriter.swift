@@ -19,6 +19,9 @@ public enum JSONReportWriter {
         /// `count` elements, each built as a value (`json`) or, when `write` is given, written
         /// straight into the output (the same bytes: the long lists' fast path).
         case list(Int, (Int) -> JSONValue, write: ((Int, inout [UInt8], String?, Int) -> Void)? = nil)
+        /// A value made only when written and let go right after (`json` makes it whole); `write`
+        /// writes the same bytes in pieces at `level`, handing the buffer to `flush` between them.
+        case pieces(json: () -> JSONValue, write: (inout [UInt8], String?, Int, (inout [UInt8]) -> Void) -> Void)
     }
 
     private static func members(_ r: Report, _ m: FindingMarks, _ ids: FindingIdentities) -> [(String, Member)] {
@@ -32,7 +35,11 @@ public enum JSONReportWriter {
             ("stats", .value(stats(r.stats))),
             ("captureLosses", .value(.array(r.captureLosses.map(loss)))),
             ("diagnostics", .value(diagnostics(r))),
-            ("discovery", .value(discovery(r))),
+            // Written a peer at a time, after the members above and before the peers: its values
+            // are never all alive at once, nor alive while the long lists are written.
+            ("discovery", .pieces(json: { discovery(r) }, write: { out, indent, level, flush in
+                writeDiscovery(r, into: &out, indent: indent, level: level, flush: flush)
+            })),
             ("peers", .list(r.timelines.peers.count, { peer(r.timelines.peers[$0], r, ids) }, write: { [names = PeerNames(r)] j, out, indent, level in
                 writePeer(r.timelines.peers[j], r, ids, names, into: &out, indent: indent, level: level)
             })),
@@ -94,6 +101,7 @@ public enum JSONReportWriter {
             switch m {
             case .value(let v): (key, v)
             case .list(let n, let make, _): (key, .array((0 ..< n).map(make)))
+            case .pieces(let json, _): (key, json())
             }
         })
     }
@@ -126,6 +134,13 @@ public enum JSONReportWriter {
             switch m {
             case .value(let v):
                 v.write(to: &out, indent: indent, level: 1)
+            case .pieces(_, let write):
+                write(&out, indent, 1) { buffer in
+                    if buffer.count >= chunk {
+                        sink(buffer)
+                        buffer.removeAll(keepingCapacity: true)
+                    }
+                }
             case .list(let n, let make, let direct):
                 out.append(0x5B)
                 if n == 0 { out.append(0x5D); break }
@@ -258,31 +273,74 @@ public enum JSONReportWriter {
     }
 
     static func discovery(_ r: Report) -> JSONValue {
+        .object([("services", discoveryServices(r)), ("peers", .array(r.discovery.peers.map(discoveryPeer)))])
+    }
+
+    /// `discovery(r)`'s bytes, its peers made and written one at a time (`flush` between them).
+    static func writeDiscovery(_ r: Report, into out: inout [UInt8], indent: String?, level: Int,
+                               flush: (inout [UInt8]) -> Void) {
+        func newline(_ l: Int) {
+            guard let indent else { return }
+            out.append(0x0A)
+            for _ in 0 ..< max(0, l) { out.append(contentsOf: indent.utf8) }
+        }
+        func key(_ k: String) {
+            JSONValue.escape(k, into: &out)
+            out.append(0x3A)
+            if indent != nil { out.append(0x20) }
+        }
+        // As `JSONValue.object` writes itself: never on one line (its members are arrays).
+        out.append(0x7B)
+        newline(level + 1)
+        key("services")
+        discoveryServices(r).write(to: &out, indent: indent, level: level + 1)
+        out.append(0x2C)
+        newline(level + 1)
+        key("peers")
+        let peers = r.discovery.peers
+        if peers.isEmpty {
+            out.append(0x5B); out.append(0x5D)
+        } else {
+            // As `JSONValue.array` of objects writes itself: never on one line.
+            out.append(0x5B)
+            for (i, p) in peers.enumerated() {
+                if i > 0 { out.append(0x2C) }
+                newline(level + 2)
+                discoveryPeer(p).write(to: &out, indent: indent, level: level + 2)
+                flush(&out)
+            }
+            newline(level + 1)
+            out.append(0x5D)
+        }
+        newline(level)
+        out.append(0x7D)
+    }
+
+    static func discoveryServices(_ r: Report) -> JSONValue {
+        .array(r.discovery.services.map { s in
+            .object([
+                ("name", .string(s.name)), ("instances", .int(Int64(s.instances))),
+                ("firstT", .int(s.firstSeen)), ("firstTime", time(s.firstSeen)),
+                ("lastT", .int(s.lastSeen)), ("lastTime", time(s.lastSeen)),
+            ])
+        })
+    }
+
+    static func discoveryPeer(_ p: DiscoverySection.Peer) -> JSONValue {
         .object([
-            ("services", .array(r.discovery.services.map { s in
-                .object([
-                    ("name", .string(s.name)), ("instances", .int(Int64(s.instances))),
-                    ("firstT", .int(s.firstSeen)), ("firstTime", time(s.firstSeen)),
-                    ("lastT", .int(s.lastSeen)), ("lastTime", time(s.lastSeen)),
-                ])
-            })),
-            ("peers", .array(r.discovery.peers.map { p in
-                .object([
-                    ("displayName", str(p.displayName)),
-                    ("peerID", str(p.peerID)),
-                    ("participantID", str(p.participantID)),
-                    ("addresses", .array(p.addresses.map { .string($0) })),
-                    ("port", p.port.map { .int(Int64($0)) } ?? .null),
-                    ("ports", .array(p.ports.map { .int(Int64($0)) })),
-                    ("host", str(p.host)),
-                    ("services", .array(p.services.map { .string($0) })),
-                    ("info", .object(p.info.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
-                    ("firstT", int(p.firstSeen)), ("firstTime", time(p.firstSeen)),
-                    ("lastT", int(p.lastSeen)), ("lastTime", time(p.lastSeen)),
-                    ("goneT", int(p.gone)),
-                    ("events", .int(Int64(p.events))),
-                ])
-            })),
+            ("displayName", str(p.displayName)),
+            ("peerID", str(p.peerID)),
+            ("participantID", str(p.participantID)),
+            ("addresses", .array(p.addresses.map { .string($0) })),
+            ("port", p.port.map { .int(Int64($0)) } ?? .null),
+            ("ports", .array(p.ports.map { .int(Int64($0)) })),
+            ("host", str(p.host)),
+            ("services", .array(p.services.map { .string($0) })),
+            ("info", .object(p.info.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
+            ("firstT", int(p.firstSeen)), ("firstTime", time(p.firstSeen)),
+            ("lastT", int(p.lastSeen)), ("lastTime", time(p.lastSeen)),
+            ("goneT", int(p.gone)),
+            ("events", .int(Int64(p.events))),
         ])
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import PeerscopeCore
 import PeerscopeDetectors
-import PeerscopeReports
+@testable import PeerscopeReports
 import PeerscopeTimeline
 import XCTest
 
@@ -162,6 +162,48 @@ final class ReportTests: XCTestCase {
         JSONReportWriter.write(r, pretty: false) { compact += String(decoding: $0, as: UTF8.self) }
         XCTAssertEqual(compact, JSONReportWriter.json(r).jsonText + "\n")
         XCTAssertNoThrow(try JSONParser.parse(compact))
+    }
+
+    /// Issue 13: the discovery section is written a peer at a time (never one value of every peer, nor
+    /// alive while the peers are written) with the bytes of the whole value, pretty and compact, at
+    /// any level, with no peers, with one, and with several that have names, addresses, ports and info.
+    func testStreamedDiscoveryIsTheDiscoveryValuesBytes() {
+        func reports() -> [Report] {
+            let empty = Script()
+            empty.packet(.tcpOpened, 1, Script.alice, Script.bob)
+            let one = Script()
+            one.packet(.resolved, 1, PeerHint(address: IPAddress("192.0.2.9")), .unknown,
+                       attrs: ["service": "_ipp._tcp.local", "instance": "Printer", "port": "631", "host": "p.local"])
+            let many = Script()
+            for i in 0 ..< 12 {
+                let h = PeerHint(address: IPAddress("192.0.2.\(10 + i)"))
+                many.packet(.resolved, Double(i), h, .unknown,
+                            attrs: ["service": i % 2 == 0 ? "_airplay._tcp.local" : "_peerchat._tcp.local", "instance": "Host \(i) \"q\"",
+                                    "port": "\(7000 + i)", "host": "h\(i).local", "addresses": "192.0.2.\(10 + i),fe80::\(i)",
+                                    "txt.model": "M\(i)", "txt.note": "ä\u{1}\(i)"])
+                if i % 3 == 0 { many.packet(.goodbye, Double(i) + 0.5, h, .unknown, attrs: ["service": "_airplay._tcp.local"]) }
+            }
+            return [empty.report(), one.report(), many.report()]
+        }
+        let rs = reports()
+        XCTAssertEqual(rs.map(\.discovery.peers.count), [0, 1, 12])
+        for r in rs {
+            for indent in ["  ", nil] as [String?] {
+                for level in [0, 1, 3] {
+                    var whole: [UInt8] = []
+                    JSONReportWriter.discovery(r).write(to: &whole, indent: indent, level: level)
+                    var streamed: [UInt8] = [], flushed: [UInt8] = []
+                    JSONReportWriter.writeDiscovery(r, into: &streamed, indent: indent, level: level) { buffer in
+                        flushed += buffer
+                        buffer.removeAll()
+                    }
+                    XCTAssertEqual(String(decoding: flushed + streamed, as: UTF8.self), String(decoding: whole, as: UTF8.self))
+                }
+            }
+            var pieces: [[UInt8]] = []
+            JSONReportWriter.write(r, chunk: 64) { pieces.append($0) }
+            XCTAssertEqual(String(decoding: pieces.joined(), as: UTF8.self), JSONReportWriter.json(r).prettyText + "\n")
+        }
     }
 
     func testJSONKeyOrderAndFindingFields() throws {
