@@ -24,25 +24,43 @@ public struct PackedEvents: @unchecked Sendable {
         var label: UInt32
     }
 
-    /// A record of a list whose attributes stay in a spill file (`init(attributesIn:)`): 64 bytes
-    /// instead of 88. No attribute slot, and no strong references: the hints and flow are indexes
-    /// (`SpilledEvents.BoxIDs`) into the file's own tables (or this list's, for boxes the file does not hold), and
-    /// where the record is in the file, the label and the count are narrow, each with a mark for a
-    /// value kept in a side table instead (`wide`: in practice never).
+    /// A record of a list whose attributes stay in a spill file (`init(attributesIn:)`): 48 bytes
+    /// instead of 88. No attribute slot and no strong references: the hints and flow are indexes
+    /// (`SpilledEvents.BoxIDs`) into the file's tables (or this list's, for boxes the file does not
+    /// hold). Where the record is in the file, the label, the count, the span to the last time and the
+    /// evidence are narrow, each with a mark for a value kept in `wide` instead (a span beyond 35
+    /// minutes, evidence of an input past 32,766 or a frame past 2^32: in practice rare).
     @usableFromInline struct FileRecord: Sendable {
         var t: Nanos
-        var lastT: Nanos
-        var evidencePair: EvidencePair
-        /// The label, or `UInt16.max` (then in `wideLabels`).
-        var label: UInt16
-        /// The count, or `PackedEvents.bigCount` (then in `bigCounts`).
-        var count: UInt32
+        /// `lastT - t`: in nanoseconds below 2^31, else in microseconds with the top bit set, or
+        /// `PackedEvents.wide32` (then in `wide`).
+        var span: UInt32
+        /// The first evidence's frame or line (`evidenceMeta` says which, and its input).
+        var first: UInt32
+        /// The last evidence's frame or line less the first's, or `PackedEvents.wide32` for none.
+        var lastDelta: UInt32
+        /// Where the event's record starts in the file, or `PackedEvents.wide32` (then in `wide`; -1
+        /// there for an event added without a record).
+        var place: UInt32
         var from: UInt32
         var to: UInt32
         var flow: UInt32
-        /// Where the event's record starts in the file, or `UInt32.max` (then in `widePlaces`; -1 there
-        /// for an event added without a record).
-        var place: UInt32
+        /// The count, or `PackedEvents.bigCount` (then in `bigCounts`).
+        var count: UInt32
+        /// The label, or `UInt16.max` (then in `wide`).
+        var label: UInt16
+        /// The evidences' input (15 bits) and whether they are log lines (the top bit), or `UInt16.max`
+        /// (both evidences in `wide`).
+        var evidenceMeta: UInt16
+    }
+
+    /// What a file record could not hold narrow (each nil when the record holds it).
+    struct WideFields {
+        var place: Int?
+        var label: UInt32?
+        var lastT: Nanos?
+        var evidence: EvidencePair?
+        var isEmpty: Bool { place == nil && label == nil && lastT == nil && evidence == nil }
     }
 
     /// Kinds and plugin names, one entry per distinct pair (appended to only; shared by copies).
@@ -96,6 +114,8 @@ public struct PackedEvents: @unchecked Sendable {
     public static let chunkSize = 1 << shift
     /// The count field's mark for a count kept in `bigCounts` (one that does not fit in 32 bits).
     static let bigCount = UInt32.max
+    /// A file record's 32-bit mark for a value kept in `wide`.
+    static let wide32 = UInt32.max
     /// A file record's box index naming this list's own table (`OwnBoxes`), not the file's.
     static let ownMark: UInt32 = 1 << 31
 
@@ -110,8 +130,8 @@ public struct PackedEvents: @unchecked Sendable {
     /// in place with `setAttrs`, or added without a record).
     private let file: SpilledEvents?
     private var fileChunks: [[FileRecord]] = []
-    private var widePlaces = Wide()
-    private var wideLabels = Wide()
+    /// File records' fields that are not narrow, by index.
+    private var wide: [Int: WideFields] = [:]
     private var ownHints = OwnBoxes<PeerHint>()
     private var ownFlows = OwnBoxes<FlowKey>()
     private var heldAttrs: [Int: EventAttrs] = [:]
@@ -160,21 +180,99 @@ public struct PackedEvents: @unchecked Sendable {
                label: labels.id(e.kind, e.source))
     }
 
-    /// `e` as a file record (its label and place narrowed as `noteWide` expects). `ids`: the file's
-    /// indexes of the boxes read with it, used when they name the event's boxes.
-    private mutating func packFile(_ e: PeerEvent, place: Int, ids: SpilledEvents.BoxIDs) -> FileRecord {
+    /// `e` as a file record, and what it cannot hold narrow. `ids`: the file's indexes of the boxes read
+    /// with it, used when they name the event's boxes.
+    private mutating func packFile(_ e: PeerEvent, place: Int, ids: SpilledEvents.BoxIDs) -> (FileRecord, WideFields) {
+        var w = WideFields()
         let label = labels.id(e.kind, e.source)
-        return FileRecord(t: e.t, lastT: e.lastT, evidencePair: e.evidencePair,
-                          label: label < UInt32(UInt16.max) ? UInt16(truncatingIfNeeded: label) : UInt16.max,
-                          count: PackedEvents.fits(e.count) ? UInt32(truncatingIfNeeded: e.count) : PackedEvents.bigCount,
-                          from: hintID(e.fromBox, ids.from), to: hintID(e.toBox, ids.to), flow: flowID(e.flowBox, ids.flow),
-                          place: place >= 0 && place < Int(UInt32.max) ? UInt32(truncatingIfNeeded: place) : UInt32.max)
+        var r = FileRecord(t: e.t, span: 0, first: 0, lastDelta: 0, place: 0,
+                           from: hintID(e.fromBox, ids.from), to: hintID(e.toBox, ids.to), flow: flowID(e.flowBox, ids.flow),
+                           count: PackedEvents.fits(e.count) ? UInt32(truncatingIfNeeded: e.count) : PackedEvents.bigCount,
+                           label: label < UInt32(UInt16.max) ? UInt16(truncatingIfNeeded: label) : UInt16.max, evidenceMeta: 0)
+        if r.label == UInt16.max { w.label = label }
+        if place >= 0, place < Int(Self.wide32) { r.place = UInt32(truncatingIfNeeded: place) } else {
+            r.place = Self.wide32
+            w.place = place
+        }
+        Self.setSpan(&r, &w, e.lastT)
+        Self.setEvidence(&r, &w, e.evidencePair)
+        return (r, w)
     }
 
-    /// Keeps the side tables in step with the file record just written at `i` from `e` at `place`.
-    private mutating func noteWide(_ e: PeerEvent, place: Int, _ r: FileRecord, at i: Int) {
-        widePlaces.set(r.place == UInt32.max ? place : nil, at: i)
-        wideLabels.set(r.label == UInt16.max ? Int(labels.id(e.kind, e.source)) : nil, at: i)
+    /// `lastT` into `r` (narrow, or in `w`).
+    @inline(__always) static func setSpan(_ r: inout FileRecord, _ w: inout WideFields, _ lastT: Nanos) {
+        let (d, over) = lastT.subtractingReportingOverflow(r.t)
+        w.lastT = nil
+        if !over, d >= 0, d < 1 << 31 {
+            r.span = UInt32(truncatingIfNeeded: d)
+        } else if !over, d >= 0, d % 1000 == 0, d / 1000 < Int64(wide32 >> 1) {
+            r.span = UInt32(truncatingIfNeeded: d / 1000) | 1 << 31
+        } else {
+            r.span = wide32
+            w.lastT = lastT
+        }
+    }
+
+    @inline(__always) func lastT(_ i: Int, _ r: FileRecord) -> Nanos {
+        if r.span == Self.wide32 { return wide[i]?.lastT ?? r.t }
+        return r.span & 1 << 31 == 0 ? r.t &+ Nanos(r.span) : r.t &+ Nanos(r.span & ~(1 << 31)) * 1000
+    }
+
+    /// An evidence's meta word (input, and the top bit for a log line) and value, when narrow.
+    @inline(__always) static func narrow(_ e: Evidence) -> (meta: UInt16, value: UInt32)? {
+        switch e {
+        case .frame(let input, let frame):
+            guard input >= 0, input < 0x7FFF, frame <= UInt64(UInt32.max) else { return nil }
+            return (UInt16(truncatingIfNeeded: input), UInt32(truncatingIfNeeded: frame))
+        case .logLine(let input, let line):
+            guard input >= 0, input < 0x7FFF, line >= 0, line <= Int(UInt32.max) else { return nil }
+            return (UInt16(truncatingIfNeeded: input) | 0x8000, UInt32(truncatingIfNeeded: line))
+        }
+    }
+
+    @inline(__always) static func evidence(_ meta: UInt16, _ value: UInt32) -> Evidence {
+        let input = Int(meta & 0x7FFF)
+        return meta & 0x8000 == 0 ? .frame(input: input, frame: UInt64(value)) : .logLine(input: input, line: Int(value))
+    }
+
+    /// Both evidences into `r` (narrow: the same input and kind, the last no earlier than the first
+    /// and within 2^32 - 1 of it; else in `w`).
+    @inline(__always) static func setEvidence(_ r: inout FileRecord, _ w: inout WideFields, _ p: EvidencePair) {
+        w.evidence = nil
+        if let f = narrow(p.first) {
+            if let last = p.last {
+                if let l = narrow(last), l.meta == f.meta, l.value >= f.value, l.value - f.value < wide32 {
+                    r.evidenceMeta = f.meta
+                    r.first = f.value
+                    r.lastDelta = l.value - f.value
+                    return
+                }
+            } else {
+                r.evidenceMeta = f.meta
+                r.first = f.value
+                r.lastDelta = wide32
+                return
+            }
+        }
+        r.evidenceMeta = UInt16.max
+        r.first = 0
+        r.lastDelta = 0
+        w.evidence = p
+    }
+
+    @inline(__always) func evidencePair(_ i: Int, _ r: FileRecord) -> EvidencePair {
+        if r.evidenceMeta == UInt16.max { return wide[i]?.evidence ?? EvidencePair(.frame(input: 0, frame: 0)) }
+        let first = Self.evidence(r.evidenceMeta, r.first)
+        return r.lastDelta == Self.wide32 ? EvidencePair(first) : EvidencePair(first, Self.evidence(r.evidenceMeta, r.first &+ r.lastDelta))
+    }
+
+    @inline(__always) func firstEvidence(_ i: Int, _ r: FileRecord) -> Evidence {
+        r.evidenceMeta == UInt16.max ? evidencePair(i, r).first : Self.evidence(r.evidenceMeta, r.first)
+    }
+
+    /// Keeps `wide` in step for event `i` (nothing kept for a record that holds every field).
+    @inline(__always) private mutating func setWide(_ w: WideFields, at i: Int) {
+        if !w.isEmpty { wide[i] = w } else if !wide.isEmpty { wide.removeValue(forKey: i) }
     }
 
     private mutating func hintID(_ b: Shared<PeerHint>?, _ fileID: UInt32) -> UInt32 {
@@ -208,11 +306,11 @@ public struct PackedEvents: @unchecked Sendable {
     }
 
     @inline(__always) private func label(_ i: Int, _ r: FileRecord) -> Labels.Pair {
-        labels.pairs[r.label == UInt16.max ? wideLabels[i] ?? Int(UInt16.max) : Int(r.label)]
+        labels.pairs[r.label == UInt16.max ? Int(wide[i]?.label ?? UInt32(UInt16.max)) : Int(r.label)]
     }
 
     @inline(__always) private func place(_ i: Int, _ r: FileRecord) -> Int {
-        r.place == UInt32.max ? widePlaces[i] ?? -1 : Int(r.place)
+        r.place == Self.wide32 ? wide[i]?.place ?? -1 : Int(r.place)
     }
 
     @inline(__always) static func fits(_ n: Int) -> Bool { n >= 0 && n < Int(bigCount) }
@@ -233,8 +331,8 @@ public struct PackedEvents: @unchecked Sendable {
             }
             let r = fileRecord(i)
             let l = label(i, r)
-            return PeerEvent(kind: l.kind, t: r.t, lastT: r.lastT, fromBox: hintBox(r.from), toBox: hintBox(r.to), flowBox: flowBox(r.flow),
-                             source: l.source, attrs: attrs(i), count: count(at: i, r.count), evidencePair: r.evidencePair)
+            return PeerEvent(kind: l.kind, t: r.t, lastT: lastT(i, r), fromBox: hintBox(r.from), toBox: hintBox(r.to), flowBox: flowBox(r.flow),
+                             source: l.source, attrs: attrs(i), count: count(at: i, r.count), evidencePair: evidencePair(i, r))
         }
         set {
             guard file != nil else {
@@ -243,10 +341,9 @@ public struct PackedEvents: @unchecked Sendable {
                 return
             }
             // The record stays where it was in the file; the attributes are held.
-            let place = place(i, fileRecord(i))
-            let r = packFile(newValue, place: place, ids: .none)
+            let (r, w) = packFile(newValue, place: place(i, fileRecord(i)), ids: .none)
             fileChunks[Self.chunk(i)][Self.slot(i)] = r
-            noteWide(newValue, place: place, r, at: i)
+            setWide(w, at: i)
             noteCount(newValue.count, at: i)
             setAttrs(newValue.attrs, at: i)
         }
@@ -292,9 +389,9 @@ public struct PackedEvents: @unchecked Sendable {
 
     private mutating func appendFileRecord(_ e: PeerEvent, place: Int, ids: SpilledEvents.BoxIDs) {
         startChunkIfFull()
-        let r = packFile(e, place: place, ids: ids)
+        let (r, w) = packFile(e, place: place, ids: ids)
         fileChunks[fileChunks.count - 1].append(r)
-        noteWide(e, place: place, r, at: count)
+        setWide(w, at: count)
         noteCount(e.count, at: count)
         count += 1
     }
@@ -310,8 +407,7 @@ public struct PackedEvents: @unchecked Sendable {
         }
         fileChunks[fileChunks.count - 1].removeLast()
         if fileChunks[fileChunks.count - 1].isEmpty { fileChunks.removeLast() }
-        widePlaces.set(nil, at: count)
-        wideLabels.set(nil, at: count)
+        if !wide.isEmpty { wide.removeValue(forKey: count) }
         if !heldAttrs.isEmpty { heldAttrs.removeValue(forKey: count) }
         if lastAdded?.index == count { lastAdded = nil }
     }
@@ -326,8 +422,7 @@ public struct PackedEvents: @unchecked Sendable {
         } else {
             fileChunks.removeSubrange(whole...)
             if let l = fileChunks.indices.last { fileChunks[l].removeSubrange((n - (l << PackedEvents.shift))...) }
-            widePlaces.keepFirst(n)
-            wideLabels.keepFirst(n)
+            if !wide.isEmpty { wide = wide.filter { $0.key < n } }
             if !heldAttrs.isEmpty { heldAttrs = heldAttrs.filter { $0.key < n } }
             if let l = lastAdded, l.index >= n { lastAdded = nil }
         }
@@ -364,8 +459,7 @@ public struct PackedEvents: @unchecked Sendable {
         let r = fileRecord(i)
         fileChunks[Self.chunk(k)][Self.slot(k)] = r
         noteCount(count(at: i, r.count), at: k)
-        widePlaces.set(widePlaces[i], at: k)
-        wideLabels.set(wideLabels[i], at: k)
+        setWide(wide.isEmpty ? WideFields() : wide[i] ?? WideFields(), at: k)
         if let a = heldAttrs.removeValue(forKey: i) { heldAttrs[k] = a } else if !heldAttrs.isEmpty { heldAttrs.removeValue(forKey: k) }
         if let l = lastAdded {
             if l.index == i { lastAdded = (k, l.attrs) } else if l.index == k { lastAdded = nil }
@@ -384,10 +478,16 @@ public struct PackedEvents: @unchecked Sendable {
             noteCount(n, at: i)
             return
         }
-        let n = count(at: i, fileChunks[c][j].count) &+ 1
-        fileChunks[c][j].count = PackedEvents.fits(n) ? UInt32(truncatingIfNeeded: n) : PackedEvents.bigCount
-        fileChunks[c][j].lastT = t
-        fileChunks[c][j].evidencePair.last = evidence
+        var r = fileChunks[c][j]
+        let n = count(at: i, r.count) &+ 1
+        r.count = PackedEvents.fits(n) ? UInt32(truncatingIfNeeded: n) : PackedEvents.bigCount
+        var w = wide.isEmpty ? WideFields() : wide[i] ?? WideFields()
+        var pair = evidencePair(i, r)
+        pair.last = evidence
+        Self.setSpan(&r, &w, t)
+        Self.setEvidence(&r, &w, pair)
+        fileChunks[c][j] = r
+        setWide(w, at: i)
         noteCount(n, at: i)
     }
 
@@ -403,7 +503,7 @@ public struct PackedEvents: @unchecked Sendable {
     // MARK: single fields, read in place
 
     public func t(_ i: Int) -> Nanos { file == nil ? record(i).t : fileRecord(i).t }
-    public func lastT(_ i: Int) -> Nanos { file == nil ? record(i).lastT : fileRecord(i).lastT }
+    public func lastT(_ i: Int) -> Nanos { file == nil ? record(i).lastT : lastT(i, fileRecord(i)) }
     public func kind(_ i: Int) -> EventKind {
         file == nil ? labels.pairs[Int(record(i).label)].kind : label(i, fileRecord(i)).kind
     }
@@ -411,8 +511,8 @@ public struct PackedEvents: @unchecked Sendable {
         file == nil ? labels.pairs[Int(record(i).label)].source : label(i, fileRecord(i)).source
     }
     public func count(_ i: Int) -> Int { count(at: i, file == nil ? record(i).count : fileRecord(i).count) }
-    public func evidence(_ i: Int) -> Evidence { file == nil ? record(i).evidencePair.first : fileRecord(i).evidencePair.first }
-    public func lastEvidence(_ i: Int) -> Evidence? { file == nil ? record(i).evidencePair.last : fileRecord(i).evidencePair.last }
+    public func evidence(_ i: Int) -> Evidence { file == nil ? record(i).evidencePair.first : firstEvidence(i, fileRecord(i)) }
+    public func lastEvidence(_ i: Int) -> Evidence? { file == nil ? record(i).evidencePair.last : evidencePair(i, fileRecord(i)).last }
     public func flow(_ i: Int) -> FlowKey? { (file == nil ? record(i).flowBox : flowBox(fileRecord(i).flow))?.value }
     public func from(_ i: Int) -> PeerHint { (file == nil ? record(i).fromBox : hintBox(fileRecord(i).from))?.value ?? .unknown }
     public func to(_ i: Int) -> PeerHint { (file == nil ? record(i).toBox : hintBox(fileRecord(i).to))?.value ?? .unknown }
@@ -424,7 +524,7 @@ public struct PackedEvents: @unchecked Sendable {
         let place = place(i, r)
         guard place >= 0 else { return EventAttrs() }
         let l = label(i, r)
-        return file.attrs(atRecord: place, kind: l.kind, source: l.source, evidence: r.evidencePair.first)
+        return file.attrs(atRecord: place, kind: l.kind, source: l.source, evidence: firstEvidence(i, r))
     }
 
     /// Where event `i`'s record is in the file (-1: none; tests).

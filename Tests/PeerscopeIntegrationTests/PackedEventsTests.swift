@@ -116,6 +116,55 @@ final class PackedEventsTests: XCTestCase {
         XCTAssertNil(spill.recordReadError)
     }
 
+    /// A list in a file narrows each event's span to its last time (32 bits: nanoseconds, or whole
+    /// microseconds) and its evidence (input in 15 bits, frames or lines in 32, the last as a
+    /// difference): values at and past every edge of those forms come back exactly, and stay so
+    /// through the edits the timeline makes (folds that leave the narrow form, moves, cuts, overwrites).
+    func testAFileListKeepsSpansAndEvidenceTheNarrowFormsCannotHold() throws {
+        let spill = try SpilledEvents(directory: NSTemporaryDirectory())
+        try spill.finishWriting()
+        let spans: [Nanos] = [0, 1, (1 << 31) - 1, 1 << 31, 3_000_000_000, 2_147_483_646_000, 2_147_483_647_000,
+                              2_400_000_000_001, -1, Nanos.max]
+        let evidence: [(Evidence, Evidence?)] = [
+            (.frame(input: 0, frame: 7), nil), (.frame(input: 0, frame: 0), .frame(input: 0, frame: UInt64(UInt32.max) - 1)),
+            (.frame(input: 0, frame: 0), .frame(input: 0, frame: UInt64(UInt32.max))),
+            (.frame(input: 0, frame: UInt64(UInt32.max)), nil), (.frame(input: 0, frame: UInt64(UInt32.max) + 1), nil),
+            (.frame(input: 0x7FFE, frame: 9), .frame(input: 0x7FFE, frame: 10)), (.frame(input: 0x7FFF, frame: 9), nil),
+            (.frame(input: -1, frame: 9), nil), (.frame(input: 1, frame: 9), .frame(input: 2, frame: 10)),
+            (.frame(input: 1, frame: 9), .frame(input: 1, frame: 8)), (.frame(input: 1, frame: 9), .logLine(input: 1, line: 10)),
+            (.logLine(input: 3, line: 0), .logLine(input: 3, line: Int(UInt32.max))), (.logLine(input: 3, line: -5), nil),
+            (.logLine(input: 0x7FFE, line: 12), .logLine(input: 0x7FFE, line: 12)), (.logLine(input: Int.max, line: 1), nil),
+        ]
+        var plain = Self.script(3 * PackedEvents.chunkSize + 17)
+        for i in plain.indices {
+            if i % 3 == 0 { plain[i].t = [0, -5, Nanos.min, 1_700_000_000_000_000_000][i / 3 % 4] }
+            plain[i].lastT = plain[i].t &+ spans[i % spans.count]
+            let (f, l) = evidence[i % evidence.count]
+            plain[i].evidence = f
+            plain[i].lastEvidence = l
+        }
+        var packed = PackedEvents(attributesIn: spill)
+        for e in plain { packed.append(e) }
+        XCTAssertLessThanOrEqual(PackedEvents.fileRecordSize, 48)
+        Self.checkEdits(plain, packed)
+        // Folds one by one: a narrow record goes wide and back.
+        var one = PackedEvents(attributesIn: spill)
+        var e = plain[1]
+        e.t = 1_000
+        e.lastT = 1_000
+        e.evidence = .frame(input: 2, frame: 100)
+        e.lastEvidence = nil
+        one.append(e)
+        for (t, ev) in [(Nanos(2_000), Evidence.frame(input: 2, frame: 101)), (9_000_000_000_123, .frame(input: 3, frame: 5)),
+                        (3_000, .frame(input: 2, frame: 102)), (4_000, .logLine(input: 2, line: 103))] {
+            one.fold(into: 0, t: t, evidence: ev)
+            e.count += 1
+            e.lastT = t
+            e.lastEvidence = ev
+            XCTAssertEqual(Self.differences([e], one, "fold to \(t)"), [])
+        }
+    }
+
     /// A list in a file keeps every field right where the narrow forms do not do: boxes the file does
     /// not hold (a hint normalised after reading) or indexes that do not name the event's boxes (held in
     /// the list's own table), records past 4 GiB into the file, an event without a record, and more
