@@ -215,9 +215,10 @@ public struct ByteCursor: Sendable {
 }
 
 /// Unsigned LEB128: 7 bits a byte, low bits first, the high bit set while more follow. The varint of
-/// the packed attribute entries (`EventAttrs`) and of query-run members (`QueryRuns`).
-@usableFromInline enum LEB128 {
-    @inlinable static func append(_ v: UInt64, to out: inout [UInt8]) {
+/// the packed attribute entries (`EventAttrs`), of query-run members (`QueryRuns`) and of parked TCP
+/// connections (`TCPParking`).
+public enum LEB128 {
+    @inlinable public static func append(_ v: UInt64, to out: inout [UInt8]) {
         var v = v
         while v >= 0x80 {
             out.append(UInt8(truncatingIfNeeded: v) | 0x80)
@@ -227,7 +228,7 @@ public struct ByteCursor: Sendable {
     }
 
     /// The value at `p` in `bytes` (`p` moved past it; a value cut short by the end is what was read).
-    @inlinable static func read(_ bytes: [UInt8], _ p: inout Int) -> UInt64 {
+    @inlinable public static func read(_ bytes: [UInt8], _ p: inout Int) -> UInt64 {
         var v: UInt64 = 0, shift: UInt64 = 0
         while p < bytes.count {
             let b = bytes[p]

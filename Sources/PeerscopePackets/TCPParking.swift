@@ -43,14 +43,7 @@ typealias TCPParkQueue = TCPDueQueue<TCPParkEntry>
 struct TCPParkWriter {
     var out: [UInt8] = []
 
-    mutating func u(_ v: UInt64) {
-        var v = v
-        while v >= 0x80 {
-            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        out.append(UInt8(v))
-    }
+    mutating func u(_ v: UInt64) { LEB128.append(v, to: &out) }
 
     mutating func i(_ v: Int64) { u(UInt64(bitPattern: (v << 1) ^ (v >> 63))) }
 }
@@ -60,17 +53,7 @@ struct TCPParkReader {
     var p = 0
 
     /// The next value (0 past the end: the records are the decoder's own, never cut).
-    mutating func u() -> UInt64 {
-        var v: UInt64 = 0, shift: UInt64 = 0
-        while p < bytes.count {
-            let b = bytes[p]
-            p += 1
-            v |= UInt64(b & 0x7F) << shift
-            if b < 0x80 { break }
-            shift += 7
-        }
-        return v
-    }
+    mutating func u() -> UInt64 { LEB128.read(bytes, &p) }
 
     mutating func i() -> Int64 {
         let z = u()
