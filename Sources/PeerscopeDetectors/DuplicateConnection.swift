@@ -64,10 +64,12 @@ public struct DuplicateConnectionDetector: Detector {
         for o in observations where pairOf[o.finding.key] == nil { pairOf[o.finding.key] = o.pair }
         merged.sort { $0.t != $1.t ? $0.t < $1.t : $0.key < $1.key }
         var out: [Finding] = []
-        var outPair: [PeerPair?] = []
+        // The incidents of each pair, by index in `out` (ascending): a later observation joins the
+        // first of its pair's that is within the window (a scan of every incident was quadratic).
+        var outOfPair: [PeerPair: [Int]] = [:]
         for f in merged {
             let pair = pairOf[f.key]
-            if let pair, let i = out.indices.first(where: { outPair[$0] == pair && f.t >= out[$0].t && f.t &- out[$0].t <= window }) {
+            if let pair, let i = outOfPair[pair]?.first(where: { f.t >= out[$0].t && f.t &- out[$0].t <= window }) {
                 var inc = out[i]
                 let all = Set(inc.evidence).union(f.evidence).sorted()
                 if all.count > Finding.maxEvidence { inc.detailAttrs["evidenceCount"] = String(all.count) }
@@ -82,8 +84,8 @@ public struct DuplicateConnectionDetector: Detector {
                 inc.detailAttrs["observations"] = String((Int(inc.detailAttrs["observations"] ?? "1") ?? 1) &+ 1)
                 out[i] = inc
             } else {
+                if let pair { outOfPair[pair, default: []].append(out.count) }
                 out.append(f)
-                outPair.append(pair)
             }
         }
         return out
@@ -208,11 +210,15 @@ public struct DuplicateConnectionDetector: Detector {
         }
         for (name, infos) in byName.sorted(by: { $0.key < $1.key }) where infos.count > 1 {
             let sorted = infos.sorted { ($0.firstSeen ?? 0) < ($1.firstSeen ?? 0) }
+            // The first older peer still seen when the newer one appeared, found by a binary search on
+            // the running maximum of the last times: a name every copy of a group reuses has thousands
+            // of peers, and a scan from the oldest made this quadratic in the capture's length.
+            let reach = DuplicateConnectionDetector.runningMax(sorted.map(\.lastSeen))
             for i in 1 ..< sorted.count {
                 let newer = sorted[i]
                 guard let nFirst = newer.firstSeen else { continue }
-                for older in sorted[..<i] {
-                    guard let oLast = older.lastSeen, oLast >= nFirst else { continue }
+                if let j = DuplicateConnectionDetector.firstReaching(nFirst, reach, before: i) {
+                    let older = sorted[j]
                     var ev: [Evidence] = []
                     if let e = input.timelines.timeline(older.ref)?.entries.first?.evidence.first { ev.append(e) }
                     if let e = input.timelines.timeline(newer.ref)?.entries.first?.evidence.first { ev.append(e) }
@@ -221,10 +227,33 @@ public struct DuplicateConnectionDetector: Detector {
                         "display name \"\(name)\" is used by two peer IDs at once (\(older.idString ?? "?") and \(newer.idString ?? "?"))",
                         evidence: ev, key: "\(kind)|name|\(name)|\(newer.ref)",
                         details: ["case": "name", "peerIDs": "\(older.idString ?? "?"),\(newer.idString ?? "?")"]))
-                    break
                 }
             }
         }
         return out
+    }
+
+    /// `m[k]`: the largest of `values[0 ... k]` (nil values count as none; nil while all were nil).
+    static func runningMax(_ values: [Nanos?]) -> [Nanos?] {
+        var out: [Nanos?] = []
+        out.reserveCapacity(values.count)
+        var m: Nanos?
+        for v in values {
+            if let v { m = max(m ?? v, v) }
+            out.append(m)
+        }
+        return out
+    }
+
+    /// The first index below `end` whose own value is at least `t`, given the running maximum `m` of
+    /// the values (`runningMax`): the first index where the running maximum reaches `t`, since it
+    /// first does so at a value that reaches it. Nil when none does.
+    static func firstReaching(_ t: Nanos, _ m: [Nanos?], before end: Int) -> Int? {
+        var lo = 0, hi = min(end, m.count)
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2
+            if let v = m[mid], v >= t { hi = mid } else { lo = mid + 1 }
+        }
+        return lo < min(end, m.count) ? lo : nil
     }
 }

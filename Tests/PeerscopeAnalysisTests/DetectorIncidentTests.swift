@@ -44,6 +44,23 @@ final class DuplicateIncidentTests: XCTestCase {
         XCTAssertTrue(x.message.contains("\(bToA)"), x.message)
     }
 
+    /// Observations about two pairs, interleaved in time: each joins its own pair's incident, never the
+    /// other pair's that came between (the incidents are looked up by pair).
+    func testInterleavedIncidentsOfTwoPairsJoinTheirOwnPair() {
+        let C = Script.carol
+        let s = Script()
+        s.packet(.invite, 1.0, A, B)
+        s.packet(.invite, 1.02, A, C)
+        s.packet(.invite, 1.05, B, A)   // A and B cross
+        s.packet(.invite, 1.07, C, A)   // A and C cross
+        s.packet(.invite, 1.1, A, B)    // A and B again: the same incident
+        let f = s.findings(end: 5).of("duplicate-connection")
+        XCTAssertEqual(f.map(\.t), [Script.at(1.05), Script.at(1.07)], f.map(\.message).joined(separator: "\n"))
+        XCTAssertEqual(f.map { $0.details["observations"] }, ["2", nil])
+        XCTAssertTrue(f.first?.message.contains("Bob") == true && f.first?.message.contains("Carol") == false, f.first?.message ?? "")
+        XCTAssertTrue(f.last?.message.contains("Carol") == true && f.last?.message.contains("Bob") == false, f.last?.message ?? "")
+    }
+
     func testIncidentsFurtherApartThanTheWindowStaySeparate() {
         let s = Script()
         s.packet(.invite, 1.0, A, B)

@@ -379,6 +379,43 @@ final class DuplicateConnectionTests: XCTestCase {
         XCTAssertTrue(restarted.findings().of("duplicate-connection").isEmpty, "one after the other is a restart")
     }
 
+    /// Many peer IDs behind one name (every copy of a group reuses its names): each newer ID is paired
+    /// with the first older one, in order of first appearance, still seen when it appeared, as a scan
+    /// from the oldest finds it (the detector searches a running maximum instead).
+    func testOneNameBehindManyPeerIDsNamesTheFirstOlderStillSeen() {
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ n: UInt64) -> UInt64 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return (seed >> 33) % n
+        }
+        // Peer k appears at 10k s (distinct, increasing) and is last seen 0-40 s later: a newer one is
+        // sometimes paired with its predecessor, sometimes with one much older, sometimes with none.
+        var spans: [(id: UInt64, first: Double, last: Double)] = []
+        for k in 0 ..< 60 {
+            let first = Double(10 * k)
+            let last = first + (next(4) == 0 ? Double(next(40)) + 15 : Double(next(9)))
+            spans.append((0x1000 + UInt64(k), first, last))
+        }
+        let s = Script()
+        var events: [(Double, EventKind, PeerHint)] = []
+        for p in spans {
+            let h = PeerHint(peerID: p.id, displayName: "iPad")
+            events.append((p.first, .announced, h))
+            if p.last > p.first { events.append((p.last, .updated, h)) }
+        }
+        for (t, kind, h) in events.sorted(by: { $0.0 < $1.0 }) { s.packet(kind, t, h, .unknown) }
+        var expected: [String] = []
+        for i in 1 ..< spans.count {
+            if let older = spans[..<i].first(where: { $0.last >= spans[i].first }) {
+                expected.append("\(PeerIdentity.idString(older.id)),\(PeerIdentity.idString(spans[i].id))")
+            }
+        }
+        let got = s.findings().of("duplicate-connection").filter { $0.details["case"] == "name" }.compactMap { $0.details["peerIDs"] }
+        XCTAssertGreaterThan(Set(expected.map { $0.prefix(13) }).count, 3, "pairs with several different older IDs")
+        XCTAssertLessThan(expected.count, spans.count - 1, "some newer IDs overlap none")
+        XCTAssertEqual(got.sorted(), expected.sorted())
+    }
+
     func testNameConflictEvent() {
         let s = Script()
         s.packet(.nameConflict, 2, A, .unknown)
