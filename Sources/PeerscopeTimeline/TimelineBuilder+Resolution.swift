@@ -17,7 +17,7 @@ extension TimelineBuilder {
     }
 
     func process(_ index: Int, _ store: EventStore, _ resolver: PeerResolver) -> ResolvedEvent {
-        var e = store.events[index]
+        var e = StoreEvents.event(in: store.reading, index)
         var from = resolver.resolve(e.from, evidence: e.evidence, at: e.t)
         var to = resolver.resolve(e.to, evidence: e.evidence, at: e.t)
         if e.kind.isIn("discovery") {
@@ -41,7 +41,7 @@ extension TimelineBuilder {
             state = .updated
             letter = nil
             e[.note] = "stopped advertising; still in session"
-            store.events.setAttrs(e.attrs, at: index)
+            store.writable.setAttrs(e.attrs, at: index)
         }
 
         var sessionKey: Shared<SessionKey>?
@@ -212,9 +212,9 @@ extension TimelineBuilder {
     /// browse query continuing a fold is folded into it (nil: nothing to keep; see `BrowseFolds`).
     func resolveStep(_ i: Int, into k: Int, _ store: EventStore, _ resolver: PeerResolver,
                      _ folds: inout BrowseFolds) -> ResolvedEvent? {
-        if k != i { store.events.move(from: i, to: k) }
-        guard folds.enabled, store.events.kind(k) == .browse else { return process(k, store, resolver) }
-        let e = store.events[k]
+        if k != i { store.writable.move(from: i, to: k) }
+        guard folds.enabled, StoreEvents.kind(in: store.reading, k) == .browse else { return process(k, store, resolver) }
+        let e = StoreEvents.event(in: store.reading, k)
         guard e.count == 1, e.lastEvidence == nil, case .frame = e.evidence,
               !(e.flow.map { folds.quoted.contains($0.canonical) } ?? false),
               let r = resolver.resolve(e.from, evidence: e.evidence, at: e.t)
@@ -222,7 +222,7 @@ extension TimelineBuilder {
         let ids = e.fromAndFlowBoxes
         if let w = peers[r] {
             let key = BrowseFolds.Key(from: ids.from, flow: ids.flow, source: e.source, attrs: e.attrs, peer: ObjectIdentifier(w))
-            if let f = folds.open[key], store.events.samePeersAndFlow(f.target, e), join(w, e, f, folds) {
+            if let f = folds.open[key], StoreEvents.samePeersAndFlow(in: store.reading, f.target, e), join(w, e, f, folds) {
                 fold(e, into: f.target, key, store, &folds)
                 return nil
             }
@@ -240,7 +240,7 @@ extension TimelineBuilder {
         }
         let key = BrowseFolds.Key(from: ids.from, flow: ids.flow, source: e.source, attrs: e.attrs, peer: ObjectIdentifier(w))
         if let f = folds.open[key], let landed, landed == f.entry, e.t >= f.lastT, e.t &- f.lastT <= folds.gap,
-           store.events.samePeersAndFlow(f.target, e) {
+           StoreEvents.samePeersAndFlow(in: store.reading, f.target, e) {
             fold(e, into: f.target, key, store, &folds)
             return nil
         }
@@ -250,7 +250,7 @@ extension TimelineBuilder {
     }
 
     private func fold(_ e: PeerEvent, into target: Int, _ key: BrowseFolds.Key, _ store: EventStore, _ folds: inout BrowseFolds) {
-        store.events.fold(into: target, t: e.t, evidence: e.evidence)
+        store.writable.fold(into: target, t: e.t, evidence: e.evidence)
         folds.open[key]?.lastT = e.t
         folds.folded &+= 1
     }
@@ -280,7 +280,7 @@ extension TimelineBuilder {
     /// Gives back the room folded queries left in the store and the resolved list (most of both on a
     /// crowded network), for the stages after the timeline.
     static func shrink(_ store: EventStore, _ resolved: inout [ResolvedEvent]) {
-        store.events.shrink()
+        store.writable.shrink()
         resolved = exactlySized(resolved)
     }
 }

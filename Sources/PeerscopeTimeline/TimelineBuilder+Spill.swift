@@ -58,12 +58,12 @@ extension TimelineBuilder {
             PeerResolver.normalizeHints(&e)
             let k = kept.count
             if inFile {
-                store.events.append(e, record: reader.recordOffset, boxIDs: reader.recordBoxIDs)
+                store.writable.append(e, record: reader.recordOffset, boxIDs: reader.recordBoxIDs)
             } else {
                 sharing.share(&e.attrs)
-                store.events.append(e)
+                store.writable.append(e)
             }
-            if let r = resolveStep(k, into: k, store, resolver, &folds) { kept.append(r) } else { store.events.removeLast() }
+            if let r = resolveStep(k, into: k, store, resolver, &folds) { kept.append(r) } else { store.writable.removeLast() }
         }
         sharing = EventAttrsSharing(slotCount: 1)
         detailSharing = nil

@@ -3,15 +3,39 @@ import PeerscopeCore
 /// The run's events, held once: resolved events refer to them by index (a large capture's events
 /// are not copied into the resolved list).
 final class EventStore: @unchecked Sendable {
-    /// Written only while the timeline is built; read-only once `Timelines` exists.
-    var events: StoreEvents
+    /// The events, in memory of the store's own, read and written in place through `events` and
+    /// `writable`.
+    private let slot: UnsafeMutablePointer<StoreEvents>
+    /// The events, read in place. Read-only storage is borrowed where it is: a class's stored `var`
+    /// of this struct was copied (each of its references retained, then released) at every read of
+    /// one field through `ResolvedEvent`, several times per event in each detector (issue 13).
+    var events: StoreEvents { unsafeAddress { UnsafePointer(slot) } }
+    /// The events' place, for single-field reads that copy nothing (`PackedEvents.t(in:_:)`).
+    var reading: UnsafePointer<StoreEvents> { UnsafePointer(slot) }
+    /// The events, for the builder's writes: only while the timeline is built (read-only once
+    /// `Timelines` exists).
+    var writable: StoreEvents {
+        unsafeAddress { UnsafePointer(slot) }
+        unsafeMutableAddress { slot }
+    }
+
+    private init(holding events: consuming StoreEvents) {
+        slot = .allocate(capacity: 1)
+        slot.initialize(to: events)
+    }
+
     /// The store of `events` (packed, see `PackedEvents`).
-    init(_ events: [PeerEvent]) { self.events = StoreEvents(events) }
+    convenience init(_ events: [PeerEvent]) { self.init(holding: StoreEvents(events)) }
     /// An empty store grown by appending.
-    init() { events = StoreEvents() }
+    convenience init() { self.init(holding: StoreEvents()) }
     /// An empty store whose events' attributes stay in `file`, the spill they are read from (see
     /// `PackedEvents.init(attributesIn:)`): the store holds the file open as long as it lives.
-    init(attributesIn file: SpilledEvents) { events = StoreEvents(attributesIn: file) }
+    convenience init(attributesIn file: SpilledEvents) { self.init(holding: StoreEvents(attributesIn: file)) }
+
+    deinit {
+        slot.deinitialize(count: 1)
+        slot.deallocate()
+    }
 }
 
 /// The store's events: packed (88 bytes an event instead of 120: kind and plugin as one label) in
@@ -70,26 +94,26 @@ public struct ResolvedEvent: Sendable {
     }
 
     /// The event, read back from the store (`e.attrs`, `e[.key]`, `e.t` read single fields in place).
-    public var event: PeerEvent { store.events[Int(index)] }
+    public var event: PeerEvent { StoreEvents.event(in: store.reading, Int(index)) }
     public var from: PeerRef? { fromBox?.value }
     public var to: PeerRef? { toBox?.value }
     public var session: SessionKey? { sessionBox?.value }
-    public var t: Nanos { store.events.t(Int(index)) }
-    public var kind: EventKind { store.events.kind(Int(index)) }
-    public var evidence: Evidence { store.events.evidence(Int(index)) }
-    public var flow: FlowKey? { store.events.flow(Int(index)) }
+    public var t: Nanos { StoreEvents.t(in: store.reading, Int(index)) }
+    public var kind: EventKind { StoreEvents.kind(in: store.reading, Int(index)) }
+    public var evidence: Evidence { StoreEvents.evidence(in: store.reading, Int(index)) }
+    public var flow: FlowKey? { StoreEvents.flow(in: store.reading, Int(index)) }
     // Single fields of the event, read in place: `event` builds the whole event (a retain per
     // shared field), which detectors looping over every event should not pay.
-    public var lastT: Nanos { store.events.lastT(Int(index)) }
-    public var lastEvidence: Evidence? { store.events.lastEvidence(Int(index)) }
-    public var source: String { store.events.source(Int(index)) }
-    public var count: Int { store.events.count(Int(index)) }
+    public var lastT: Nanos { StoreEvents.lastT(in: store.reading, Int(index)) }
+    public var lastEvidence: Evidence? { StoreEvents.lastEvidence(in: store.reading, Int(index)) }
+    public var source: String { StoreEvents.source(in: store.reading, Int(index)) }
+    public var count: Int { StoreEvents.count(in: store.reading, Int(index)) }
     /// The event's hints (who it names), before resolution.
-    public var fromHint: PeerHint { store.events.from(Int(index)) }
-    public var toHint: PeerHint { store.events.to(Int(index)) }
+    public var fromHint: PeerHint { StoreEvents.from(in: store.reading, Int(index)) }
+    public var toHint: PeerHint { StoreEvents.to(in: store.reading, Int(index)) }
     public var quotedFlow: FlowKey? { kind == .icmpUnreachable ? flow : nil }
-    public var attrs: EventAttrs { store.events.attrs(Int(index)) }
-    public subscript<V>(_ a: EventAttribute<V>) -> V? { store.events.attrs(Int(index))[a] }
+    public var attrs: EventAttrs { StoreEvents.attrs(in: store.reading, Int(index)) }
+    public subscript<V>(_ a: EventAttribute<V>) -> V? { StoreEvents.attrs(in: store.reading, Int(index))[a] }
     public var pair: PeerPair? { session?.pair ?? ((from != nil && to != nil) ? from.flatMap { f in to.map { PeerPair(f, $0) } } : nil) }
 }
 
@@ -513,15 +537,15 @@ public final class TimelineBuilder {
                 // The store is compacted in place: kept event `resolved.count` is the next slot.
                 if let r = resolveStep(i, into: resolved.count, store, resolver, &folds) { resolved.append(r) }
             }
-            store.events.keepFirst(resolved.count)
+            store.writable.keepFirst(resolved.count)
             foldedMost = folds.folded > resolved.count
         } else {
             // The merged list, one event at a time, into a store that keeps only what is not folded.
             store = EventStore()
             runs.forEachMerged(events) { e in
                 let k = resolved.count
-                store.events.append(e)
-                if let r = resolveStep(k, into: k, store, resolver, &folds) { resolved.append(r) } else { store.events.removeLast() }
+                store.writable.append(e)
+                if let r = resolveStep(k, into: k, store, resolver, &folds) { resolved.append(r) } else { store.writable.removeLast() }
             }
             events = []
             runs = QueryRuns()

@@ -37,6 +37,22 @@ final class PackedEventsTests: XCTestCase {
             if packed.to(i) != e.to { bad.append("to") }
             if packed.attrs(i) != e.attrs || Array(packed.attrs(i)).map(\.key) != Array(e.attrs).map(\.key) { bad.append("attrs") }
             if !packed.samePeersAndFlow(i, e) { bad.append("samePeersAndFlow") }
+            // The same through a pointer to the list (the timeline's event store reads them so).
+            withUnsafePointer(to: packed) { q in
+                if PackedEvents.event(in: q, i) != e { bad.append("event in place") }
+                if PackedEvents.t(in: q, i) != e.t { bad.append("t in place") }
+                if PackedEvents.lastT(in: q, i) != e.lastT { bad.append("lastT in place") }
+                if PackedEvents.kind(in: q, i) != e.kind { bad.append("kind in place") }
+                if PackedEvents.source(in: q, i) != e.source { bad.append("source in place") }
+                if PackedEvents.count(in: q, i) != e.count { bad.append("count in place") }
+                if PackedEvents.evidence(in: q, i) != e.evidence { bad.append("evidence in place") }
+                if PackedEvents.lastEvidence(in: q, i) != e.lastEvidence { bad.append("lastEvidence in place") }
+                if PackedEvents.flow(in: q, i) != e.flow { bad.append("flow in place") }
+                if PackedEvents.from(in: q, i) != e.from { bad.append("from in place") }
+                if PackedEvents.to(in: q, i) != e.to { bad.append("to in place") }
+                if PackedEvents.attrs(in: q, i) != e.attrs { bad.append("attrs in place") }
+                if !PackedEvents.samePeersAndFlow(in: q, i, e) { bad.append("samePeersAndFlow in place") }
+            }
             if !bad.isEmpty { out.append("\(name) #\(i) (\(e.kind)): \(bad.joined(separator: ", "))") }
             if out.count > 20 { break }
         }
