@@ -116,8 +116,9 @@ public struct Timelines: Sendable {
     public var resolver: PeerResolver
     /// The identity facts folded from the `identity.*` events (which are not in `events`).
     public var identities: PeerIdentities
-    var index: [PeerRef: Int]
-    var sessionIndex: [SessionKey: Int]
+    /// Where each peer's timeline is in `peers`, and each instance in `sessions` (see `PositionTable`).
+    var index: PositionTable<PeerRef>
+    var sessionIndex: PositionTable<SessionKey>
 
     /// `peers` and `sessions` are sorted in place (see `sortInPlace`).
     init(peers: consuming [PeerTimeline], sessions: consuming [SessionInstance], events: [ResolvedEvent], start: Nanos?, end: Nanos,
@@ -133,12 +134,9 @@ public struct Timelines: Sendable {
         self.end = end
         self.resolver = resolver
         self.identities = identities
-        var idx: [PeerRef: Int] = [:]
-        for (i, p) in self.peers.enumerated() { idx[p.peer.ref] = i }
-        index = idx
-        var sidx: [SessionKey: Int] = [:]
-        for (i, s) in self.sessions.enumerated() { sidx[s.key] = i }
-        sessionIndex = sidx
+        let sortedPeers = peers, sortedSessions = sessions
+        index = PositionTable<PeerRef>(count: sortedPeers.count) { i in sortedPeers[i].peer.ref }
+        sessionIndex = PositionTable<SessionKey>(count: sortedSessions.count) { i in sortedSessions[i].key }
     }
 
     /// The spill file the events' attributes are read from (`PackedEvents.init(attributesIn:)`), when
@@ -149,9 +147,16 @@ public struct Timelines: Sendable {
     public static let empty = Timelines(peers: [], sessions: [], events: [], start: nil, end: 0,
                                         resolver: PeerResolver(identities: PeerIdentities()), identities: PeerIdentities())
 
-    public func timeline(_ r: PeerRef) -> PeerTimeline? { index[r].map { peers[$0] } }
-    public func peer(_ r: PeerRef) -> PeerInfo? { index[r].map { peers[$0].peer } }
-    public func session(_ k: SessionKey) -> SessionInstance? { sessionIndex[k].map { sessions[$0] } }
+    public func timeline(_ r: PeerRef) -> PeerTimeline? { peerPosition(r).map { peers[$0] } }
+    public func peer(_ r: PeerRef) -> PeerInfo? { peerPosition(r).map { peers[$0].peer } }
+    public func session(_ k: SessionKey) -> SessionInstance? {
+        sessionIndex.position(of: k) { sessions.indices.contains($0) ? sessions[$0].key : nil }.map { sessions[$0] }
+    }
+
+    /// Where `r`'s timeline is in `peers` (a list edited since these timelines were made finds what it holds still in place).
+    func peerPosition(_ r: PeerRef) -> Int? {
+        index.position(of: r) { peers.indices.contains($0) ? peers[$0].peer.ref : nil }
+    }
 
     /// The display label of a peer ("unknown" for nil).
     public func label(_ r: PeerRef?) -> String {
