@@ -50,3 +50,72 @@ struct PositionTable<Key: Hashable & Sendable>: Sendable {
     var slotBytes: Int { slots.capacity * MemoryLayout<UInt32>.stride }
 }
 
+/// Objects found by a key each one holds (the builder's peers by ref, its sides boxes by the identities of
+/// their three boxes): the objects in one list in the order first added, and an open-addressing table of
+/// 32-bit positions at most half full, the keys read from the objects themselves (issue 13). A
+/// `[PeerRef: PeerWork]` for the 1 GB mDNS file's 25,695 peers held 65,536 buckets of a 40-byte key and
+/// an 8-byte reference (3.1 MB through the timeline stage's peak; the sides boxes' table 2.1 MB more);
+/// this holds a reference and about two 4-byte slots an object. Lookups and replacements are a
+/// dictionary's; `objects` keeps the order objects were first added.
+struct KeyedObjects<Key: Hashable, Object: AnyObject> {
+    /// Every object, in the order first added (a replaced object's place goes to its replacement).
+    private(set) var objects: [Object] = []
+    /// 0: empty; else the position in `objects` + 1. `slots.count` is a power of two (or zero).
+    private var slots: [UInt32] = []
+    /// The key an object is found by (it must not change while the object is in the table).
+    private let key: (Object) -> Key
+
+    init(key: @escaping (Object) -> Key) { self.key = key }
+
+    var count: Int { objects.count }
+    var isEmpty: Bool { objects.isEmpty }
+
+    /// The slot of `k`'s object, or the empty slot where it would go.
+    private func slot(of k: Key) -> Int {
+        let mask = slots.count - 1
+        var s = k.hashValue & mask
+        while slots[s] != 0, key(objects[Int(slots[s]) - 1]) != k { s = (s + 1) & mask }
+        return s
+    }
+
+    /// The object keyed `k`; setting one replaces the object keyed alike (nil is not stored).
+    subscript(k: Key) -> Object? {
+        guard !slots.isEmpty else { return nil }
+        let s = slot(of: k)
+        return slots[s] == 0 ? nil : objects[Int(slots[s]) - 1]
+    }
+
+    /// Adds `o`, or puts it in the place of the object with the same key.
+    mutating func insert(_ o: Object) {
+        if 2 * (objects.count + 1) > slots.count { grow() }
+        let s = slot(of: key(o))
+        if slots[s] != 0 {
+            objects[Int(slots[s]) - 1] = o
+            return
+        }
+        objects.append(o)
+        slots[s] = UInt32(truncatingIfNeeded: objects.count)
+    }
+
+    /// Empties the table (its storage goes).
+    mutating func removeAll() {
+        objects = []
+        slots = []
+    }
+
+    /// Twice the slots (at least 16), every object placed again.
+    private mutating func grow() {
+        // Positions are 32-bit: past 2^31 objects (never from a capture) lookups would stop finding them.
+        precondition(objects.count < Int(UInt32.max / 2), "KeyedObjects: too many objects")
+        slots = [UInt32](repeating: 0, count: max(16, slots.count * 2))
+        let mask = slots.count - 1
+        for (i, o) in objects.enumerated() {
+            var s = key(o).hashValue & mask
+            while slots[s] != 0 { s = (s + 1) & mask }
+            slots[s] = UInt32(truncatingIfNeeded: i + 1)
+        }
+    }
+
+    /// Bytes of the slots (tests).
+    var slotBytes: Int { slots.capacity * MemoryLayout<UInt32>.stride }
+}

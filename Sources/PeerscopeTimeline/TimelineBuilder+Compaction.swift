@@ -48,14 +48,14 @@ extension TimelineBuilder {
         r.peers.reserveCapacity(peers.count)
         r.sessions.reserveCapacity(sessions.count)
         r.sides.reserveCapacity(sidesBoxes.count)
-        for w in peers.values { r.peers[ObjectIdentifier(w.box)] = (w.box, Shared(w.box.value)) }
+        for w in peers.objects { r.peers[ObjectIdentifier(w.box)] = (w.box, Shared(w.box.value)) }
         for w in sessions { r.sessions[ObjectIdentifier(w.keyBox)] = (w.keyBox, Shared(w.keyBox.value)) }
-        for box in sidesBoxes.values {
+        for box in sidesBoxes.objects {
             let sides = ResolvedEvent.Sides(from: r.peer(box.value.from), to: r.peer(box.value.to), session: r.session(box.value.session),
                                             store: box.value.store)
             r.sides[ObjectIdentifier(box)] = (box, Shared(sides))
         }
-        sidesBoxes = [:]
+        sidesBoxes.removeAll()
         return r
     }
 }

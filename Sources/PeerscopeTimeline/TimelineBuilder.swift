@@ -399,13 +399,26 @@ public final class TimelineBuilder {
         var predecessor: Int?
     }
 
-    var peers: [PeerRef: PeerWork] = [:]
+    /// The peers' working state by ref (the ref their box holds), in the order first seen.
+    var peers = KeyedObjects<PeerRef, PeerWork> { $0.box.value }
     /// The resolved events' shared sides boxes, by the identities of the three boxes (see `sides`).
-    var sidesBoxes: [SidesKey: Shared<ResolvedEvent.Sides>] = [:]
+    var sidesBoxes = KeyedObjects<SidesKey, Shared<ResolvedEvent.Sides>> { SidesKey($0.value) }
     struct SidesKey: Hashable {
         var from: ObjectIdentifier?
         var to: ObjectIdentifier?
         var session: ObjectIdentifier?
+
+        init(from: ObjectIdentifier?, to: ObjectIdentifier?, session: ObjectIdentifier?) {
+            self.from = from
+            self.to = to
+            self.session = session
+        }
+
+        /// The key of a sides box.
+        init(_ sides: ResolvedEvent.Sides) {
+            self.init(from: sides.from.map(ObjectIdentifier.init), to: sides.to.map(ObjectIdentifier.init),
+                      session: sides.session.map(ObjectIdentifier.init))
+        }
     }
 
     /// The shared box of a resolved event's sides (the builder's own peer and instance boxes) and
@@ -416,7 +429,7 @@ public final class TimelineBuilder {
                            session: session.map(ObjectIdentifier.init))
         if let box = sidesBoxes[key], box.value.store === store { return box }
         let box = Shared(ResolvedEvent.Sides(from: from, to: to, session: session, store: store))
-        sidesBoxes[key] = box
+        sidesBoxes.insert(box)
         return box
     }
 
@@ -550,14 +563,14 @@ public final class TimelineBuilder {
         pairsOf = [:]
         origins = [:]
         lastOrigin = nil
-        for w in peers.values {
+        for w in peers.objects {
             w.runs = [:]
             w.sessionSet = []
         }
         var relocation = relocatesOnFinish ? relocateBoxes() : Relocation()
         if !relocatesOnFinish {
-            for w in peers.values { w.links = [:] }
-            sidesBoxes = [:]
+            for w in peers.objects { w.links = [:] }
+            sidesBoxes.removeAll()
         }
         func keep<T>(_ a: [T]) -> [T] { relocatesOnFinish ? relocated(a) : exactlySized(a) }
         func keep(_ s: String) -> String { relocatesOnFinish ? relocated(s) : s }
@@ -584,8 +597,8 @@ public final class TimelineBuilder {
         // Each peer's working state goes as soon as its timeline is made (the table first): the copies
         // then take its room instead of growing the heap past the end of resolving (the stage's peak on
         // the 1 GB mDNS file, issue 13). The timelines are sorted below, whatever order they come in.
-        var works = Array(peers.values)
-        peers = [:]
+        var works = peers.objects
+        peers.removeAll()
         var peerTimelines: [PeerTimeline] = []
         peerTimelines.reserveCapacity(works.count)
         while let w = works.popLast() {

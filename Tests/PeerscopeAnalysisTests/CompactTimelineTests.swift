@@ -383,7 +383,7 @@ final class CompactTimelineTests: XCTestCase {
         let resolver = PeerResolver(identities: PeerIdentities(), events: [e])
         _ = b.process(0, store, resolver)
         XCTAssertEqual(b.peers.count, 1)
-        for w in b.peers.values {
+        for w in b.peers.objects {
             XCTAssertEqual(w.entries.count, 1)
             XCTAssertLessThanOrEqual(w.entries.capacity, 2)
         }
@@ -492,5 +492,50 @@ final class CompactTimelineTests: XCTestCase {
             if let p = tl.timeline(r) { XCTAssertEqual(p.peer.ref, r) }
         }
         XCTAssertEqual(Timelines.empty.timeline(.id(7))?.peer, nil)
+    }
+
+    private final class Keyed {
+        let key: Colliding
+        let tag: Int
+        init(_ key: Colliding, _ tag: Int) { self.key = key; self.tag = tag }
+    }
+
+    /// `KeyedObjects` answers as a dictionary of the objects by their keys through inserts and
+    /// replacements with colliding hashes and every growth of its table, lists its objects in the order
+    /// their keys were first added (a replacement taking its predecessor's place), and empties.
+    func testKeyedObjectsAnswerAsADictionaryAndKeepFirstAddedOrder() {
+        var seed: UInt64 = 0x5851_F42D_4C95_7F2D
+        func next(_ n: Int) -> Int {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Int((seed >> 33) % UInt64(n))
+        }
+        for keys in [1, 5, 17, 300] {
+            var table = KeyedObjects<Colliding, Keyed> { $0.key }
+            var dict: [Colliding: Keyed] = [:]
+            var order: [Colliding] = []
+            XCTAssertNil(table[Colliding(v: 0)])
+            for step in 0 ..< 3000 {
+                let k = Colliding(v: next(keys))
+                if next(3) == 0 {
+                    let o = Keyed(k, step)
+                    if dict[k] == nil { order.append(k) }
+                    dict[k] = o
+                    table.insert(o)
+                }
+                XCTAssertTrue(table[k] === dict[k], "keys \(keys) step \(step)")
+                XCTAssertNil(table[Colliding(v: keys + next(5))])
+                XCTAssertEqual(table.count, dict.count)
+            }
+            XCTAssertEqual(table.objects.map(\.key), order)
+            XCTAssertTrue(zip(table.objects, order).allSatisfy { $0.0 === dict[$0.1] })
+            var slots = 16
+            while slots < 2 * table.count { slots <<= 1 }
+            XCTAssertLessThanOrEqual(table.slotBytes, 4 * slots + 64, "keys \(keys)")
+            table.removeAll()
+            XCTAssertTrue(table.isEmpty)
+            XCTAssertNil(table[order[0]])
+            table.insert(Keyed(order[0], -1))
+            XCTAssertEqual(table[order[0]]?.tag, -1)
+        }
     }
 }
