@@ -591,7 +591,7 @@ public final class TimelineBuilder {
         instances.reverse()
         if !relocation.sides.isEmpty {
             for i in resolved.indices { resolved[i].sides = relocation.sides(resolved[i].sides) }
-            relocation.sides = [:]
+            relocation.sides = BoxMap()
         }
         if foldedMost { TimelineBuilder.shrink(store, &resolved) }
         // Each peer's working state goes as soon as its timeline is made (the table first): the copies

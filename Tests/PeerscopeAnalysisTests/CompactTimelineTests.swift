@@ -538,4 +538,28 @@ final class CompactTimelineTests: XCTestCase {
             XCTAssertEqual(table[order[0]]?.tag, -1)
         }
     }
+
+    /// A relocation's `BoxMap` gives each old box's new box, by identity: a box equal by value that is
+    /// not one of the old ones (made outside the builder's tables) gets nil, as does any box of an empty map.
+    func testABoxMapGivesEachOldBoxsNewBoxByIdentity() {
+        for n in [0, 1, 2, 3, 100, 1000] {
+            let old = (0 ..< n).map { Shared(PeerRef.id(UInt64($0))) }
+            let new = old.map { Shared($0.value) }
+            let map = BoxMap(zip(old, new).reversed(), count: n)
+            XCTAssertEqual(map.isEmpty, n == 0)
+            for (o, m) in zip(old, new) {
+                XCTAssertTrue(map.new(o) === m)
+                XCTAssertNil(map.new(Shared(o.value)), "equal by value, another box")
+                XCTAssertNil(map.new(m), "a new box is not an old one")
+            }
+            XCTAssertNil(map.new(Shared(PeerRef.name("x"))))
+        }
+        var r = TimelineBuilder.Relocation()
+        let b = Shared(PeerRef.id(1))
+        XCTAssertTrue(r.peer(b) === b, "a box the relocation does not know stays itself")
+        r.peers = BoxMap([(b, Shared(b.value))], count: 1)
+        XCTAssertFalse(r.peer(b) === b)
+        XCTAssertEqual(r.peer(b)?.value, b.value)
+        XCTAssertNil(r.peer(nil))
+    }
 }
