@@ -119,4 +119,72 @@ final class RefreshMemoTests: XCTestCase {
             XCTAssertEqual(Array(DNSText.slowFormat(b).utf8), Array(DNSText.referenceSlowFormat(b).utf8))
         }
     }
+
+    /// The tracker's timers order equal times by key as `String` does: `DNSName.keyLess` compares bytes
+    /// only for strings that are NFC by their scalars, and must agree with `<` on every pair, those it
+    /// leaves to `String` too (decomposed é equal to é, Hangul jamo, Å as the angstrom sign, emoji).
+    func testKeyOrderIsStringOrder() {
+        let pieces = ["a", "b", "z", "A", "-", ".", "_", "0", "9", "é", "ß", "ÿ", "\u{2BC}", "\u{2FF}", "’", "–", "…", "\u{2010}", "\u{2027}",
+                      "\u{2028}", "\u{2000}", "e\u{301}", "\u{301}", "\u{300}", "\u{212B}", "Å", "\u{1100}\u{1161}", "가", "😀", "\u{FB01}",
+                      "\u{0344}", "\u{2126}", "Ω", "\u{1E9B}\u{323}", "ẛ̣"]
+        var g = SystemRandomNumberGenerator()
+        var strings: [String] = ["", "luca’s imac._chat._tcp.local", "luca’s imac 2._chat._tcp.local"]
+        for _ in 0 ..< 3000 {
+            strings.append((0 ..< Int.random(in: 0 ... 6, using: &g)).map { _ in pieces.randomElement(using: &g) ?? "" }.joined())
+        }
+        for a in strings {
+            for _ in 0 ..< 20 {
+                let b = strings.randomElement(using: &g) ?? ""
+                XCTAssertEqual(DNSName.keyLess(a, b), a < b, "\(Array(a.unicodeScalars)) \(Array(b.unicodeScalars))")
+            }
+            XCTAssertFalse(DNSName.keyLess(a, a))
+        }
+        // The byte path is taken for the names it is meant for (and not for the others).
+        XCTAssertTrue(Array("luca’s imac–é…".utf8).withUnsafeBufferPointer { DNSName.isNFCByItsScalars($0) })
+        XCTAssertFalse(Array("e\u{301}".utf8).withUnsafeBufferPointer { DNSName.isNFCByItsScalars($0) })
+        XCTAssertFalse(Array("\u{2000}".utf8).withUnsafeBufferPointer { DNSName.isNFCByItsScalars($0) })
+    }
+}
+
+/// The DNS reader's names by offset: a short list up to `NameCache.listLimit`, a dictionary past it.
+final class DNSNameCacheTests: XCTestCase {
+    func testTheNameCacheIsADictionaryWhereAnOffsetKeepsItsFirstEntry() {
+        var g = SystemRandomNumberGenerator()
+        for _ in 0 ..< 200 {
+            var cache = DNSMessage.NameCache()
+            var reference: [Int: (DNSName, Int, Int)] = [:]
+            let span = Int.random(in: 1 ... 120, using: &g)
+            for step in 0 ..< 150 {
+                let offset = Int.random(in: 0 ..< span, using: &g)
+                let e = (DNSName(labels: ["n\(step)", "local"]), step, offset)
+                cache.add(at: offset, e)
+                if reference[offset] == nil { reference[offset] = e }
+                XCTAssertEqual(cache.count, reference.count)
+                let probe = Int.random(in: 0 ..< span + 2, using: &g)
+                XCTAssertEqual(cache.entry(at: probe)?.0, reference[probe]?.0)
+                XCTAssertEqual(cache.entry(at: probe)?.1, reference[probe]?.1)
+            }
+            for (offset, e) in reference {
+                XCTAssertEqual(cache.entry(at: offset)?.0, e.0)
+                XCTAssertEqual(cache.entry(at: offset)?.2, e.2)
+            }
+        }
+    }
+
+    func testAMessageOfManyCompressedNamesReadsEveryName() throws {
+        var m = DNSBuilder(an: 80)
+        for i in 0 ..< 80 {
+            m.ptr("_s\(i % 7)._tcp.local", ["inst\(i)", "_s\(i % 7)", "_tcp", "local"], ttl: 120)
+        }
+        let (msg, problems) = DNSMessage.parse(m.payload)
+        XCTAssertEqual(problems.map(\.id), [])
+        let records = try XCTUnwrap(msg).records
+        XCTAssertEqual(records.count, 80)
+        for (i, r) in records.enumerated() {
+            XCTAssertEqual(r.name.text, "_s\(i % 7)._tcp.local")
+            guard case .ptr(let target) = r.data else { return XCTFail("record \(i) is not a PTR") }
+            XCTAssertEqual(target.text, "inst\(i)._s\(i % 7)._tcp.local")
+            XCTAssertEqual(target.labels, ["inst\(i)", "_s\(i % 7)", "_tcp", "local"])
+        }
+    }
 }

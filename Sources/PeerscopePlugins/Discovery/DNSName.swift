@@ -76,6 +76,50 @@ public struct DNSName: Sendable, Hashable, CustomStringConvertible {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// `a < b`, as `String` orders them. Two strings of non-ASCII text compare through Unicode
+    /// normalisation (NFC) in the standard library, every time. When both hold only scalars below
+    /// U+0300 or in U+2010...U+2027 (dashes, quotes such as ’, bullets, the ellipsis), neither changes
+    /// under NFC: no such scalar has a canonical decomposition, a combining class or a part in any
+    /// composition. So both are in NFC already, and comparing their UTF-8 bytes gives the order of
+    /// their scalars, which is `String`'s order. Anything else is left to `String`.
+    static func keyLess(_ a: String, _ b: String) -> Bool {
+        var byBytes: Bool?
+        _ = a.utf8.withContiguousStorageIfAvailable { x in
+            _ = b.utf8.withContiguousStorageIfAvailable { y in
+                guard isNFCByItsScalars(x), isNFCByItsScalars(y) else { return }
+                let n = Swift.min(x.count, y.count)
+                var i = 0
+                while i < n {
+                    if x[i] != y[i] {
+                        byBytes = x[i] < y[i]
+                        return
+                    }
+                    i &+= 1
+                }
+                byBytes = x.count < y.count
+            }
+        }
+        if let byBytes { return byBytes }
+        return a < b
+    }
+
+    /// Whether the UTF-8 `u` holds only scalars below U+0300 (lead bytes below 0xCC) or in
+    /// U+2010...U+2027 (E2 80 90...A7): see `keyLess`.
+    @inline(__always) static func isNFCByItsScalars(_ u: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        let n = u.count
+        while i < n {
+            let c = u[i]
+            if c < 0xCC {
+                i &+= 1
+                continue
+            }
+            guard c == 0xE2, i &+ 2 < n, u[i &+ 1] == 0x80, u[i &+ 2] >= 0x90, u[i &+ 2] <= 0xA7 else { return false }
+            i &+= 3
+        }
+        return true
+    }
+
     /// The name without its first `n` labels.
     public func dropping(_ n: Int) -> DNSName { DNSName(labels: Array(labels.dropFirst(n))) }
 

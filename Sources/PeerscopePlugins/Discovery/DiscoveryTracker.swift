@@ -254,8 +254,9 @@ final class DiscoveryTracker {
         var key: String
         /// The entry's slot when queued: reached without hashing `key` while the slot still holds it.
         var slot: Int
-        /// The key is compared only on equal times (a tuple's `<` built both pairs first).
-        @inline(__always) static func < (a: Due, b: Due) -> Bool { a.t != b.t ? a.t < b.t : a.key < b.key }
+        /// The key is compared only on equal times (instances of one response share their deadlines), as
+        /// `String` orders them but without normalising (`DNSName.keyLess`).
+        @inline(__always) static func < (a: Due, b: Due) -> Bool { a.t != b.t ? a.t < b.t : DNSName.keyLess(a.key, b.key) }
     }
     var due = Heap<Due>()
     /// Every deadline ever set that `tick` has not passed yet, as `due` held them before it kept one
