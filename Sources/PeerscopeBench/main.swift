@@ -1,6 +1,6 @@
 // peerscope-bench: speed and memory of reading, decoding and analysing large captures, side by side
 // with a bare C `pcap_next_ex` loop (the floor), tcpdump and tshark, in one run. Build in release:
-//   swift build -c release && .build/release/PeerscopeBench [--frames N] [--mdns-frames N] [--only mdns|group|linear]
+//   swift build -c release --static-swift-stdlib && .build/release/PeerscopeBench [--frames N] [--mdns-frames N] [--only mdns|group|linear]
 //       [--mdns-gb] [--long] [--keep DIR]
 //   .build/release/PeerscopeBench --stages FILE
 // (every form: `BenchOptions.usage` in BenchLogic.swift; `--frames 2000000` or `--only linear` gives the issue's
@@ -43,7 +43,8 @@ let only = options.only
 let mdnsGB = options.mdnsGB
 let longRun = options.longRun
 let writeGroup = options.writeGroup
-/// The `peerscope` binary the table's rows run: beside this one (`swift build -c release` builds both).
+/// The `peerscope` binary the table's rows run: beside this one (`swift build -c release` builds both; on Linux
+/// the README's figures are of `swift build -c release --static-swift-stdlib`).
 let peerscope = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("peerscope").path
 func requirePeerscope() {
     guard !FileManager.default.isExecutableFile(atPath: peerscope) else { return }
@@ -515,6 +516,9 @@ func splitAlternately(_ path: String, into n: Int) throws -> [String] {
 let bareBinary = bareLoop()
 print("peerscope benchmark (\(ProcessInfo.processInfo.processorCount) cores; load average \(loadAverage()))")
 if bareBinary == nil { print("no C compiler: the floor is libpcap's loop in this process") }
+#if os(Linux)
+if let linking = RuntimeLinking.of(path: peerscope) { print(linking.line) }
+#endif
 
 if only == nil || only == "mdns" {
     let path = dir + "/mdns-heavy.pcap"

@@ -78,33 +78,52 @@ struct TCPDueQueue<Entry: TCPDue> {
     private(set) var items: [Entry] = []
     var count: Int { items.count }
     var min: Entry? { items.first }
+    /// The earliest entry's time (no copy of the entry: a sweep entry's connection is not retained to read it).
+    var minTime: Nanos? { items.isEmpty ? nil : items.withUnsafeBufferPointer { $0[0].t } }
 
+    /// Sifts through the buffer by moves and time reads: `swapAt` and `items[i].t` on the array copied
+    /// entries (retaining and releasing a sweep entry's connection at every step).
     mutating func insert(_ e: Entry) {
+        let t = e.t
         items.append(e)
-        var i = items.count - 1
-        while i > 0 {
-            let parent = (i - 1) / 2
-            guard items[i].t < items[parent].t else { break }
-            items.swapAt(i, parent)
-            i = parent
+        items.withUnsafeMutableBufferPointer { b in
+            guard let base = b.baseAddress else { return }
+            var i = b.count - 1
+            guard i > 0, t < base[(i - 1) / 2].t else { return }
+            let moving = (base + i).move()
+            while i > 0 {
+                let parent = (i - 1) / 2
+                guard t < base[parent].t else { break }
+                (base + i).moveInitialize(from: base + parent, count: 1)
+                i = parent
+            }
+            (base + i).initialize(to: moving)
         }
     }
 
-    mutating func removeMin() {
-        guard !items.isEmpty else { return }
+    /// Removes and returns the earliest entry (nil when empty).
+    @discardableResult
+    mutating func removeMin() -> Entry? {
+        guard !items.isEmpty else { return nil }
         let last = items.removeLast()
-        guard !items.isEmpty else { return }
-        items[0] = last
-        var i = 0
-        let n = items.count
-        while true {
-            let l = 2 * i + 1, r = l + 1
-            var m = i
-            if l < n, items[l].t < items[m].t { m = l }
-            if r < n, items[r].t < items[m].t { m = r }
-            if m == i { return }
-            items.swapAt(i, m)
-            i = m
+        guard !items.isEmpty else { return last }
+        return items.withUnsafeMutableBufferPointer { b -> Entry? in
+            guard let base = b.baseAddress else { return nil }
+            let n = b.count
+            let top = base.move()
+            // A hole at the root, filled by the smaller child until `last` fits.
+            let t = last.t
+            var i = 0
+            while true {
+                let l = 2 &* i &+ 1, r = l &+ 1
+                guard l < n else { break }
+                let m = r < n && base[r].t < base[l].t ? r : l
+                guard base[m].t < t else { break }
+                (base + i).moveInitialize(from: base + m, count: 1)
+                i = m
+            }
+            (base + i).initialize(to: last)
+            return top
         }
     }
 
@@ -648,8 +667,7 @@ extension PacketDecoder {
         if options.sweepByDeadlines {
             sweepRound &+= 1
             var again: [(FlowKey, TCPConn)] = []
-            while let top = sweepQueue.min, top.t <= now {
-                sweepQueue.removeMin()
+            while let due = sweepQueue.minTime, due <= now, let top = sweepQueue.removeMin() {
                 // Stale when the connection left the table; judged once per sweep.
                 let c = top.conn
                 guard !c.removed, c.sweptIn != sweepRound else { continue }
@@ -662,8 +680,7 @@ extension PacketDecoder {
                 }
             }
             // Parked connections whose idle or close deadline came: back as objects, judged the same way.
-            while let top = parkQueue.min, top.t <= now {
-                parkQueue.removeMin()
+            while let due = parkQueue.minTime, due <= now, let top = parkQueue.removeMin() {
                 guard let record = parked[top.key], TCPConn.parkDue(record) == top.t else { continue }
                 parked[top.key] = nil
                 let key = top.key.flowKey

@@ -5,7 +5,7 @@ extension TimelineBuilder {
     @discardableResult
     func touch(_ r: PeerRef, _ h: PeerHint, _ t: Nanos, last: Nanos) -> PeerWork {
         let w: PeerWork
-        if let existing = peers[r] { w = existing } else { w = PeerWork(info: PeerInfo(ref: r)); peers[r] = w }
+        if let existing = peers[r] { w = existing } else { w = PeerWork(info: PeerInfo(ref: r)); peers.insert(w) }
         if w.info.displayName == nil, let n = h.displayName, !n.isEmpty { w.info.displayName = n }
         if w.info.participantID == nil, let p = h.participantID { w.info.participantID = p }
         if let a = h.address { w.addresses.insert(a) }

@@ -140,8 +140,9 @@ public struct Timelines: Sendable {
     public var resolver: PeerResolver
     /// The identity facts folded from the `identity.*` events (which are not in `events`).
     public var identities: PeerIdentities
-    var index: [PeerRef: Int]
-    var sessionIndex: [SessionKey: Int]
+    /// Where each peer's timeline is in `peers`, and each instance in `sessions` (see `PositionTable`).
+    var index: PositionTable<PeerRef>
+    var sessionIndex: PositionTable<SessionKey>
 
     /// `peers` and `sessions` are sorted in place (see `sortInPlace`).
     init(peers: consuming [PeerTimeline], sessions: consuming [SessionInstance], events: [ResolvedEvent], start: Nanos?, end: Nanos,
@@ -157,12 +158,9 @@ public struct Timelines: Sendable {
         self.end = end
         self.resolver = resolver
         self.identities = identities
-        var idx: [PeerRef: Int] = [:]
-        for (i, p) in self.peers.enumerated() { idx[p.peer.ref] = i }
-        index = idx
-        var sidx: [SessionKey: Int] = [:]
-        for (i, s) in self.sessions.enumerated() { sidx[s.key] = i }
-        sessionIndex = sidx
+        let sortedPeers = peers, sortedSessions = sessions
+        index = PositionTable<PeerRef>(count: sortedPeers.count) { i in sortedPeers[i].peer.ref }
+        sessionIndex = PositionTable<SessionKey>(count: sortedSessions.count) { i in sortedSessions[i].key }
     }
 
     /// The spill file the events' attributes are read from (`PackedEvents.init(attributesIn:)`), when
@@ -173,9 +171,16 @@ public struct Timelines: Sendable {
     public static let empty = Timelines(peers: [], sessions: [], events: [], start: nil, end: 0,
                                         resolver: PeerResolver(identities: PeerIdentities()), identities: PeerIdentities())
 
-    public func timeline(_ r: PeerRef) -> PeerTimeline? { index[r].map { peers[$0] } }
-    public func peer(_ r: PeerRef) -> PeerInfo? { index[r].map { peers[$0].peer } }
-    public func session(_ k: SessionKey) -> SessionInstance? { sessionIndex[k].map { sessions[$0] } }
+    public func timeline(_ r: PeerRef) -> PeerTimeline? { peerPosition(r).map { peers[$0] } }
+    public func peer(_ r: PeerRef) -> PeerInfo? { peerPosition(r).map { peers[$0].peer } }
+    public func session(_ k: SessionKey) -> SessionInstance? {
+        sessionIndex.position(of: k) { sessions.indices.contains($0) ? sessions[$0].key : nil }.map { sessions[$0] }
+    }
+
+    /// Where `r`'s timeline is in `peers` (a list edited since these timelines were made finds what it holds still in place).
+    func peerPosition(_ r: PeerRef) -> Int? {
+        index.position(of: r) { peers.indices.contains($0) ? peers[$0].peer.ref : nil }
+    }
 
     /// The display label of a peer ("unknown" for nil).
     public func label(_ r: PeerRef?) -> String {
@@ -418,13 +423,26 @@ public final class TimelineBuilder {
         var predecessor: Int?
     }
 
-    var peers: [PeerRef: PeerWork] = [:]
+    /// The peers' working state by ref (the ref their box holds), in the order first seen.
+    var peers = KeyedObjects<PeerRef, PeerWork> { $0.box.value }
     /// The resolved events' shared sides boxes, by the identities of the three boxes (see `sides`).
-    var sidesBoxes: [SidesKey: Shared<ResolvedEvent.Sides>] = [:]
+    var sidesBoxes = KeyedObjects<SidesKey, Shared<ResolvedEvent.Sides>> { SidesKey($0.value) }
     struct SidesKey: Hashable {
         var from: ObjectIdentifier?
         var to: ObjectIdentifier?
         var session: ObjectIdentifier?
+
+        init(from: ObjectIdentifier?, to: ObjectIdentifier?, session: ObjectIdentifier?) {
+            self.from = from
+            self.to = to
+            self.session = session
+        }
+
+        /// The key of a sides box.
+        init(_ sides: ResolvedEvent.Sides) {
+            self.init(from: sides.from.map(ObjectIdentifier.init), to: sides.to.map(ObjectIdentifier.init),
+                      session: sides.session.map(ObjectIdentifier.init))
+        }
     }
 
     /// The shared box of a resolved event's sides (the builder's own peer and instance boxes) and
@@ -435,7 +453,7 @@ public final class TimelineBuilder {
                            session: session.map(ObjectIdentifier.init))
         if let box = sidesBoxes[key], box.value.store === store { return box }
         let box = Shared(ResolvedEvent.Sides(from: from, to: to, session: session, store: store))
-        sidesBoxes[key] = box
+        sidesBoxes.insert(box)
         return box
     }
 
@@ -569,14 +587,14 @@ public final class TimelineBuilder {
         pairsOf = [:]
         origins = [:]
         lastOrigin = nil
-        for w in peers.values {
+        for w in peers.objects {
             w.runs = [:]
             w.sessionSet = []
         }
         var relocation = relocatesOnFinish ? relocateBoxes() : Relocation()
         if !relocatesOnFinish {
-            for w in peers.values { w.links = [:] }
-            sidesBoxes = [:]
+            for w in peers.objects { w.links = [:] }
+            sidesBoxes.removeAll()
         }
         func keep<T>(_ a: [T]) -> [T] { relocatesOnFinish ? relocated(a) : exactlySized(a) }
         func keep(_ s: String) -> String { relocatesOnFinish ? relocated(s) : s }
@@ -597,14 +615,14 @@ public final class TimelineBuilder {
         instances.reverse()
         if !relocation.sides.isEmpty {
             for i in resolved.indices { resolved[i].sides = relocation.sides(resolved[i].sides) }
-            relocation.sides = [:]
+            relocation.sides = BoxMap()
         }
         if foldedMost { TimelineBuilder.shrink(store, &resolved) }
         // Each peer's working state goes as soon as its timeline is made (the table first): the copies
         // then take its room instead of growing the heap past the end of resolving (the stage's peak on
         // the 1 GB mDNS file, issue 13). The timelines are sorted below, whatever order they come in.
-        var works = Array(peers.values)
-        peers = [:]
+        var works = peers.objects
+        peers.removeAll()
         var peerTimelines: [PeerTimeline] = []
         peerTimelines.reserveCapacity(works.count)
         while let w = works.popLast() {

@@ -383,7 +383,7 @@ final class CompactTimelineTests: XCTestCase {
         let resolver = PeerResolver(identities: PeerIdentities(), events: [e])
         _ = b.process(0, store, resolver)
         XCTAssertEqual(b.peers.count, 1)
-        for w in b.peers.values {
+        for w in b.peers.objects {
             XCTAssertEqual(w.entries.count, 1)
             XCTAssertLessThanOrEqual(w.entries.capacity, 2)
         }
@@ -427,5 +427,139 @@ final class CompactTimelineTests: XCTestCase {
             XCTAssertTrue(small.isEmpty)
             XCTAssertNil(small[0])
         }
+    }
+
+    /// A key whose hashes collide in threes, so that lookups walk past other keys' slots.
+    private struct Colliding: Hashable {
+        var v: Int
+        func hash(into h: inout Hasher) { h.combine(v / 3) }
+    }
+
+    /// `PositionTable` finds what a dictionary filled in list order finds (the last of equal keys; nil
+    /// for a key not in the list or a position past the list's end), through colliding hashes, in four
+    /// bytes a slot with at most twice the list's count of slots (rounded up to a power of two).
+    func testAPositionTableFindsWhatADictionaryFilledInOrderFinds() {
+        var seed: UInt64 = 0x2545_F491_4F6C_DD1D
+        func next(_ n: Int) -> Int {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Int((seed >> 33) % UInt64(n))
+        }
+        for n in [0, 1, 2, 3, 7, 64, 65, 1000] {
+            let list = (0 ..< n).map { _ in Colliding(v: next(max(1, n * 3 / 4))) }
+            var dict: [Colliding: Int] = [:]
+            for (i, k) in list.enumerated() { dict[k] = i }
+            let table = PositionTable(count: list.count) { list[$0] }
+            for v in -3 ..< n + 6 {
+                let k = Colliding(v: v)
+                XCTAssertEqual(table.position(of: k) { list.indices.contains($0) ? list[$0] : nil }, dict[k], "n \(n) key \(v)")
+            }
+            // Read through a shorter list (an edited one): never a position past its end.
+            let cut = Array(list.prefix(n / 2))
+            for k in dict.keys {
+                if let i = table.position(of: k, key: { cut.indices.contains($0) ? cut[$0] : nil }) {
+                    XCTAssertTrue(cut.indices.contains(i))
+                    XCTAssertEqual(cut[i], k)
+                }
+            }
+            var slots = 1
+            while slots < 2 * n { slots <<= 1 }
+            // Never tighter than the allocator's rounding: a 48-byte dictionary bucket per slot would be 12 times this.
+            XCTAssertLessThanOrEqual(table.slotBytes, n == 0 ? 0 : 4 * slots + 64, "n \(n)")
+        }
+    }
+
+    /// The timelines find every peer and instance where they are, and nothing for a ref or key they do not
+    /// hold; a list edited after they were made never gives another peer's timeline.
+    func testTimelinesFindEachPeerAndInstanceInPlace() {
+        let s = Script.fullSession()
+        s.connect(Script.alice, Script.carol, at: 40)
+        s.packet(.gckData, 52, Script.alice, Script.carol, source: "gck-data")
+        var tl = s.timelines()
+        XCTAssertGreaterThan(tl.peers.count, 1)
+        XCTAssertGreaterThan(tl.sessions.count, 1)
+        for (i, p) in tl.peers.enumerated() {
+            XCTAssertEqual(tl.timeline(p.peer.ref)?.peer, p.peer)
+            XCTAssertEqual(tl.peer(p.peer.ref), p.peer)
+            XCTAssertEqual(tl.peerPosition(p.peer.ref), i)
+        }
+        for s in tl.sessions { XCTAssertEqual(tl.session(s.key)?.key, s.key) }
+        XCTAssertNil(tl.timeline(.id(0xDEAD_BEEF)))
+        XCTAssertNil(tl.peer(.name("nobody here")))
+        XCTAssertNil(tl.session(SessionKey(pair: PeerPair(.id(1), .id(2)), number: 99)))
+        let refs = tl.peers.map(\.peer.ref)
+        tl.peers.removeFirst()
+        for r in refs {
+            if let p = tl.timeline(r) { XCTAssertEqual(p.peer.ref, r) }
+        }
+        XCTAssertEqual(Timelines.empty.timeline(.id(7))?.peer, nil)
+    }
+
+    private final class Keyed {
+        let key: Colliding
+        let tag: Int
+        init(_ key: Colliding, _ tag: Int) { self.key = key; self.tag = tag }
+    }
+
+    /// `KeyedObjects` answers as a dictionary of the objects by their keys through inserts and
+    /// replacements with colliding hashes and every growth of its table, lists its objects in the order
+    /// their keys were first added (a replacement taking its predecessor's place), and empties.
+    func testKeyedObjectsAnswerAsADictionaryAndKeepFirstAddedOrder() {
+        var seed: UInt64 = 0x5851_F42D_4C95_7F2D
+        func next(_ n: Int) -> Int {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Int((seed >> 33) % UInt64(n))
+        }
+        for keys in [1, 5, 17, 300] {
+            var table = KeyedObjects<Colliding, Keyed> { $0.key }
+            var dict: [Colliding: Keyed] = [:]
+            var order: [Colliding] = []
+            XCTAssertNil(table[Colliding(v: 0)])
+            for step in 0 ..< 3000 {
+                let k = Colliding(v: next(keys))
+                if next(3) == 0 {
+                    let o = Keyed(k, step)
+                    if dict[k] == nil { order.append(k) }
+                    dict[k] = o
+                    table.insert(o)
+                }
+                XCTAssertTrue(table[k] === dict[k], "keys \(keys) step \(step)")
+                XCTAssertNil(table[Colliding(v: keys + next(5))])
+                XCTAssertEqual(table.count, dict.count)
+            }
+            XCTAssertEqual(table.objects.map(\.key), order)
+            XCTAssertTrue(zip(table.objects, order).allSatisfy { $0.0 === dict[$0.1] })
+            var slots = 16
+            while slots < 2 * table.count { slots <<= 1 }
+            XCTAssertLessThanOrEqual(table.slotBytes, 4 * slots + 64, "keys \(keys)")
+            table.removeAll()
+            XCTAssertTrue(table.isEmpty)
+            XCTAssertNil(table[order[0]])
+            table.insert(Keyed(order[0], -1))
+            XCTAssertEqual(table[order[0]]?.tag, -1)
+        }
+    }
+
+    /// A relocation's `BoxMap` gives each old box's new box, by identity: a box equal by value that is
+    /// not one of the old ones (made outside the builder's tables) gets nil, as does any box of an empty map.
+    func testABoxMapGivesEachOldBoxsNewBoxByIdentity() {
+        for n in [0, 1, 2, 3, 100, 1000] {
+            let old = (0 ..< n).map { Shared(PeerRef.id(UInt64($0))) }
+            let new = old.map { Shared($0.value) }
+            let map = BoxMap(zip(old, new).reversed(), count: n)
+            XCTAssertEqual(map.isEmpty, n == 0)
+            for (o, m) in zip(old, new) {
+                XCTAssertTrue(map.new(o) === m)
+                XCTAssertNil(map.new(Shared(o.value)), "equal by value, another box")
+                XCTAssertNil(map.new(m), "a new box is not an old one")
+            }
+            XCTAssertNil(map.new(Shared(PeerRef.name("x"))))
+        }
+        var r = TimelineBuilder.Relocation()
+        let b = Shared(PeerRef.id(1))
+        XCTAssertTrue(r.peer(b) === b, "a box the relocation does not know stays itself")
+        r.peers = BoxMap([(b, Shared(b.value))], count: 1)
+        XCTAssertFalse(r.peer(b) === b)
+        XCTAssertEqual(r.peer(b)?.value, b.value)
+        XCTAssertNil(r.peer(nil))
     }
 }

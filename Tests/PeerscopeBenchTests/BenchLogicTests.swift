@@ -169,3 +169,32 @@ final class AnonPeakTests: XCTestCase {
         #endif
     }
 }
+
+final class RuntimeLinkingTests: XCTestCase {
+    func testRuntimeLinkingIsReadFromTheBinary() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bench-linking-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func file(_ name: String, _ bytes: [UInt8]) throws -> String {
+            let url = dir.appendingPathComponent(name)
+            try Data(bytes).write(to: url)
+            return url.path
+        }
+        let name = Array("libswiftCore.so".utf8)
+        // The name split across the reader's 1 MiB chunks is still found.
+        let split = [UInt8](repeating: 0x41, count: (1 << 20) - 6) + name + [0, 1, 2]
+        XCTAssertEqual(RuntimeLinking.of(path: try file("split", split)), .shared)
+        XCTAssertEqual(RuntimeLinking.of(path: try file("start", name)), .shared)
+        // Most of the name is not the name; an empty file names nothing.
+        let partial = [UInt8](repeating: 0x42, count: 3000) + Array("libswiftCore.s".utf8) + [0] + Array("ibswiftCore.so".utf8)
+        XCTAssertEqual(RuntimeLinking.of(path: try file("partial", partial)), .embedded)
+        XCTAssertEqual(RuntimeLinking.of(path: try file("empty", [])), .embedded)
+        XCTAssertNil(RuntimeLinking.of(path: dir.appendingPathComponent("absent").path))
+        #if os(Linux)
+        // This test process is a debug build: it loads the shared runtime.
+        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            XCTAssertEqual(RuntimeLinking.of(path: exe), .shared)
+        }
+        #endif
+    }
+}

@@ -215,19 +215,59 @@ public struct DNSMessage: Sendable, Equatable {
 
     // MARK: - Reading
 
+    /// The reader's names by offset (see `Reader.cache`): a message holds a few dozen, found faster in a
+    /// short list than by hashing into a dictionary made afresh for every message (and grown as it
+    /// fills). Past `listLimit` entries (a message of many names) they move to a dictionary. An offset
+    /// keeps the entry it got first.
+    struct NameCache {
+        static let listLimit = 32
+        private(set) var offsets: [Int] = []
+        private(set) var entries: [(DNSName, Int, Int)] = []
+        private(set) var table: [Int: (DNSName, Int, Int)] = [:]
+
+        var count: Int { table.isEmpty ? offsets.count : table.count }
+
+        func entry(at offset: Int) -> (DNSName, Int, Int)? {
+            guard table.isEmpty else { return table[offset] }
+            for i in offsets.indices where offsets[i] == offset { return entries[i] }
+            return nil
+        }
+
+        /// Adds `e` at `offset` unless the offset has an entry already.
+        mutating func add(at offset: Int, _ e: (DNSName, Int, Int)) {
+            if table.isEmpty {
+                if offsets.contains(offset) { return }
+                if offsets.count < Self.listLimit {
+                    if offsets.isEmpty {
+                        offsets.reserveCapacity(16)
+                        entries.reserveCapacity(16)
+                    }
+                    offsets.append(offset)
+                    entries.append(e)
+                    return
+                }
+                table.reserveCapacity(Self.listLimit * 2)
+                for i in offsets.indices { table[offsets[i]] = entries[i] }
+                offsets = []
+                entries = []
+            }
+            if table[offset] == nil { table[offset] = e }
+        }
+    }
+
     struct Reader {
         let bytes: Bytes
         /// Names already decoded, by offset: a name's start or a compression pointer's target, each
         /// with (name, offset after its first segment, wire length). Every offset is resolved once,
         /// so a message of pointers into pointer chains costs time linear in its size.
-        var cache: [Int: (DNSName, Int, Int)] = [:]
+        var cache = NameCache()
         /// Compression pointers followed in this message (cached targets included), and the most allowed.
         var pointerHops = 0
         let maxPointerHops: Int
         /// Set once the budget ran out: every later name fails without a further problem.
         var exhausted = false
 
-        func cached(_ offset: Int) -> (DNSName, Int, Int)? { cache[offset] }
+        func cached(_ offset: Int) -> (DNSName, Int, Int)? { cache.entry(at: offset) }
 
         init(bytes: Bytes, maxPointerHops: Int = DNSMessage.maxPointerHops) {
             self.bytes = bytes
@@ -357,14 +397,14 @@ public struct DNSMessage: Sendable, Equatable {
                     suffix = DNSName(labels: Array(labels[j.labelIndex ..< next]) + suffix.labels)
                     next = j.labelIndex
                 }
-                if cache[j.target] == nil, j.segmentEnd >= 0 { cache[j.target] = (suffix, j.segmentEnd, wire) }
+                if j.segmentEnd >= 0 { cache.add(at: j.target, (suffix, j.segmentEnd, wire)) }
             }
         }
 
         mutating func cachedName(at start: Int, limit: Int, _ problems: inout [DNSProblem]) -> (DNSName, Int)? {
             if let c = cached(start), c.1 <= limit { return (c.0, c.1) }
             guard let r = name(at: start, limit: limit, &problems) else { return nil }
-            if cache[start] == nil { cache[start] = r }
+            cache.add(at: start, r)
             return (r.0, r.1)
         }
 

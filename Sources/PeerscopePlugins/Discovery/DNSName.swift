@@ -76,6 +76,50 @@ public struct DNSName: Sendable, Hashable, CustomStringConvertible {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// `a < b`, as `String` orders them. Two strings of non-ASCII text compare through Unicode
+    /// normalisation (NFC) in the standard library, every time. When both hold only scalars below
+    /// U+0300 or in U+2010...U+2027 (dashes, quotes such as ’, bullets, the ellipsis), neither changes
+    /// under NFC: no such scalar has a canonical decomposition, a combining class or a part in any
+    /// composition. So both are in NFC already, and comparing their UTF-8 bytes gives the order of
+    /// their scalars, which is `String`'s order. Anything else is left to `String`.
+    static func keyLess(_ a: String, _ b: String) -> Bool {
+        var byBytes: Bool?
+        _ = a.utf8.withContiguousStorageIfAvailable { x in
+            _ = b.utf8.withContiguousStorageIfAvailable { y in
+                guard isNFCByItsScalars(x), isNFCByItsScalars(y) else { return }
+                let n = Swift.min(x.count, y.count)
+                var i = 0
+                while i < n {
+                    if x[i] != y[i] {
+                        byBytes = x[i] < y[i]
+                        return
+                    }
+                    i &+= 1
+                }
+                byBytes = x.count < y.count
+            }
+        }
+        if let byBytes { return byBytes }
+        return a < b
+    }
+
+    /// Whether the UTF-8 `u` holds only scalars below U+0300 (lead bytes below 0xCC) or in
+    /// U+2010...U+2027 (E2 80 90...A7): see `keyLess`.
+    @inline(__always) static func isNFCByItsScalars(_ u: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        let n = u.count
+        while i < n {
+            let c = u[i]
+            if c < 0xCC {
+                i &+= 1
+                continue
+            }
+            guard c == 0xE2, i &+ 2 < n, u[i &+ 1] == 0x80, u[i &+ 2] >= 0x90, u[i &+ 2] <= 0xA7 else { return false }
+            i &+= 3
+        }
+        return true
+    }
+
     /// The name without its first `n` labels.
     public func dropping(_ n: Int) -> DNSName { DNSName(labels: Array(labels.dropFirst(n))) }
 
@@ -137,7 +181,107 @@ public enum DNSText {
         return String(repeating: "0", count: max(0, width - s.count)) + s
     }
 
-    private static func slowFormat(_ b: Bytes) -> String {
+    /// What `format` gives for a label that is not plain printable ASCII, written as UTF-8 into one
+    /// buffer and made a string once (`referenceSlowFormat`, which appended scalar by scalar to a
+    /// `String`, is the reference: the tests compare them).
+    static func slowFormat(_ b: Bytes) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(b.count &+ 8)
+        var i = 0
+        let n = b.count
+        func ascii(_ s: StaticString) { s.withUTF8Buffer { out.append(contentsOf: $0) } }
+        func hexDigits(_ v: UInt32, _ width: Int) {
+            // `hex(v, width)`: uppercase, zero-padded to `width`, never cut.
+            var digits = 1
+            while digits < 8, v >> (4 &* UInt32(digits)) != 0 { digits &+= 1 }
+            for _ in digits ..< max(digits, width) { out.append(0x30) }
+            var k = digits
+            while k > 0 {
+                k &-= 1
+                let d = UInt8(truncatingIfNeeded: (v >> (4 &* UInt32(k))) & 0xF)
+                out.append(d < 10 ? 0x30 &+ d : 0x41 &+ d &- 10)
+            }
+        }
+        func scalar(_ u: Unicode.Scalar) {
+            // Its UTF-8 (a lenient decode may have read an overlong form: the scalar is written, not the bytes).
+            let v = u.value
+            if v < 0x80 {
+                out.append(UInt8(truncatingIfNeeded: v))
+            } else if v < 0x800 {
+                out.append(0xC0 | UInt8(truncatingIfNeeded: v >> 6))
+                out.append(0x80 | UInt8(truncatingIfNeeded: v & 0x3F))
+            } else if v < 0x10000 {
+                out.append(0xE0 | UInt8(truncatingIfNeeded: v >> 12))
+                out.append(0x80 | UInt8(truncatingIfNeeded: (v >> 6) & 0x3F))
+                out.append(0x80 | UInt8(truncatingIfNeeded: v & 0x3F))
+            } else {
+                out.append(0xF0 | UInt8(truncatingIfNeeded: v >> 18))
+                out.append(0x80 | UInt8(truncatingIfNeeded: (v >> 12) & 0x3F))
+                out.append(0x80 | UInt8(truncatingIfNeeded: (v >> 6) & 0x3F))
+                out.append(0x80 | UInt8(truncatingIfNeeded: v & 0x3F))
+            }
+        }
+        // U+FFFD
+        func replacement() { out.append(0xEF); out.append(0xBF); out.append(0xBD) }
+        while i < n {
+            let c = b.storage[b.lower &+ i]
+            i &+= 1
+            if c < 0x80 {
+                switch c {
+                case 0x20 ... 0x7E: out.append(c)
+                case 0x07: ascii("\\a")
+                case 0x08: ascii("\\b")
+                case 0x0C: ascii("\\f")
+                case 0x0A: ascii("\\n")
+                case 0x0D: ascii("\\r")
+                case 0x09: ascii("\\t")
+                case 0x0B: ascii("\\v")
+                default:
+                    out.append(0x5C)
+                    out.append(0x30 &+ (c >> 6))
+                    out.append(0x30 &+ ((c >> 3) & 7))
+                    out.append(0x30 &+ (c & 7))
+                }
+                continue
+            }
+            var need: Int
+            var value: UInt32
+            switch c {
+            case 0xC0 ... 0xDF: need = 1; value = UInt32(c & 0x1F)
+            case 0xE0 ... 0xEF: need = 2; value = UInt32(c & 0x0F)
+            case 0xF0 ... 0xF7: need = 3; value = UInt32(c & 0x07)
+            case 0xF8 ... 0xFB: need = 4; value = UInt32(c & 0x03)
+            case 0xFC ... 0xFD: need = 5; value = UInt32(c & 0x01)
+            default:
+                replacement()
+                continue
+            }
+            var complete = true
+            while need > 0 {
+                guard i < n else { complete = false; break }
+                let d = b.storage[b.lower &+ i]
+                guard d & 0xC0 == 0x80 else { complete = false; break }
+                value = value << 6 | UInt32(d & 0x3F)
+                i &+= 1
+                need -= 1
+            }
+            guard complete, let u = Unicode.Scalar(value) else {
+                replacement()
+                continue
+            }
+            switch u.properties.generalCategory {
+            case .control, .format, .unassigned, .surrogate:
+                if u.value > 0xFFFF { ascii("\\U"); hexDigits(u.value, 8) } else { ascii("\\u"); hexDigits(u.value, 4) }
+            default:
+                scalar(u)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The label text as `slowFormat` gave it before it wrote bytes (appended to a `String` scalar by
+    /// scalar): the reference its tests compare with.
+    static func referenceSlowFormat(_ b: Bytes) -> String {
         var out = ""
         var i = 0
         let n = b.count

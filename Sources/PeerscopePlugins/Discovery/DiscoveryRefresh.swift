@@ -15,6 +15,13 @@ import PeerscopeCore
 /// expiry, an eviction, a new SRV pointing at the host) changes that entity's stamp, and the next copy
 /// goes through the full path again. A changed refresh (new address, new TXT, TTL 0) has different
 /// bytes, so it is never taken for a repeat. `DecodeOptions.fastPaths = false` turns this off.
+/// A host's addresses in a response being remembered, and whether it flushes its IPv4 / IPv6 ones.
+struct HostNote {
+    var addresses: [(IPAddress, UInt32)] = []
+    var flush4 = false
+    var flush6 = false
+}
+
 struct RefreshKey: Hashable {
     var source: IPAddress
     var hash: UInt64
@@ -155,16 +162,25 @@ extension DiscoveryTracker {
     /// After the full path read response `msg` (bytes `p`, no problems): remembers it when a byte-identical
     /// copy could only move times (see the type comment).
     func remember(_ p: Bytes, hash: UInt64, _ msg: DNSMessage, src: IPAddress, _ input: PluginInput) {
-        var order: [String] = []
-        var ttls: [String: Refresh.InstanceTTLs] = [:]
+        // The instances touched, in the order first touched, by slot (a slot's position in `ttls`): each
+        // name is hashed once, to find its slot, not again for every table it is noted in.
+        var ttls: [Refresh.InstanceTTLs] = []
+        var position: [Int: Int] = [:]
         func note(_ key: String, _ set: (inout Refresh.InstanceTTLs) -> Void) -> Bool {
-            guard let x = instances.index(forKey: key), instances.values[x].state == .alive else { return false }
-            if ttls[key] == nil {
-                order.append(key)
-                // The table's own key string: a later lookup compares it by identity, not character by character.
-                ttls[key] = Refresh.InstanceTTLs(key: instances.keys[x], slot: x, stamp: instances.values[x].stamp)
+            guard let x = instances.index(forKey: key) else { return false }
+            return note(slot: x, set)
+        }
+        func note(slot x: Int, _ set: (inout Refresh.InstanceTTLs) -> Void) -> Bool {
+            guard instances.values[x].state == .alive else { return false }
+            if let k = position[x] {
+                set(&ttls[k])
+                return true
             }
-            set(&ttls[key, default: Refresh.InstanceTTLs(key: key, slot: x, stamp: 0)])
+            // The table's own key string: a later lookup compares it by identity, not character by character.
+            var e = Refresh.InstanceTTLs(key: instances.keys[x], slot: x, stamp: instances.values[x].stamp)
+            set(&e)
+            position[x] = ttls.count
+            ttls.append(e)
             return true
         }
         let scope = input.frame.interfaceName ?? {
@@ -172,8 +188,7 @@ extension DiscoveryTracker {
             return nil
         }()
         var hostOrder: [String] = []
-        var hostAddrs: [String: [(IPAddress, UInt32)]] = [:]
-        var flushed: Set<String> = []
+        var hostNotes: [String: HostNote] = [:]
         for r in msg.records {
             if r.ttl == 0 && [DNSType.a, DNSType.aaaa, DNSType.ptr, DNSType.srv, DNSType.txt].contains(r.type) { return }
             switch r.data {
@@ -181,46 +196,46 @@ extension DiscoveryTracker {
                 var addr = a
                 if case .aaaa = r.data, case .v6(let hi, let lo, _) = a, a.isLinkLocal, let scope { addr = .v6(hi: hi, lo: lo, scope: scope) }
                 let hk = r.name.key
-                if hostAddrs[hk] == nil { hostOrder.append(hk) }
-                hostAddrs[hk, default: []].append((addr, r.ttl))
-                if r.cacheFlush { flushed.insert(hk + (r.type == DNSType.a ? "|4" : "|6")) }
+                let v4 = r.type == DNSType.a
+                // In place: one lookup, no copy of the list.
+                if hostNotes.index(forKey: hk) == nil { hostOrder.append(hk) }
+                Self.noteAddress(&hostNotes[hk, default: HostNote()], (addr, r.ttl), flush: r.cacheFlush, v4: v4)
             case .ptr(let target):
                 if DiscoveryTracker.isEnumeration(r.name) { continue }
                 guard r.type == DNSType.ptr, DNSSD.isServiceType(r.name), let (key, _) = instanceKey(target) else { continue }
                 guard note(key, { $0.ptr = r.ttl }) else { return }
             case .srv(let pr, let w, let port, let target):
                 guard DNSSD.instanceName(r.name) != nil else { continue }
-                let key = r.name.key
                 // Read in place: a copy of the instance taken out retains and releases a dozen references.
-                guard let x = instances.index(forKey: key), instances.values[x].srv == SRV(target: target, port: port, priority: pr, weight: w),
-                      note(key, { $0.srv = r.ttl }) else { return }
+                guard let x = instances.index(forKey: r.name.key), instances.values[x].srv == SRV(target: target, port: port, priority: pr, weight: w),
+                      note(slot: x, { $0.srv = r.ttl }) else { return }
             case .txt(let raw):
                 guard DNSSD.instanceName(r.name) != nil else { continue }
-                let key = r.name.key
-                guard let x = instances.index(forKey: key), instances.values[x].txtRaw == raw, note(key, { $0.txt = r.ttl }) else { return }
+                guard let x = instances.index(forKey: r.name.key), instances.values[x].txtRaw == raw,
+                      note(slot: x, { $0.txt = r.ttl }) else { return }
             default:
                 continue
             }
         }
-        guard !order.isEmpty || !hostOrder.isEmpty else { return }
+        guard !ttls.isEmpty || !hostOrder.isEmpty else { return }
         var hostTTLs: [Refresh.HostTTLs] = []
-        let keys = Set(order)
         for hk in hostOrder {
-            guard let hx = hosts.index(forKey: hk), let mine = hostAddrs[hk] else { return }
-            let h = hosts.values[hx]
-            // Flushed families hold exactly the message's addresses.
-            for (fam, isV4) in [("|4", true), ("|6", false)] where flushed.contains(hk + fam) {
-                let want = Set(mine.map(\.0).filter { $0.isV4 == isV4 })
-                let have = Set(h.addresses.keys.filter { $0.isV4 == isV4 })
-                guard want == have else { return }
+            guard let hx = hosts.index(forKey: hk), let mine = hostNotes[hk] else { return }
+            // Flushed families hold exactly the message's addresses (read in place: no copy of the host).
+            for (flushes, isV4) in [(mine.flush4, true), (mine.flush6, false)] where flushes {
+                let want = Set(mine.addresses.lazy.map(\.0).filter { $0.isV4 == isV4 })
+                let same = withHost(hx) { h in Set(h.addresses.keys.lazy.filter { $0.isV4 == isV4 }) == want }
+                guard same else { return }
             }
-            // Every SRV pointing at this host belongs to the message.
-            if let targeting = byTarget[hk], !targeting.isSubset(of: keys) { return }
-            hostTTLs.append(Refresh.HostTTLs(key: hosts.keys[hx], slot: hx, stamp: h.stamp, addresses: mine))
+            // Every SRV pointing at this host belongs to the message (an instance of the message is live
+            // in the table, so its key is in the table under the slot noted).
+            if let targeting = byTarget[hk],
+               !targeting.allSatisfy({ k in instances.index(forKey: k).map { position[$0] != nil } ?? false }) { return }
+            hostTTLs.append(Refresh.HostTTLs(key: hosts.keys[hx], slot: hx, stamp: hosts.values[hx].stamp, addresses: mine.addresses))
         }
         // Every endpoint already reported (a refresh could otherwise resolve again).
-        for key in order {
-            guard let x = instances.index(forKey: key) else { return }
+        for e in ttls {
+            let x = e.slot
             if let srv = instances.values[x].srv {
                 for a in addresses(of: srv.target, t: input.t) where !instances.values[x].reportedEndpoints.contains(Endpoint(a, srv.port)) {
                     return
@@ -230,7 +245,12 @@ extension DiscoveryTracker {
         if refreshes.count >= Self.maxRefreshes { refreshes.removeAll(keepingCapacity: true) }
         refreshes[RefreshKey(source: src, hash: hash)] = Refresh(
             bytes: p.array, interface: input.frame.interfaceName, lastUsed: input.t,
-            instances: order.compactMap { ttls[$0] }, hosts: hostTTLs)
+            instances: ttls, hosts: hostTTLs)
+    }
+
+    private static func noteAddress(_ h: inout HostNote, _ a: (IPAddress, UInt32), flush: Bool, v4: Bool) {
+        h.addresses.append(a)
+        if flush { if v4 { h.flush4 = true } else { h.flush6 = true } }
     }
 }
 

@@ -254,7 +254,9 @@ final class DiscoveryTracker {
         var key: String
         /// The entry's slot when queued: reached without hashing `key` while the slot still holds it.
         var slot: Int
-        static func < (a: Due, b: Due) -> Bool { (a.t, a.key) < (b.t, b.key) }
+        /// The key is compared only on equal times (instances of one response share their deadlines), as
+        /// `String` orders them but without normalising (`DNSName.keyLess`).
+        @inline(__always) static func < (a: Due, b: Due) -> Bool { a.t != b.t ? a.t < b.t : DNSName.keyLess(a.key, b.key) }
     }
     var due = Heap<Due>()
     /// Every deadline ever set that `tick` has not passed yet, as `due` held them before it kept one
@@ -881,8 +883,8 @@ final class DiscoveryTracker {
         // The expired instances are kept only to report them.
         let wantsEvents = ctx.wantsEvents
         var expired: [Instance] = []
-        while let top = due.min, top.t <= t {
-            _ = due.removeMin()
+        while let next = due.min?.t, next <= t {
+            let top = due.removeMin()
             // An instance refreshed since is queued again for its deadline (perhaps still in this loop).
             guard let x = instances.index(top.slot, forKey: top.key), dueNow(x, top) else { continue }
             var i = instances.values[x]
@@ -904,8 +906,8 @@ final class DiscoveryTracker {
         // Host addresses past their TTL: only the hosts with an address due are looked at. Each address
         // has an entry no later than its expiry (a refresh that only moves an expiry later adds none):
         // a host looked at keeps one entry for its earliest live address.
-        while let top = hostDue.min, top.t <= t {
-            _ = hostDue.removeMin()
+        while let next = hostDue.min?.t, next <= t {
+            let top = hostDue.removeMin()
             guard let x = hosts.index(top.slot, forKey: top.key) else { continue }
             if hosts.values[x].queued == top.t { hosts.values[x].queued = .max }
             var earliest = Nanos.max, expired = false
