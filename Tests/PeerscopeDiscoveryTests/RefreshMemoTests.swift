@@ -92,10 +92,10 @@ final class RefreshMemoTests: XCTestCase {
     /// UTF-8, 5- and 6-byte forms, surrogates, format and unassigned scalars, and planes past the BMP.
     func testLabelTextWrittenAsBytesIsTheReferencesText() {
         for x in 0 ... 255 {
-            XCTAssertEqual(DNSText.slowFormat(Bytes([UInt8(x)])), DNSText.referenceSlowFormat(Bytes([UInt8(x)])))
+            XCTAssertEqual(DNSText.slowFormat(Bytes([UInt8(x)])), Self.referenceSlowFormat(Bytes([UInt8(x)])))
             for y in 0 ... 255 {
                 let b = Bytes([UInt8(x), UInt8(y)])
-                XCTAssertEqual(DNSText.slowFormat(b), DNSText.referenceSlowFormat(b), "\(x) \(y)")
+                XCTAssertEqual(DNSText.slowFormat(b), Self.referenceSlowFormat(b), "\(x) \(y)")
             }
         }
         let pieces: [[UInt8]] = [
@@ -115,8 +115,8 @@ final class RefreshMemoTests: XCTestCase {
                 }
             }
             let b = Bytes(label)
-            XCTAssertEqual(DNSText.slowFormat(b), DNSText.referenceSlowFormat(b), "\(label)")
-            XCTAssertEqual(Array(DNSText.slowFormat(b).utf8), Array(DNSText.referenceSlowFormat(b).utf8))
+            XCTAssertEqual(DNSText.slowFormat(b), Self.referenceSlowFormat(b), "\(label)")
+            XCTAssertEqual(Array(DNSText.slowFormat(b).utf8), Array(Self.referenceSlowFormat(b).utf8))
         }
     }
 
@@ -186,5 +186,74 @@ final class DNSNameCacheTests: XCTestCase {
             XCTAssertEqual(target.text, "inst\(i)._s\(i % 7)._tcp.local")
             XCTAssertEqual(target.labels, ["inst\(i)", "_s\(i % 7)", "_tcp", "local"])
         }
+    }
+}
+
+/// The reference for `DNSText.slowFormat`: the version it replaced.
+extension RefreshMemoTests {
+    private static func hex(_ v: UInt32, _ width: Int) -> String {
+        let s = String(v, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, width - s.count)) + s
+    }
+
+    /// The label text as `DNSText.slowFormat` gave it before it wrote bytes (appended to a `String`
+    /// scalar by scalar): the reference the new version is compared with.
+    static func referenceSlowFormat(_ b: Bytes) -> String {
+        var out = ""
+        var i = 0
+        let n = b.count
+        let replacement: Character = "\u{FFFD}"
+        while i < n {
+            let c = b.storage[b.lower &+ i]
+            i &+= 1
+            if c < 0x80 {
+                switch c {
+                case 0x20 ... 0x7E: out.unicodeScalars.append(Unicode.Scalar(c))
+                case 0x07: out += "\\a"
+                case 0x08: out += "\\b"
+                case 0x0C: out += "\\f"
+                case 0x0A: out += "\\n"
+                case 0x0D: out += "\\r"
+                case 0x09: out += "\\t"
+                case 0x0B: out += "\\v"
+                default:
+                    out += "\\" + String(c >> 6) + String((c >> 3) & 7) + String(c & 7)
+                }
+                continue
+            }
+            // Lead byte: how many continuation bytes follow.
+            var need: Int
+            var value: UInt32
+            switch c {
+            case 0xC0 ... 0xDF: need = 1; value = UInt32(c & 0x1F)
+            case 0xE0 ... 0xEF: need = 2; value = UInt32(c & 0x0F)
+            case 0xF0 ... 0xF7: need = 3; value = UInt32(c & 0x07)
+            case 0xF8 ... 0xFB: need = 4; value = UInt32(c & 0x03)
+            case 0xFC ... 0xFD: need = 5; value = UInt32(c & 0x01)
+            default:
+                out.append(replacement)
+                continue
+            }
+            var complete = true
+            while need > 0 {
+                guard i < n else { complete = false; break }
+                let d = b.storage[b.lower &+ i]
+                guard d & 0xC0 == 0x80 else { complete = false; break }
+                value = value << 6 | UInt32(d & 0x3F)
+                i &+= 1
+                need -= 1
+            }
+            guard complete, let scalar = Unicode.Scalar(value) else {
+                out.append(replacement)
+                continue
+            }
+            switch scalar.properties.generalCategory {
+            case .control, .format, .unassigned, .surrogate:
+                out += scalar.value > 0xFFFF ? "\\U" + hex(scalar.value, 8) : "\\u" + hex(scalar.value, 4)
+            default:
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
     }
 }

@@ -176,14 +176,9 @@ public enum DNSText {
         return slowFormat(b)
     }
 
-    private static func hex(_ v: UInt32, _ width: Int) -> String {
-        let s = String(v, radix: 16, uppercase: true)
-        return String(repeating: "0", count: max(0, width - s.count)) + s
-    }
-
     /// What `format` gives for a label that is not plain printable ASCII, written as UTF-8 into one
-    /// buffer and made a string once (`referenceSlowFormat`, which appended scalar by scalar to a
-    /// `String`, is the reference: the tests compare them).
+    /// buffer and made a string once (the tests compare it with the former version, which appended
+    /// scalar by scalar to a `String`: `RefreshMemoTests.referenceSlowFormat`).
     static func slowFormat(_ b: Bytes) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(b.count &+ 8)
@@ -191,7 +186,7 @@ public enum DNSText {
         let n = b.count
         func ascii(_ s: StaticString) { s.withUTF8Buffer { out.append(contentsOf: $0) } }
         func hexDigits(_ v: UInt32, _ width: Int) {
-            // `hex(v, width)`: uppercase, zero-padded to `width`, never cut.
+            // Uppercase hex, zero-padded to `width`, never cut.
             var digits = 1
             while digits < 8, v >> (4 &* UInt32(digits)) != 0 { digits &+= 1 }
             for _ in digits ..< max(digits, width) { out.append(0x30) }
@@ -277,66 +272,5 @@ public enum DNSText {
             }
         }
         return String(decoding: out, as: UTF8.self)
-    }
-
-    /// The label text as `slowFormat` gave it before it wrote bytes (appended to a `String` scalar by
-    /// scalar): the reference its tests compare with.
-    static func referenceSlowFormat(_ b: Bytes) -> String {
-        var out = ""
-        var i = 0
-        let n = b.count
-        let replacement: Character = "\u{FFFD}"
-        while i < n {
-            let c = b.storage[b.lower &+ i]
-            i &+= 1
-            if c < 0x80 {
-                switch c {
-                case 0x20 ... 0x7E: out.unicodeScalars.append(Unicode.Scalar(c))
-                case 0x07: out += "\\a"
-                case 0x08: out += "\\b"
-                case 0x0C: out += "\\f"
-                case 0x0A: out += "\\n"
-                case 0x0D: out += "\\r"
-                case 0x09: out += "\\t"
-                case 0x0B: out += "\\v"
-                default:
-                    out += "\\" + String(c >> 6) + String((c >> 3) & 7) + String(c & 7)
-                }
-                continue
-            }
-            // Lead byte: how many continuation bytes follow.
-            var need: Int
-            var value: UInt32
-            switch c {
-            case 0xC0 ... 0xDF: need = 1; value = UInt32(c & 0x1F)
-            case 0xE0 ... 0xEF: need = 2; value = UInt32(c & 0x0F)
-            case 0xF0 ... 0xF7: need = 3; value = UInt32(c & 0x07)
-            case 0xF8 ... 0xFB: need = 4; value = UInt32(c & 0x03)
-            case 0xFC ... 0xFD: need = 5; value = UInt32(c & 0x01)
-            default:
-                out.append(replacement)
-                continue
-            }
-            var complete = true
-            while need > 0 {
-                guard i < n else { complete = false; break }
-                let d = b.storage[b.lower &+ i]
-                guard d & 0xC0 == 0x80 else { complete = false; break }
-                value = value << 6 | UInt32(d & 0x3F)
-                i &+= 1
-                need -= 1
-            }
-            guard complete, let scalar = Unicode.Scalar(value) else {
-                out.append(replacement)
-                continue
-            }
-            switch scalar.properties.generalCategory {
-            case .control, .format, .unassigned, .surrogate:
-                out += scalar.value > 0xFFFF ? "\\U" + hex(scalar.value, 8) : "\\u" + hex(scalar.value, 4)
-            default:
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
     }
 }
