@@ -509,7 +509,13 @@ public final class AnalysisSession {
         // The file and its tables go before the detectors run, unless the events' attributes are read
         // from it (then it goes with the timelines; only its writing tables go now).
         if let spilled {
-            if timelines.attributesFile === spilled { spilled.dropWriteTables() } else { spilled.close() }
+            if timelines.attributesFile === spilled {
+                spilled.dropWriteTables()
+                // The boxes its tables keep made go too (see `dropBoxCaches`): the pages they pin go back below.
+                spilled.dropBoxCaches()
+            } else {
+                spilled.close()
+            }
         }
         // The builder's working state (per peer and session) is gone: its pages go back before the
         // detectors allocate.

@@ -6,7 +6,7 @@
 /// the list's own table and its count as 32 bits: 88 bytes, with the same boxes (hints, flow), the same
 /// attribute buffer and the same evidence. Reading one back gives exactly the event put in (the same
 /// boxes and buffer, so equal by value and by identity); single fields read in place, without building
-/// the whole event. A list whose attributes stay in a spill file (`init(attributesIn:)`) holds 48-byte
+/// the whole event. A list whose attributes stay in a spill file (`init(attributesIn:)`) holds 40-byte
 /// `FileRecord`s instead: its events read back equal by value, but their hint and flow boxes are made
 /// by the file's box tables when read, so they need not be the same objects as those put in.
 ///

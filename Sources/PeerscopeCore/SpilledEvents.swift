@@ -223,6 +223,24 @@ public final class SpilledEvents: Sequence, @unchecked Sendable {
         packBoxes()
     }
 
+    /// Lets go of the boxes the hint and flow tables keep made (`PackedBoxTable`'s cache), as the
+    /// timeline stage ends (issue 13): made one after another all through the stage's passes, the boxes
+    /// the cache holds then are small pieces scattered over the heap, each keeping a page of freed
+    /// working state resident. Boxes made after are equal by value to those made before.
+    public func dropBoxCaches() {
+        pthread_mutex_lock(boxMutex)
+        defer { pthread_mutex_unlock(boxMutex) }
+        packedHints?.dropCache()
+        packedFlows?.dropCache()
+    }
+
+    /// Boxes the hint and flow tables' caches hold (tests).
+    var cachedBoxCount: Int {
+        pthread_mutex_lock(boxMutex)
+        defer { pthread_mutex_unlock(boxMutex) }
+        return (packedHints?.cachedCount ?? 0) + (packedFlows?.cachedCount ?? 0)
+    }
+
     /// Keeps the hint and flow tables as bytes (`PackedBoxTable`): their boxes go, unless an event
     /// read holds them.
     private func packBoxes() {

@@ -363,6 +363,34 @@ final class PackedBoxTableTests: XCTestCase {
         }
     }
 
+    /// Dropping the box caches (as the timeline stage ends) lets go of every box they hold; events read
+    /// after come back equal, in the same order, their boxes equal by value to those made before.
+    func testDroppedBoxCachesGiveEqualBoxesAfter() throws {
+        let hints = Array(try Self.hints().prefix(600))
+        var events: [PeerEvent] = []
+        for (i, h) in hints.enumerated() {
+            let flow = h.endpoint.map { FlowKey(.tcp, $0, Endpoint(IPAddress.v4(2), 80)) }
+            events.append(PeerEvent(kind: .announced, t: Nanos(i), evidence: .frame(input: 0, frame: UInt64(i)), from: h,
+                                    to: hints[(i * 7) % hints.count], flow: flow, source: "mdns", attrs: ["n": "\(i)"]))
+        }
+        let s = try SpilledEventsTests.written(events, buffer: 4096)
+        let before = Array(s)
+        XCTAssertGreaterThan(s.cachedBoxCount, 0)
+        let held = try XCTUnwrap(s.hint(1))
+        XCTAssertTrue(s.hint(1) === held, "cached")
+        s.dropBoxCaches()
+        XCTAssertEqual(s.cachedBoxCount, 0)
+        let again = try XCTUnwrap(s.hint(1))
+        XCTAssertFalse(again === held, "made again")
+        XCTAssertEqual(again, held)
+        let after = Array(s)
+        XCTAssertNil(s.readError)
+        XCTAssertEqual(after, before)
+        XCTAssertEqual(after, events)
+        XCTAssertEqual(after.map(\.from.participantID), events.map(\.from.participantID))
+        XCTAssertEqual(after.map(\.to.address), events.map(\.to.address))
+    }
+
     /// A spill with more distinct hints and flows than the cache holds reads back every event equal,
     /// its box indexes naming equal boxes, through plain and merged reading.
     func testASpillWithManyHintsReadsBackEqualEvents() throws {
