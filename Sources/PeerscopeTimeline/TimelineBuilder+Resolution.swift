@@ -173,6 +173,27 @@ struct BrowseFolds {
     var open: [Key: Fold] = [:]
     /// Queries folded into an earlier event.
     var folded = 0
+    /// Folds let go by `dropExpired` (tests).
+    var dropped = 0
+    /// `open`'s size at which `dropExpired` looks for folds to let go, and the least it is set to.
+    var dropAt = 4096
+    var dropFloor = 4096
+
+    /// Lets go of the folds no query at `t` or later can continue: their last query is more than `gap`
+    /// before `t` (both ways of continuing one, `join` and the check after the entry, ask for `e.t -
+    /// lastT <= gap` with `e.t >= lastT`). Only for events given in time order, `t` never decreasing
+    /// (a spill read back: `TimelineBuilder.finish(spilled:at:)`). Looked at once `open` has doubled
+    /// since the last time, so linear overall. Without it every key stays to the stage's end, holding
+    /// its hint and flow boxes and its attribute buffer (issue 13: on the 1 GB mDNS file the table
+    /// alone was 2.4 MB at the timeline stage's peak, its keys' buffers and boxes besides).
+    mutating func dropExpired(before t: Nanos) {
+        guard open.count >= dropAt else { return }
+        let before = open.count
+        // A fold at a negative time is kept (`t - lastT` of a later `t` could wrap, which `join` would take).
+        open = open.filter { _, f in f.lastT < 0 || f.lastT > t || t &- f.lastT <= gap }
+        dropped &+= before - open.count
+        dropAt = Swift.max(dropFloor, 2 * open.count)
+    }
 
     /// What the folds need to know of all the events before the first is resolved: the flows ICMP errors
     /// quote, and whether any event is a log line.

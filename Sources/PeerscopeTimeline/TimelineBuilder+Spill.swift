@@ -53,8 +53,17 @@ extension TimelineBuilder {
         if inFile { detailSharing = EventAttrsSharing() }
         // The events of `events`, with where each one's record is and its boxes' indexes there.
         var reader = spill.makeIterator()
+        // The file is read in time order (`finish` checks `inTimeOrder`): folds no later query can
+        // continue go as the stage goes (see `BrowseFolds.dropExpired`); never after an event out of order.
+        var inOrder = dropsExpiredFolds
+        folds.dropFloor = Swift.max(1, expiredFoldsFloor)
+        folds.dropAt = folds.dropFloor
+        var previousT = Nanos.min
         while var e = reader.next() {
             if e.kind.isIn("identity") { continue }
+            if e.t < previousT { inOrder = false }
+            previousT = e.t
+            if inOrder { folds.dropExpired(before: e.t) }
             PeerResolver.normalizeHints(&e)
             let k = kept.count
             if inFile {
@@ -67,6 +76,7 @@ extension TimelineBuilder {
         }
         sharing = EventAttrsSharing(slotCount: 1)
         detailSharing = nil
+        expiredFoldsDropped = folds.dropped
         folds.open = [:]
         // The store's last chunk is trimmed as when most was folded (the list is already exactly sized).
         return finishResolved(store: store, resolved: kept.consumeArray(), resolver: resolver, endT: endT, foldedMost: true)

@@ -261,6 +261,12 @@ public final class TimelineBuilder {
     /// On a spilled input (`add(spilled:)`), the resolved events' attributes stay in the file and are
     /// read from it when asked for (see `finish(spilled:at:)`); false copies them into the store (tests compare).
     var attributesStayInSpill = true
+    /// On a spilled input, browse folds no later query can continue are let go while resolving (see
+    /// `BrowseFolds.dropExpired`); false keeps them to the end (tests compare).
+    var dropsExpiredFolds = true
+    /// How many folds the last spilled build let go early, and the table size from which it looks (tests).
+    var expiredFoldsDropped = 0
+    var expiredFoldsFloor = 4096
     /// Set while entries are made from events whose attributes stay in a spill file: entries' details
     /// keep only the detail keys, shared (see `detail(_:)`).
     var detailSharing: EventAttrsSharing?

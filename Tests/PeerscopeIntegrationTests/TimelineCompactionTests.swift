@@ -125,4 +125,48 @@ final class TimelineCompactionTests: XCTestCase {
         XCTAssertGreaterThan(entries, 1000)
         XCTAssertGreaterThan(corroborated, 0, "some entries carry log lines beside their frames")
     }
+
+    /// On a spilled input (read in time order) the builder lets go of browse folds no later query can
+    /// continue (`BrowseFolds.dropExpired`): the timelines, the resolved events and what was folded into
+    /// each are the same as when every fold is kept to the end, with a short fold gap (most folds expire,
+    /// and are let go from the first one on) and with analysis's own.
+    func testDroppingExpiredBrowseFoldsLeavesTheTimelinesAsTheyWere() throws {
+        try withGeneratedCrowds("foldexp") { path, hosts in
+            let trace = try AnalysisSession(AnalysisOptions(captures: [path])).decode(compactQueries: false).trace
+            let events = trace.allEvents
+            func build(dropping: Bool, gap: Nanos) throws -> (Timelines, dropped: Int) {
+                let s = try SpilledEvents(directory: NSTemporaryDirectory())
+                for e in events { try s.append(e) }
+                try s.finishWriting()
+                XCTAssertTrue(s.inTimeOrder)
+                let b = TimelineBuilder(detectors: .defaults)
+                b.browseFoldGap = gap
+                b.dropsExpiredFolds = dropping
+                b.expiredFoldsFloor = 1
+                b.add(spilled: s)
+                let t = b.finish(at: trace.stats.lastT)
+                XCTAssertEqual(b.spillReadErrors, [])
+                return (t, b.expiredFoldsDropped)
+            }
+            for gap in [2 * CaptureTime.second, 300 * CaptureTime.second] {
+                let name = "crowd of \(hosts), gap \(gap)"
+                let (a, dropped) = try build(dropping: true, gap: gap)
+                let (b, none) = try build(dropping: false, gap: gap)
+                XCTAssertEqual(none, 0, name)
+                if gap < 10 * CaptureTime.second { XCTAssertGreaterThan(dropped, 100, name) }
+                XCTAssertEqual(a.peers.map(\.peer), b.peers.map(\.peer), name)
+                XCTAssertEqual(a.peers.map(\.entries), b.peers.map(\.entries), name)
+                XCTAssertEqual(a.peers.map(\.history), b.peers.map(\.history), name)
+                XCTAssertEqual(a.events.count, b.events.count, name)
+                XCTAssertLessThan(a.events.count, events.count, "\(name): queries were folded")
+                for (x, y) in zip(a.events, b.events) {
+                    guard x.index == y.index, x.from == y.from, x.to == y.to, x.state == y.state, x.event == y.event,
+                          x.count == y.count, x.lastEvidence == y.lastEvidence else {
+                        XCTFail("\(name): resolved event \(y.index) differs")
+                        break
+                    }
+                }
+            }
+        }
+    }
 }
