@@ -148,7 +148,7 @@ public struct Timelines: Sendable {
     init(peers: consuming [PeerTimeline], sessions: consuming [SessionInstance], events: [ResolvedEvent], start: Nanos?, end: Nanos,
          resolver: PeerResolver, identities: PeerIdentities) {
         var peers = peers
-        sortInPlace(&peers) { ($0.peer.label, $0.peer.ref) < ($1.peer.label, $1.peer.ref) }
+        sortInPlace(&peers) { PeerInfo.sortsBefore($0.peer, $1.peer) }
         self.peers = peers
         var sessions = sessions
         sortInPlace(&sessions) { ($0.start, $0.key) < ($1.start, $1.key) }
