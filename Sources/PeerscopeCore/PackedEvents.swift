@@ -26,18 +26,21 @@ public struct PackedEvents: @unchecked Sendable {
         var label: UInt32
     }
 
-    /// A record of a list whose attributes stay in a spill file (`init(attributesIn:)`): 48 bytes
+    /// A record of a list whose attributes stay in a spill file (`init(attributesIn:)`): 40 bytes
     /// instead of 88. No attribute slot and no strong references: the hints and flow are indexes
     /// (`SpilledEvents.BoxIDs`) into the file's tables (or this list's, for boxes the file does not
-    /// hold). Where the record is in the file, the label, the count, the span to the last time and the
-    /// evidence are narrow, each with a mark for a value kept in `wide` instead (a span beyond 35
-    /// minutes, evidence of an input past 32,766 or a frame past 2^32: in practice rare).
+    /// hold). Where the record is in the file, the count, the span to the last time and the evidence
+    /// are narrow, and the label and the evidences' input are one 16-bit `shape` (an index into the
+    /// list's table of distinct pairs of both: a capture has a few dozen), each with a mark for a value
+    /// kept in `wide` (or `bigCounts`) instead (a span beyond 35 minutes, evidence of an input past
+    /// 32,766 or a frame past 2^32, a count past 65,534: in practice rare). 40 bytes, not 48, is 2.5 MB
+    /// on the 1 GB mDNS file's 317,000 kept events (issue 13).
     @usableFromInline struct FileRecord: Sendable {
         var t: Nanos
         /// `lastT - t`: in nanoseconds below 2^31, else in microseconds with the top bit set, or
         /// `PackedEvents.wide32` (then in `wide`).
         var span: UInt32
-        /// The first evidence's frame or line (`evidenceMeta` says which, and its input).
+        /// The first evidence's frame or line (the shape's meta says which, and its input).
         var first: UInt32
         /// The last evidence's frame or line less the first's, or `PackedEvents.wide32` for none.
         var lastDelta: UInt32
@@ -47,22 +50,26 @@ public struct PackedEvents: @unchecked Sendable {
         var from: UInt32
         var to: UInt32
         var flow: UInt32
-        /// The count, or `PackedEvents.bigCount` (then in `bigCounts`).
-        var count: UInt32
-        /// The label, or `UInt16.max` (then in `wide`).
-        var label: UInt16
-        /// The evidences' input (15 bits) and whether they are log lines (the top bit), or `UInt16.max`
-        /// (both evidences in `wide`).
-        var evidenceMeta: UInt16
+        /// The count, or `PackedEvents.bigCount16` (then in `bigCounts`).
+        var count: UInt16
+        /// The label and evidence meta as an index into `Labels.shapes`, or `UInt16.max` (then in `wide`).
+        var shape: UInt16
+    }
+
+    /// A file record's label and evidence meta: the evidences' input (15 bits) and whether they are log
+    /// lines (the top bit), or `UInt16.max` (both evidences in `wide`).
+    struct Shape: Hashable {
+        var label: UInt32
+        var meta: UInt16
     }
 
     /// What a file record could not hold narrow (each nil when the record holds it).
     struct WideFields {
         var place: Int?
-        var label: UInt32?
+        var shape: Shape?
         var lastT: Nanos?
         var evidence: EvidencePair?
-        var isEmpty: Bool { place == nil && label == nil && lastT == nil && evidence == nil }
+        var isEmpty: Bool { place == nil && shape == nil && lastT == nil && evidence == nil }
     }
 
     /// Kinds and plugin names, one entry per distinct pair (appended to only; shared by copies).
@@ -74,6 +81,19 @@ public struct PackedEvents: @unchecked Sendable {
 
         var pairs: [Pair] = []
         var ids: [Pair: UInt32] = [:]
+        /// File records' distinct labels with evidence metas (`FileRecord.shape`).
+        var shapes: [Shape] = []
+        var shapeIDs: [Shape: UInt16] = [:]
+
+        /// The index of `s` in `shapes`; nil once the table holds `UInt16.max` shapes (then in `wide`).
+        func shapeID(_ s: Shape) -> UInt16? {
+            if let id = shapeIDs[s] { return id }
+            guard shapes.count < Int(UInt16.max) else { return nil }
+            let id = UInt16(truncatingIfNeeded: shapes.count)
+            shapes.append(s)
+            shapeIDs[s] = id
+            return id
+        }
 
         func id(_ kind: EventKind, _ source: String) -> UInt32 {
             let p = Pair(kind: kind, source: source)
@@ -116,6 +136,8 @@ public struct PackedEvents: @unchecked Sendable {
     public static let chunkSize = 1 << shift
     /// The count field's mark for a count kept in `bigCounts` (one that does not fit in 32 bits).
     static let bigCount = UInt32.max
+    /// A file record's count mark for a count kept in `bigCounts` (one past 65,534).
+    static let bigCount16 = UInt16.max
     /// A file record's 32-bit mark for a value kept in `wide`.
     static let wide32 = UInt32.max
     /// A file record's box index naming this list's own table (`OwnBoxes`), not the file's.
@@ -189,16 +211,31 @@ public struct PackedEvents: @unchecked Sendable {
         let label = labels.id(e.kind, e.source)
         var r = FileRecord(t: e.t, span: 0, first: 0, lastDelta: 0, place: 0,
                            from: hintID(e.fromBox, ids.from), to: hintID(e.toBox, ids.to), flow: flowID(e.flowBox, ids.flow),
-                           count: PackedEvents.fits(e.count) ? UInt32(truncatingIfNeeded: e.count) : PackedEvents.bigCount,
-                           label: label < UInt32(UInt16.max) ? UInt16(truncatingIfNeeded: label) : UInt16.max, evidenceMeta: 0)
-        if r.label == UInt16.max { w.label = label }
+                           count: PackedEvents.fits16(e.count) ? UInt16(truncatingIfNeeded: e.count) : PackedEvents.bigCount16, shape: 0)
         if place >= 0, place < Int(Self.wide32) { r.place = UInt32(truncatingIfNeeded: place) } else {
             r.place = Self.wide32
             w.place = place
         }
         Self.setSpan(&r, &w, e.lastT)
-        Self.setEvidence(&r, &w, e.evidencePair)
+        let meta = Self.setEvidence(&r, &w, e.evidencePair)
+        setShape(&r, &w, Shape(label: label, meta: meta))
         return (r, w)
+    }
+
+    /// `s` into `r` (its index in the shapes table, or in `w`).
+    @inline(__always) private func setShape(_ r: inout FileRecord, _ w: inout WideFields, _ s: Shape) {
+        if let id = labels.shapeID(s) {
+            r.shape = id
+            w.shape = nil
+        } else {
+            r.shape = UInt16.max
+            w.shape = s
+        }
+    }
+
+    /// Record `i`'s label and evidence meta.
+    @inline(__always) private func shape(_ i: Int, _ r: FileRecord) -> Shape {
+        r.shape == UInt16.max ? wide[i]?.shape ?? Shape(label: 0, meta: UInt16.max) : labels.shapes[Int(r.shape)]
     }
 
     /// `lastT` into `r` (narrow, or in `w`).
@@ -238,38 +275,41 @@ public struct PackedEvents: @unchecked Sendable {
     }
 
     /// Both evidences into `r` (narrow: the same input and kind, the last no earlier than the first
-    /// and within 2^32 - 1 of it; else in `w`).
-    @inline(__always) static func setEvidence(_ r: inout FileRecord, _ w: inout WideFields, _ p: EvidencePair) {
+    /// and within 2^32 - 1 of it; else in `w`); gives their meta for the record's shape.
+    @inline(__always) static func setEvidence(_ r: inout FileRecord, _ w: inout WideFields, _ p: EvidencePair) -> UInt16 {
         w.evidence = nil
         if let f = narrow(p.first) {
             if let last = p.last {
                 if let l = narrow(last), l.meta == f.meta, l.value >= f.value, l.value - f.value < wide32 {
-                    r.evidenceMeta = f.meta
                     r.first = f.value
                     r.lastDelta = l.value - f.value
-                    return
+                    return f.meta
                 }
             } else {
-                r.evidenceMeta = f.meta
                 r.first = f.value
                 r.lastDelta = wide32
-                return
+                return f.meta
             }
         }
-        r.evidenceMeta = UInt16.max
         r.first = 0
         r.lastDelta = 0
         w.evidence = p
+        return UInt16.max
     }
 
     @inline(__always) func evidencePair(_ i: Int, _ r: FileRecord) -> EvidencePair {
-        if r.evidenceMeta == UInt16.max { return wide[i]?.evidence ?? EvidencePair(.frame(input: 0, frame: 0)) }
-        let first = Self.evidence(r.evidenceMeta, r.first)
-        return r.lastDelta == Self.wide32 ? EvidencePair(first) : EvidencePair(first, Self.evidence(r.evidenceMeta, r.first &+ r.lastDelta))
+        evidencePair(i, r, meta: shape(i, r).meta)
+    }
+
+    @inline(__always) func evidencePair(_ i: Int, _ r: FileRecord, meta: UInt16) -> EvidencePair {
+        if meta == UInt16.max { return wide[i]?.evidence ?? EvidencePair(.frame(input: 0, frame: 0)) }
+        let first = Self.evidence(meta, r.first)
+        return r.lastDelta == Self.wide32 ? EvidencePair(first) : EvidencePair(first, Self.evidence(meta, r.first &+ r.lastDelta))
     }
 
     @inline(__always) func firstEvidence(_ i: Int, _ r: FileRecord) -> Evidence {
-        r.evidenceMeta == UInt16.max ? evidencePair(i, r).first : Self.evidence(r.evidenceMeta, r.first)
+        let meta = shape(i, r).meta
+        return meta == UInt16.max ? evidencePair(i, r, meta: meta).first : Self.evidence(meta, r.first)
     }
 
     /// Keeps `wide` in step for event `i` (nothing kept for a record that holds every field).
@@ -308,7 +348,7 @@ public struct PackedEvents: @unchecked Sendable {
     }
 
     @inline(__always) private func label(_ i: Int, _ r: FileRecord) -> Labels.Pair {
-        labels.pairs[r.label == UInt16.max ? Int(wide[i]?.label ?? UInt32(UInt16.max)) : Int(r.label)]
+        labels.pairs[Int(shape(i, r).label)]
     }
 
     @inline(__always) private func place(_ i: Int, _ r: FileRecord) -> Int {
@@ -316,10 +356,16 @@ public struct PackedEvents: @unchecked Sendable {
     }
 
     @inline(__always) static func fits(_ n: Int) -> Bool { n >= 0 && n < Int(bigCount) }
+    @inline(__always) static func fits16(_ n: Int) -> Bool { n >= 0 && n < Int(bigCount16) }
 
     /// Keeps `bigCounts` in step with the record just written at `i` (holding `n` occurrences).
     @inline(__always) private mutating func noteCount(_ n: Int, at i: Int) {
         bigCounts.set(PackedEvents.fits(n) ? nil : n, at: i)
+    }
+
+    /// The same for a file record (16-bit count).
+    @inline(__always) private mutating func noteFileCount(_ n: Int, at i: Int) {
+        bigCounts.set(PackedEvents.fits16(n) ? nil : n, at: i)
     }
 
     /// The whole event (its boxes and attribute buffer are those put in).
@@ -346,13 +392,17 @@ public struct PackedEvents: @unchecked Sendable {
             let (r, w) = packFile(newValue, place: place(i, fileRecord(i)), ids: .none)
             fileChunks[Self.chunk(i)][Self.slot(i)] = r
             setWide(w, at: i)
-            noteCount(newValue.count, at: i)
+            noteFileCount(newValue.count, at: i)
             setAttrs(newValue.attrs, at: i)
         }
     }
 
     @inline(__always) private func count(at i: Int, _ n: UInt32) -> Int {
         n == PackedEvents.bigCount ? bigCounts[i] ?? Int(PackedEvents.bigCount) : Int(n)
+    }
+
+    @inline(__always) private func count(at i: Int, _ n: UInt16) -> Int {
+        n == PackedEvents.bigCount16 ? bigCounts[i] ?? Int(PackedEvents.bigCount16) : Int(n)
     }
 
     public mutating func append(_ e: PeerEvent) {
@@ -394,7 +444,7 @@ public struct PackedEvents: @unchecked Sendable {
         let (r, w) = packFile(e, place: place, ids: ids)
         fileChunks[fileChunks.count - 1].append(r)
         setWide(w, at: count)
-        noteCount(e.count, at: count)
+        noteFileCount(e.count, at: count)
         count += 1
     }
 
@@ -460,7 +510,7 @@ public struct PackedEvents: @unchecked Sendable {
         }
         let r = fileRecord(i)
         fileChunks[Self.chunk(k)][Self.slot(k)] = r
-        noteCount(count(at: i, r.count), at: k)
+        noteFileCount(count(at: i, r.count), at: k)
         setWide(wide.isEmpty ? WideFields() : wide[i] ?? WideFields(), at: k)
         if let a = heldAttrs.removeValue(forKey: i) { heldAttrs[k] = a } else if !heldAttrs.isEmpty { heldAttrs.removeValue(forKey: k) }
         if let l = lastAdded {
@@ -482,15 +532,17 @@ public struct PackedEvents: @unchecked Sendable {
         }
         var r = fileChunks[c][j]
         let n = count(at: i, r.count) &+ 1
-        r.count = PackedEvents.fits(n) ? UInt32(truncatingIfNeeded: n) : PackedEvents.bigCount
+        r.count = PackedEvents.fits16(n) ? UInt16(truncatingIfNeeded: n) : PackedEvents.bigCount16
         var w = wide.isEmpty ? WideFields() : wide[i] ?? WideFields()
-        var pair = evidencePair(i, r)
+        let s = shape(i, r)
+        var pair = evidencePair(i, r, meta: s.meta)
         pair.last = evidence
         Self.setSpan(&r, &w, t)
-        Self.setEvidence(&r, &w, pair)
+        let meta = Self.setEvidence(&r, &w, pair)
+        if meta != s.meta { setShape(&r, &w, Shape(label: s.label, meta: meta)) }
         fileChunks[c][j] = r
         setWide(w, at: i)
-        noteCount(n, at: i)
+        noteFileCount(n, at: i)
     }
 
     public mutating func setAttrs(_ attrs: EventAttrs, at i: Int) {
@@ -512,7 +564,7 @@ public struct PackedEvents: @unchecked Sendable {
     public func source(_ i: Int) -> String {
         file == nil ? labels.pairs[Int(record(i).label)].source : label(i, fileRecord(i)).source
     }
-    public func count(_ i: Int) -> Int { count(at: i, file == nil ? record(i).count : fileRecord(i).count) }
+    public func count(_ i: Int) -> Int { file == nil ? count(at: i, record(i).count) : count(at: i, fileRecord(i).count) }
     public func evidence(_ i: Int) -> Evidence { file == nil ? record(i).evidencePair.first : firstEvidence(i, fileRecord(i)) }
     public func lastEvidence(_ i: Int) -> Evidence? { file == nil ? record(i).evidencePair.last : evidencePair(i, fileRecord(i)).last }
     public func flow(_ i: Int) -> FlowKey? { (file == nil ? record(i).flowBox : flowBox(fileRecord(i).flow))?.value }

@@ -161,7 +161,7 @@ final class PackedEventsTests: XCTestCase {
         }
         var packed = PackedEvents(attributesIn: spill)
         for e in plain { packed.append(e) }
-        XCTAssertLessThanOrEqual(PackedEvents.fileRecordSize, 48)
+        XCTAssertLessThanOrEqual(PackedEvents.fileRecordSize, 40)
         Self.checkEdits(plain, packed)
         // Folds one by one: a narrow record goes wide and back.
         var one = PackedEvents(attributesIn: spill)
@@ -357,6 +357,64 @@ final class PackedEventsTests: XCTestCase {
         plain.append(Self.script(1)[0])
         packed.append(Self.script(1)[0])
         XCTAssertEqual(Self.differences(plain, packed, "big cut"), [])
+    }
+
+    /// A list in a file holds a count in 16 bits and the label with the evidences' input as one 16-bit
+    /// shape (40-byte records): counts at and past 65,535 and more shapes than 16 bits name come back
+    /// exactly, through folds that cross the marks (a narrow count going wide, a fold whose evidence
+    /// changes the shape), moves, cuts and overwrites.
+    func testAFileListKeepsCountsAndShapesPast16Bits() throws {
+        let spill = try SpilledEvents(directory: NSTemporaryDirectory())
+        try spill.finishWriting()
+        XCTAssertEqual(PackedEvents.fileRecordSize, 40)
+        var plain = Self.script(40)
+        let counts = [65_533, 65_534, 65_535, 65_536, 70_000, Int(UInt32.max), 5_000_000_000, 1, 0]
+        for (i, n) in counts.enumerated() { plain[i * 4].count = n }
+        var packed = PackedEvents(attributesIn: spill)
+        for e in plain { packed.append(e) }
+        XCTAssertEqual(Self.differences(plain, packed, "counts"), [])
+        // Folds across 65,534 / 65,535 (narrow to wide), a fold moving the evidence to another input
+        // (a new shape), then moves, a cut and an overwrite.
+        for (i, ev) in [(0, Evidence.frame(input: 0, frame: 90)), (0, .frame(input: 0, frame: 91)), (0, .frame(input: 0, frame: 92)),
+                        (4, .frame(input: 5, frame: 93)), (8, .logLine(input: 0, line: 94)), (28, .frame(input: 0, frame: 95))] {
+            plain[i].count &+= 1
+            plain[i].lastT = 99
+            plain[i].lastEvidence = ev
+            packed.fold(into: i, t: 99, evidence: ev)
+        }
+        XCTAssertEqual(packed.count(0), 65_536)
+        XCTAssertEqual(Self.differences(plain, packed, "folded"), [])
+        // Each slot moved from is moved into again or cut (a move leaves it to be overwritten).
+        for (i, k) in [(0, 1), (4, 0), (8, 3), (20, 12), (28, 4), (24, 8), (36, 20)] {
+            plain[k] = plain[i]
+            packed.move(from: i, to: k)
+        }
+        plain[2] = plain[16]
+        packed[2] = packed[16]
+        plain.removeSubrange(24...)
+        packed.keepFirst(24)
+        XCTAssertEqual(Self.differences(plain, packed, "moved"), [])
+
+        // More shapes than 16 bits name: 300 labels with 250 inputs each.
+        var many = PackedEvents(attributesIn: spill)
+        var shapesPlain: [PeerEvent] = []
+        for i in 0 ..< 75_000 {
+            let e = PeerEvent(kind: .browse, t: Nanos(i), evidence: .frame(input: i / 300, frame: UInt64(i)), source: "p\(i % 300)")
+            shapesPlain.append(e)
+            many.append(e, record: -1)
+        }
+        // A fold that sends a narrow shape wide (another input) and one past the mark back to a known shape.
+        for (i, ev) in [(10, Evidence.frame(input: 1, frame: 5)), (74_000, .frame(input: 0, frame: 74_001)), (74_001, .logLine(input: 0, line: 3))] {
+            shapesPlain[i].count &+= 1
+            shapesPlain[i].lastT = Nanos(i + 1)
+            shapesPlain[i].lastEvidence = ev
+            many.fold(into: i, t: Nanos(i + 1), evidence: ev)
+        }
+        for (i, k) in [(74_999, 3), (65_534, 65_535), (65_535, 65_536), (4, 69_000)] {
+            shapesPlain[k] = shapesPlain[i]
+            many.move(from: i, to: k)
+        }
+        XCTAssertEqual(Self.differences(shapesPlain, many, "shapes"), [])
     }
 
     /// The engine gives a browse query the attribute buffer of an equal query held before, so the runs
