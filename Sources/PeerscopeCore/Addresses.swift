@@ -88,10 +88,14 @@ public enum IPAddress: Hashable, Sendable, Comparable, CustomStringConvertible {
         return self
     }
 
+    /// Dotted quad for IPv4 (written as bytes: at most 15, a string kept inline without an allocation;
+    /// `AddressDescriptionTests` compares it with the interpolation it replaced), RFC 5952 for IPv6.
     public var description: String {
         switch self {
         case .v4(let v):
-            return "\(v >> 24).\((v >> 16) & 0xFF).\((v >> 8) & 0xFF).\(v & 0xFF)"
+            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 15) { buf in
+                String(decoding: UnsafeBufferPointer(rebasing: buf[..<Self.writeV4(v, into: buf, at: 0)]), as: UTF8.self)
+            }
         case .v6(let hi, let lo, let scope):
             var b: [UInt8] = []
             b.reserveCapacity(39)
@@ -100,6 +104,41 @@ public enum IPAddress: Hashable, Sendable, Comparable, CustomStringConvertible {
             if let scope { s += "%" + scope }
             return s
         }
+    }
+
+    /// Writes `v` as a dotted quad into `buf` from `at` (room for 15 bytes needed); returns the end.
+    @inline(__always) static func writeV4(_ v: UInt32, into buf: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
+        var n = start
+        for k in 0 ..< 4 {
+            if k > 0 {
+                buf[n] = 0x2E
+                n &+= 1
+            }
+            let o = UInt8(truncatingIfNeeded: v >> UInt32(24 - 8 * k))
+            if o >= 100 {
+                buf[n] = 0x30 &+ o / 100
+                n &+= 1
+            }
+            if o >= 10 {
+                buf[n] = 0x30 &+ (o / 10) % 10
+                n &+= 1
+            }
+            buf[n] = 0x30 &+ o % 10
+            n &+= 1
+        }
+        return n
+    }
+
+    /// Writes decimal `v` into `buf` from `at` (room for 5 bytes needed); returns the end.
+    @inline(__always) static func writePort(_ v: UInt16, into buf: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
+        let digits = v >= 10000 ? 5 : v >= 1000 ? 4 : v >= 100 ? 3 : v >= 10 ? 2 : 1
+        var x = v, i = start &+ digits
+        while i > start {
+            i &-= 1
+            buf[i] = 0x30 &+ UInt8(truncatingIfNeeded: x % 10)
+            x /= 10
+        }
+        return start &+ digits
     }
 
     /// The eight groups of an IPv6 address in lowercase hex, the longest run (at least two, the first
@@ -163,8 +202,15 @@ public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible 
         self.port = port
     }
 
+    /// `a.b.c.d:port`, `[v6]:port`; an IPv4 one written as bytes (at most 21, no interpolation).
     public var description: String {
-        address.isV4 ? "\(address):\(port)" : "[\(address)]:\(port)"
+        guard case .v4(let v) = address else { return "[\(address)]:\(port)" }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 21) { buf in
+            var n = IPAddress.writeV4(v, into: buf, at: 0)
+            buf[n] = 0x3A
+            n = IPAddress.writePort(port, into: buf, at: n &+ 1)
+            return String(decoding: UnsafeBufferPointer(rebasing: buf[..<n]), as: UTF8.self)
+        }
     }
 
     public static func < (a: Endpoint, b: Endpoint) -> Bool {

@@ -11,10 +11,15 @@ public protocol MessageFieldsWriter: Sendable {
     /// `peerscope decode` write a repeated message's members once and copy them afterwards
     /// (`MessageBodyCache`). nil (the default): written every time.
     var cacheKey: Bytes? { get }
+    /// `ByteHash.hash` of `cacheKey`'s bytes when the writer has it already (the mDNS decoder hashed the
+    /// payload for its own fast path): a cache on the default hash then does not hash the key again.
+    /// nil (the default): the cache hashes the key.
+    var cacheKeyHash: UInt64? { get }
 }
 
 extension MessageFieldsWriter {
     public var cacheKey: Bytes? { nil }
+    public var cacheKeyHash: UInt64? { nil }
 }
 
 /// A message's field list built only when it is written: on `peerscope decode`'s writer thread, not on
@@ -57,6 +62,8 @@ public struct MessageBodyCache {
     /// nil: entries are forgotten only past `limit` (for tests comparing with the unbounded table).
     public let idle: Nanos?
     private let hash: (UnsafeRawBufferPointer) -> UInt64
+    /// `hash` is `ByteHash.hash`: a writer's `cacheKeyHash` is taken as the key's hash.
+    private let takesWriterHash: Bool
     private var table: [UInt64: [Entry]] = [:]
     private var nextSweep: Nanos = .min
     /// Key and body bytes held, and entries.
@@ -65,12 +72,22 @@ public struct MessageBodyCache {
     public private(set) var hits = 0
     public private(set) var misses = 0
 
-    /// `hash` may be replaced to test collisions (every key on one hash must still write its own members).
+    /// On the default hash (`ByteHash.hash`; a writer's `cacheKeyHash` is used when it has one).
+    public init(limit: Int = MessageBodyCache.defaultLimit, idle: Nanos? = MessageBodyCache.defaultIdle) {
+        self.limit = limit
+        self.idle = idle
+        self.hash = MessageBodyCache.hash
+        takesWriterHash = true
+    }
+
+    /// `hash` may be replaced to test collisions (every key on one hash must still write its own members);
+    /// every key is then hashed with it (writers' `cacheKeyHash` is not used).
     public init(limit: Int = MessageBodyCache.defaultLimit, idle: Nanos? = MessageBodyCache.defaultIdle,
-                hash: @escaping (UnsafeRawBufferPointer) -> UInt64 = MessageBodyCache.hash) {
+                hash: @escaping (UnsafeRawBufferPointer) -> UInt64) {
         self.limit = limit
         self.idle = idle
         self.hash = hash
+        takesWriterHash = false
     }
 
     /// Writes `writer`'s members into `out` for a message captured at `t`: copied when the same type
@@ -79,14 +96,19 @@ public struct MessageBodyCache {
         guard let key = writer.cacheKey else { return writer.writeMembers(to: &out) }
         if t >= nextSweep { sweep(t) }
         let type = ObjectIdentifier(Swift.type(of: writer))
-        let h = key.withUnsafeBytes { hash($0) }
-        if let entries = table[h] {
-            for (i, e) in entries.enumerated() where e.type == type && key.same(as: e.key) {
-                hits &+= 1
-                out.bytes.append(contentsOf: e.body)
-                if t > e.lastUsed { table[h]?[i].lastUsed = t }
-                return
-            }
+        let h = takesWriterHash ? writer.cacheKeyHash ?? key.withUnsafeBytes { hash($0) } : key.withUnsafeBytes { hash($0) }
+        // The entry's time is set after `entries` is gone: set while that copy of the list was alive, it
+        // copied the whole list (and retained each entry's buffers) on every hit.
+        var found = -1, touch = false
+        if let entries = table[h], let i = entries.firstIndex(where: { $0.type == type && key.same(as: $0.key) }) {
+            hits &+= 1
+            out.bytes.append(contentsOf: entries[i].body)
+            found = i
+            touch = t > entries[i].lastUsed
+        }
+        if found >= 0 {
+            if touch { table[h]?[found].lastUsed = t }
+            return
         }
         misses &+= 1
         let start = out.count

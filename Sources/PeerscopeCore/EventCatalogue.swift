@@ -197,6 +197,20 @@ public enum EventCatalogue {
         return d
     }()
 
+    /// A small number for each built-in kind (its place in `entries`, from 1), 0 for any other kind:
+    /// what a resolved event keeps of its kind, so that reading the kind does not fetch the event's
+    /// record (issue 13: detectors read the kind of every event).
+    public static func code(of kind: EventKind) -> UInt16 { codes[kind] ?? 0 }
+
+    /// The kind a nonzero `code(of:)` stands for (`kindsByCode[0]` is a placeholder, never read for a kind).
+    public static let kindsByCode: [EventKind] = [EventKind("")] + entries.map(\.kind)
+
+    private static let codes: [EventKind: UInt16] = {
+        var d: [EventKind: UInt16] = [:]
+        for (i, e) in entries.enumerated() { d[e.kind] = UInt16(truncatingIfNeeded: i + 1) }
+        return d
+    }()
+
     /// The timeline step of an event.
     @inlinable public static func step(_ e: PeerEvent) -> TimelineStep {
         spec(e.kind)?.step.value(e.attrs) ?? .other

@@ -309,3 +309,35 @@ extension TimelineBuilder {
         browseFoldGap = gap > 0 ? gap : Nanos.max
     }
 }
+
+/// Lookups in a capture's holes (stretches with no input at all, longer than
+/// `keepalive-timeout.capture-gap`) as the timeout detectors collect them: each from the latest time
+/// seen so far to the next event's time, so they come sorted by start, and each starts no earlier than
+/// the one before ends. A binary search finds what a scan from the first would (a scan per check was
+/// quadratic on a capture with many holes).
+package enum CaptureHoles {
+    /// True when `t` falls strictly inside one of `holes` (sorted and disjoint, as above).
+    package static func contains(_ t: Nanos, _ holes: [(Nanos, Nanos)]) -> Bool {
+        // The last hole starting before `t` is the only one that can hold it.
+        let i = firstIndex(holes) { $0.0 >= t }
+        guard i > 0 else { return false }
+        return t < holes[i - 1].1
+    }
+
+    /// The first of `holes` (sorted by start) starting in `start ..< end`.
+    package static func first(startingIn start: Nanos, _ end: Nanos, _ holes: [(Nanos, Nanos)]) -> (Nanos, Nanos)? {
+        let i = firstIndex(holes) { $0.0 >= start }
+        guard i < holes.count, holes[i].0 < end else { return nil }
+        return holes[i]
+    }
+
+    /// The first index whose hole satisfies `atOrAfter` (false for a prefix, true for the rest), or `holes.count`.
+    static func firstIndex(_ holes: [(Nanos, Nanos)], _ atOrAfter: ((Nanos, Nanos)) -> Bool) -> Int {
+        var lo = 0, hi = holes.count
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2
+            if atOrAfter(holes[mid]) { hi = mid } else { lo = mid + 1 }
+        }
+        return lo
+    }
+}

@@ -63,9 +63,7 @@ public struct HandshakeTimeoutDetector: Detector {
     }
 
     /// True when `t` falls strictly inside one of the stretches with no input.
-    static func inHole(_ t: Nanos, _ holes: [(Nanos, Nanos)]) -> Bool {
-        holes.contains { t > $0.0 && t < $0.1 }
-    }
+    static func inHole(_ t: Nanos, _ holes: [(Nanos, Nanos)]) -> Bool { CaptureHoles.contains(t, holes) }
 
     private struct Pending {
         var phase: Phase

@@ -222,7 +222,7 @@ public struct KeepaliveTimeoutDetector: Detector {
 
     /// The first stretch without any evidence inside the silence `g`.
     private func hole(in g: Silence, _ holes: [(Nanos, Nanos)]) -> (Nanos, Nanos)? {
-        holes.first { $0.0 >= g.start && $0.0 < g.end }
+        CaptureHoles.first(startingIn: g.start, g.end, holes)
     }
 
     private func finding(_ input: DetectorInput, _ inst: SessionInstance, _ d: Direction, _ g: Silence, level: String,

@@ -70,6 +70,27 @@ public struct PeerInfo: Sendable, Hashable {
         case .logOwner(let i): return "log owner (input \(i + 1))"
         }
     }
+
+    /// `(a.label, a.ref) < (b.label, b.ref)`, the timelines' peer order. Two peers without a display
+    /// name known by address (or both by peer ID) have labels that share their prefix ("unknown peer at ",
+    /// "peer "), so the text after it decides and the labels are not built: a sort compared two freshly
+    /// built labels per comparison. That text starts with an ASCII character, so no normalisation joins
+    /// it to the prefix and the order is the labels' (`PeerOrderTests` compares the two).
+    static func sortsBefore(_ a: PeerInfo, _ b: PeerInfo) -> Bool {
+        if a.displayName?.isEmpty ?? true, b.displayName?.isEmpty ?? true {
+            switch (a.ref, b.ref) {
+            case (.address(let x), .address(let y)):
+                let (tx, ty) = (x.description, y.description)
+                return tx != ty ? tx < ty : a.ref < b.ref
+            case (.id(let x), .id(let y)):
+                let (tx, ty) = (PeerIdentity.idString(x), PeerIdentity.idString(y))
+                return tx != ty ? tx < ty : a.ref < b.ref
+            default:
+                break
+            }
+        }
+        return (a.label, a.ref) < (b.label, b.ref)
+    }
 }
 
 /// The identity facts of a run, folded from its `identity.*` events: which peer IDs, display names,

@@ -71,7 +71,7 @@ extension TimelineBuilder {
         if let w = toWork {
             addEntry(w, e, state: state, letter: letter, sent: from == nil, counterpart: fromBox, session: sessionKey)
         }
-        return ResolvedEvent(index: index, sides: sides(fromBox, toBox, sessionKey, store), state: state,
+        return ResolvedEvent(index: index, sides: sides(fromBox, toBox, sessionKey, store), kind: e.kind, state: state,
                              establishedBefore: establishedBefore, secureBefore: secureBefore,
                              dtlsStartedBefore: dtlsStartedBefore)
     }
@@ -266,7 +266,7 @@ extension TimelineBuilder {
             return nil
         }
         folds.open[key] = landed.map { BrowseFolds.Fold(target: k, entry: $0, lastT: e.t) }
-        return ResolvedEvent(index: k, sides: sides(w.box, nil, nil, store), state: state,
+        return ResolvedEvent(index: k, sides: sides(w.box, nil, nil, store), kind: e.kind, state: state,
                              establishedBefore: false, secureBefore: false, dtlsStartedBefore: false)
     }
 

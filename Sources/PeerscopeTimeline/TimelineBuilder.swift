@@ -75,6 +75,9 @@ public struct ResolvedEvent: Sendable {
     /// The state the timeline gave the event (after upgrades such as `gck-connected`).
     public let state: TimelineState
     let flags: UInt8
+    /// The event's kind as `EventCatalogue.code(of:)` gives it (0: not a built-in kind, read from the
+    /// store): the kind read without the event's record or the store (issue 13).
+    let kindCode: UInt16
     /// The store the event is read from.
     var store: EventStore { sides.value.store }
     public var establishedBefore: Bool { flags & 1 != 0 }
@@ -85,9 +88,10 @@ public struct ResolvedEvent: Sendable {
     var sessionBox: Shared<SessionKey>? { sides.value.session }
 
     /// An event of `sides.value.store`.
-    init(index: Int, sides: Shared<Sides>, state: TimelineState, establishedBefore: Bool,
+    init(index: Int, sides: Shared<Sides>, kind: EventKind, state: TimelineState, establishedBefore: Bool,
          secureBefore: Bool, dtlsStartedBefore: Bool) {
         self.index = Int32(truncatingIfNeeded: index)
+        kindCode = EventCatalogue.code(of: kind)
         self.sides = sides
         self.state = state
         flags = (establishedBefore ? 1 : 0) | (secureBefore ? 2 : 0) | (dtlsStartedBefore ? 4 : 0)
@@ -99,7 +103,9 @@ public struct ResolvedEvent: Sendable {
     public var to: PeerRef? { toBox?.value }
     public var session: SessionKey? { sessionBox?.value }
     public var t: Nanos { StoreEvents.t(in: store.reading, Int(index)) }
-    public var kind: EventKind { StoreEvents.kind(in: store.reading, Int(index)) }
+    public var kind: EventKind {
+        kindCode != 0 ? EventCatalogue.kindsByCode[Int(kindCode)] : StoreEvents.kind(in: store.reading, Int(index))
+    }
     public var evidence: Evidence { StoreEvents.evidence(in: store.reading, Int(index)) }
     public var flow: FlowKey? { StoreEvents.flow(in: store.reading, Int(index)) }
     // Single fields of the event, read in place: `event` builds the whole event (a retain per
@@ -148,7 +154,7 @@ public struct Timelines: Sendable {
     init(peers: consuming [PeerTimeline], sessions: consuming [SessionInstance], events: [ResolvedEvent], start: Nanos?, end: Nanos,
          resolver: PeerResolver, identities: PeerIdentities) {
         var peers = peers
-        sortInPlace(&peers) { ($0.peer.label, $0.peer.ref) < ($1.peer.label, $1.peer.ref) }
+        sortInPlace(&peers) { PeerInfo.sortsBefore($0.peer, $1.peer) }
         self.peers = peers
         var sessions = sessions
         sortInPlace(&sessions) { ($0.start, $0.key) < ($1.start, $1.key) }

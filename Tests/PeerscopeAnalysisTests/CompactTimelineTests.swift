@@ -53,6 +53,44 @@ final class CompactTimelineTests: XCTestCase {
         XCTAssertEqual(e, f, "equal by value, whatever boxes hold the values")
     }
 
+    /// A resolved event keeps its kind as a small code (issue 13: detectors read it without the record):
+    /// every built-in kind, a user kind, a kind no catalogue knows and a kind registered by a plugin read
+    /// back as the stored event's own kind, in order, and only built-in kinds have a code.
+    func testResolvedEventsReadTheirStoredKind() {
+        XCTAssertEqual(EventCatalogue.kindsByCode.count, EventCatalogue.entries.count + 1)
+        for (i, spec) in EventCatalogue.entries.enumerated() {
+            XCTAssertEqual(EventCatalogue.code(of: spec.kind), UInt16(i + 1))
+            XCTAssertEqual(EventCatalogue.kindsByCode[i + 1], spec.kind)
+        }
+        let registered = EventKind("test.kind-code-registered")
+        EventCatalogue.register([EventKindSpec(registered, "a plugin's kind")])
+        for k: EventKind in ["user.custom", "nobody.knows", registered] { XCTAssertEqual(EventCatalogue.code(of: k), 0, "\(k)") }
+
+        let s = Script()
+        s.connect(Script.alice, Script.bob, at: 0)
+        var kinds: [EventKind] = []
+        var t = 1.0
+        for spec in EventCatalogue.entries where !spec.kind.isIn("identity") {
+            s.packet(spec.kind, t, Script.alice, Script.bob)
+            t += 0.5
+        }
+        for k: EventKind in ["user.custom", "nobody.knows", registered] {
+            s.log(k, t, Script.bob, Script.alice)
+            t += 0.5
+        }
+        let tl = s.timelines()
+        for e in tl.events {
+            kinds.append(e.kind)
+            XCTAssertEqual(e.kind, e.event.kind)
+            XCTAssertEqual(e.kindCode, EventCatalogue.code(of: e.event.kind))
+        }
+        XCTAssertEqual(kinds, tl.events.map { $0.event.kind }, "same kinds, same order")
+        for k: EventKind in ["user.custom", "nobody.knows", registered, .gckHello, .dtlsAlert] {
+            XCTAssertTrue(kinds.contains(k), "\(k) resolved")
+        }
+        XCTAssertGreaterThan(Set(kinds).count, 20)
+    }
+
     /// A milestone's peer is a shared box and an instance's per-side planes two fields: both read and
     /// write as the plain values they were, and compare and hash by value.
     func testMilestonesAndSidePlanesReadBackAsGiven() {

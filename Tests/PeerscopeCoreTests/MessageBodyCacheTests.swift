@@ -28,6 +28,32 @@ final class MessageBodyCacheTests: XCTestCase {
         var cacheKey: Bytes? { payload }
     }
 
+    /// A `HexWriter` that hands the cache its key's hash (as the mDNS decoder hands it the payload's).
+    struct HashedWriter: MessageFieldsWriter {
+        var payload: Bytes
+        var cacheKeyHash: UInt64?
+        var fields: [(String, JSONValue)] { HexWriter(payload: payload).fields }
+        func writeMembers(to out: inout JSONBytes) { HexWriter(payload: payload).writeMembers(to: &out) }
+        var cacheKey: Bytes? { payload }
+    }
+
+    /// A writer's own hash of its key stands for the cache's: the same lines, hits and misses as the
+    /// cache hashing every key itself (a cache on a replaced hash ignores the writer's).
+    func testAWritersOwnKeyHashGivesTheSameLinesHitsAndMisses() {
+        let ks = keys()
+        let writers: [any MessageFieldsWriter] = ks.map { HashedWriter(payload: $0, cacheKeyHash: $0.byteHash) }
+            + ks.map { HexWriter(payload: $0) } + ks.map { HashedWriter(payload: $0, cacheKeyHash: nil) }
+        let plain = render(writers)
+        var given = MessageBodyCache(), own = MessageBodyCache(hash: MessageBodyCache.hash)
+        XCTAssertEqual(render(writers, cache: &given), plain)
+        XCTAssertEqual(render(writers, cache: &own), plain)
+        XCTAssertEqual(given.hits, own.hits)
+        XCTAssertEqual(given.misses, own.misses)
+        XCTAssertEqual(given.count, own.count)
+        // Each key's hash is `ByteHash.hash` of its bytes, views into larger buffers included.
+        for k in ks { XCTAssertEqual(k.byteHash, k.array.withUnsafeBytes { ByteHash.hash($0) }) }
+    }
+
     /// Keys: repeats, keys differing in one byte (first, middle, last, in a tail shorter than 8 bytes),
     /// a prefix of another, the empty key, and views into a larger buffer at different offsets.
     func keys() -> [Bytes] {

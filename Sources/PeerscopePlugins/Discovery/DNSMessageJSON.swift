@@ -164,8 +164,14 @@ public struct DNSMessageFields: MessageFieldsWriter {
 /// again (an unparsable payload would write no fields).
 public struct DNSPayloadFields: MessageFieldsWriter {
     public let payload: Bytes
+    /// `ByteHash.hash` of `payload`, when the caller has it (see `MessageFieldsWriter.cacheKeyHash`).
+    public let cacheKeyHash: UInt64?
 
-    public init(_ payload: Bytes) { self.payload = payload }
+    /// `hash`, when given, must be `ByteHash.hash` of `payload` (`payload.byteHash`).
+    public init(_ payload: Bytes, hash: UInt64? = nil) {
+        self.payload = payload
+        cacheKeyHash = hash
+    }
 
     public var fields: [(String, JSONValue)] { DNSMessage.parse(payload).0.map(MDNSPlugin.fields) ?? [] }
 

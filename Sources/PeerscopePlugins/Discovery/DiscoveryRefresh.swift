@@ -40,6 +40,8 @@ struct Refresh {
         var ptr: UInt32?
         var srv: UInt32?
         var txt: UInt32?
+        /// The SRV target's host when it is one of the response's own (an index into `hosts`), else -1.
+        var srvHost: Int32 = -1
     }
     struct HostTTLs {
         var key: String
@@ -139,6 +141,8 @@ extension DiscoveryTracker {
         let evidence = input.evidence, flow = input.flow
         for k in ri.indices {
             let x = ri[k].slot, ptr = ri[k].ptr, srv = ri[k].srv, txt = ri[k].txt
+            // The instance's SRV (unchanged: same stamp) targets that host, checked above to hold its slot.
+            let hostSlot = ri[k].srvHost >= 0 ? rh[Int(ri[k].srvHost)].slot : nil
             let deadline = withInstance(x) { inst in
                 if let ttl = ptr { inst.ptrExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
                 if let ttl = srv { inst.srvExpiry = t &+ Nanos(ttl) &* CaptureTime.second }
@@ -148,7 +152,7 @@ extension DiscoveryTracker {
                 inst.lastSeen = t
                 inst.lastEvidence = evidence
                 inst.lastFlow = flow
-                teach(inst, src: src, ctx)
+                teach(inst, src: src, ctx, hostSlot: hostSlot)
                 return inst.deadline
             }
             if let deadline { schedule(at: x, deadline) }
@@ -233,11 +237,15 @@ extension DiscoveryTracker {
                !targeting.allSatisfy({ k in instances.index(forKey: k).map { position[$0] != nil } ?? false }) { return }
             hostTTLs.append(Refresh.HostTTLs(key: hosts.keys[hx], slot: hx, stamp: hosts.values[hx].stamp, addresses: mine.addresses))
         }
-        // Every endpoint already reported (a refresh could otherwise resolve again).
-        for e in ttls {
-            let x = e.slot
+        // Every endpoint already reported (a refresh could otherwise resolve again). Each SRV target
+        // among the message's hosts is noted, so a refresh reaches it by slot.
+        for k in ttls.indices {
+            let x = ttls[k].slot
             if let srv = instances.values[x].srv {
-                for a in addresses(of: srv.target, t: input.t) where !instances.values[x].reportedEndpoints.contains(Endpoint(a, srv.port)) {
+                let target = srv.target.key
+                if let j = hostTTLs.firstIndex(where: { $0.key == target }) { ttls[k].srvHost = Int32(exactly: j) ?? -1 }
+                guard let hx = hosts.index(forKey: target) else { continue }
+                for a in addresses(atSlot: hx, t: input.t) where !instances.values[x].reportedEndpoints.contains(Endpoint(a, srv.port)) {
                     return
                 }
             }

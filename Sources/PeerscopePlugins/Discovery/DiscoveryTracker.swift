@@ -761,6 +761,11 @@ final class DiscoveryTracker {
     func addresses(of host: DNSName, t: Nanos) -> [IPAddress] {
         // One pass, no filtered copy of the table (this runs for every instance a refresh touches).
         guard let x = hosts.index(forKey: host.key) else { return [] }
+        return addresses(atSlot: x, t: t)
+    }
+
+    /// `addresses(of:t:)` of the host in slot `x` (a live slot).
+    func addresses(atSlot x: Int, t: Nanos) -> [IPAddress] {
         var out: [IPAddress] = []
         for (a, v) in hosts.values[x].addresses where v.expiry > t { out.append(a) }
         out.sort()
@@ -808,14 +813,17 @@ final class DiscoveryTracker {
         PeerHint(peerID: inst.peerID, displayName: inst.displayName, address: src ?? inst.lastSource)
     }
 
-    func teach(_ inst: Instance, src: IPAddress?, _ ctx: PluginContext) {
+    /// `hostSlot`: the slot of the SRV target's host when the caller knows it holds that host (the
+    /// refresh fast path), so its name is not lower-cased and hashed again; nil looks it up by name.
+    func teach(_ inst: Instance, src: IPAddress?, _ ctx: PluginContext, hostSlot: Int? = nil) {
         guard let id = inst.peerID else { return }
         let dir = ctx.directory
         dir.learn(peerID: id, displayName: inst.displayName)
         dir.advertised(peerID: id, at: inst.lastSeen)
         if let src, !src.isMulticast { dir.learn(peerID: id, address: src) }
         if let srv = inst.srv {
-            for a in addresses(of: srv.target, t: inst.lastSeen) { dir.learn(peerID: id, endpoint: Endpoint(a, srv.port)) }
+            let addrs = hostSlot.map { addresses(atSlot: $0, t: inst.lastSeen) } ?? addresses(of: srv.target, t: inst.lastSeen)
+            for a in addrs { dir.learn(peerID: id, endpoint: Endpoint(a, srv.port)) }
         }
     }
 

@@ -66,7 +66,7 @@ public final class MDNSPlugin: DecoderPlugin {
             // A repeated browse query within its window does nothing either (see `QueryRepeat`); without
             // events no query does anything, so any repeat of a remembered one is skipped.
             if response ? tracker.refresh(p, hash: hash, src: src, input, ctx) : tracker.repeatedQuery(p, hash: hash, src: src, t: input.t, windows: ctx.wantsEvents) {
-                if ctx.wantsMessages { ctx.message(response ? "response" : "query", writing: DNSPayloadFields(p)) }
+                if ctx.wantsMessages { ctx.message(response ? "response" : "query", writing: DNSPayloadFields(p, hash: hash)) }
                 return
             }
             fast = (hash, src)
