@@ -294,14 +294,11 @@ public struct JSONBytes {
 
     private mutating func groups(_ hi: UInt64, _ lo: UInt64) { IPAddress.appendIPv6Groups(hi, lo, to: &bytes) }
 
+    /// The dotted quad as `IPAddress.description` writes it (one writer of it: `IPAddress.writeV4`).
     private mutating func dottedQuad(_ v: UInt32) {
-        uint(UInt64(v >> 24))
-        bytes.append(0x2E)
-        uint(UInt64((v >> 16) & 0xFF))
-        bytes.append(0x2E)
-        uint(UInt64((v >> 8) & 0xFF))
-        bytes.append(0x2E)
-        uint(UInt64(v & 0xFF))
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 15) { buf in
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[..<IPAddress.writeV4(v, into: buf, at: 0)]))
+        }
     }
 }
 
